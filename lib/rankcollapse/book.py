@@ -1,0 +1,86 @@
+"""What every chapter's hidden setup cell and prose need: seeding, figure style, glued numbers.
+
+``rc.book.setup(seed)`` is the one place a chapter seeds the global generators; library
+functions take their own seeds. ``rc.book.glue(name, value, fmt)`` inserts a computed number
+into the prose with myst-nb's ``glue`` (written ``{glue}`name``` in the text), formatted here so
+the prose never types a number by hand.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+
+from ._validate import check_int
+
+__all__ = ["setup", "glue", "glue_figure", "Formatted", "fmt_sci"]
+
+
+def setup(seed: int = 0) -> None:
+    """Seed Python, numpy and torch, and set the book's figure style (called once per chapter)."""
+    seed = check_int("seed", seed, minimum=0)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    from .plotting import use_book_style
+
+    use_book_style()
+
+
+class Formatted:
+    """A value shown as preformatted text (its ``repr`` is the formatted string, no quotes)."""
+
+    def __init__(self, value, text: str):
+        self.value, self.text = value, text
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_markdown_(self):
+        return self.text
+
+
+def fmt_sci(x: float, digits: int = 1) -> str:
+    """``x`` in LaTeX-free scientific notation for prose: ``3.2e-15`` -> ``3.2 × 10⁻¹⁵``."""
+    x = float(x)
+    if x == 0 or not np.isfinite(x):
+        return f"{x:g}"
+    mant, exp = f"{x:.{digits}e}".split("e")
+    exp = int(exp)
+    if -3 <= exp <= 3:
+        return f"{x:.{digits + 1}g}"
+    sup = str(exp).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{mant} × 10{sup}"
+
+
+def glue(name: str, value, fmt: str | None = "{:.3g}", display: bool = False):
+    """Glue ``value`` under ``name`` for the prose (``{glue}`name```); returns the value.
+
+    ``fmt`` is a format string (``"{:.2f}"``, ``"{:,}"``) or ``"sci"`` for
+    :func:`fmt_sci`; ``None`` glues the value as it is (figures, tables).
+    """
+    from myst_nb import glue as _glue
+
+    if fmt is None:
+        shown = value
+    elif fmt == "sci":
+        shown = Formatted(value, fmt_sci(value))
+    else:
+        shown = Formatted(value, fmt.format(value))
+    _glue(name, shown, display=display)
+    return value
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue a matplotlib figure for a ``{glue:figure}`` directive and close it.
+
+    The figure is also shown as the cell's output (so a reader running the notebook sees it);
+    tag the cell ``remove-output`` so the built page shows it once, where the directive puts it.
+    """
+    import matplotlib.pyplot as plt
+    from myst_nb import glue as _glue
+
+    _glue(name, fig, display=True)
+    plt.close(fig)

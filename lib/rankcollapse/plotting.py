@@ -1,0 +1,152 @@
+"""The book's figures: one style, and the drawings more than one chapter needs.
+
+Functions draw on a matplotlib ``Axes`` they are given (or make a figure) and return it; they
+compute nothing the core library does not already return. Figures are drawn on a transparent
+background with mid-grey text so that they read in the theme's light and dark modes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "use_book_style",
+    "PALETTE",
+    "path_diagram",
+    "length_distributions",
+    "curve_with_band",
+]
+
+# colour-blind safe (Okabe–Ito)
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+_INK = "#6b6b6b"  # readable on white and on the dark theme's background
+
+
+def use_book_style() -> None:
+    """Set matplotlib's defaults for the book (fonts, colours, transparent background, SVG-free PNG)."""
+    import matplotlib as mpl
+    from cycler import cycler
+
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (7.0, 3.6),
+            "figure.dpi": 110,
+            "savefig.dpi": 150,
+            "savefig.transparent": True,
+            "figure.facecolor": (1, 1, 1, 0),
+            "axes.facecolor": (1, 1, 1, 0),
+            "axes.edgecolor": _INK,
+            "axes.labelcolor": _INK,
+            "axes.titlecolor": _INK,
+            "xtick.color": _INK,
+            "ytick.color": _INK,
+            "text.color": _INK,
+            "legend.labelcolor": _INK,
+            "legend.framealpha": 0.0,
+            "axes.grid": True,
+            "grid.color": _INK,
+            "grid.alpha": 0.25,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.prop_cycle": cycler(color=PALETTE),
+            "font.size": 10,
+            "axes.titlesize": 10,
+            "lines.linewidth": 1.8,
+        }
+    )
+
+
+def _axes(ax, figsize=None):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None, None), (None, 0, 1), (1, 1, 0)), ax=None):
+    """Draw the paths through ``L`` layers of ``H`` heads with skip connections (the paper's Figure 1).
+
+    Each layer is a column of ``H`` head nodes and one skip node (drawn as a dashed bypass).
+    ``highlight``: paths (tuples with a head index or ``None`` per layer) drawn in colour, with
+    their length in the legend.
+    """
+    ax = _axes(ax, figsize=(7.0, 3.2))
+    ys = {h: H - h for h in range(H)}  # head rows above the stream (y = 0), the skip below
+    ys[None] = -1.0
+    xs = np.arange(L + 1) * 2.0
+    for l in range(L):  # every edge, faint: input -> head or skip -> output of the layer
+        for c in [None] + list(range(H)):
+            ax.plot([xs[l], xs[l] + 1.0, xs[l + 1]], [0, ys[c], 0], color=_INK, alpha=0.18,
+                    lw=1.0, ls="--" if c is None else "-")
+        for c in [None] + list(range(H)):
+            label = "skip" if c is None else f"$P^{{({l + 1})}}_{{{c + 1}}}$"
+            ax.text(xs[l] + 1.0, ys[c], label, ha="center", va="center", color=_INK, fontsize=8,
+                    bbox=dict(boxstyle="round,pad=0.25", fc=(0.0, 0.45, 0.7, 0.12), ec=_INK,
+                              ls="--" if c is None else "-"), zorder=3)
+    for x, label in zip(xs, ["$X$"] + [f"$X_{{{l + 1}}}$" for l in range(L)]):
+        ax.plot([x], [0], "o", color=_INK, ms=6, zorder=3)
+        ax.text(x, -0.45, label, ha="center", va="top", color=_INK)
+    for i, path in enumerate(highlight):
+        if len(path) != L:
+            raise ValueError(f"highlight path {path!r} must have one entry per layer ({L})")
+        color = PALETTE[i % len(PALETTE)]
+        off = 0.07 * (i - (len(highlight) - 1) / 2)  # side by side where paths share an edge
+        px, py = [xs[0]], [off]
+        for l, c in enumerate(path):
+            px += [xs[l] + 1.0, xs[l + 1]]
+            py += [ys[c] + off, off]
+        length = sum(c is not None for c in path)
+        name = ", ".join("skip" if c is None else f"head {c + 1}" for c in path)
+        ax.plot(px, py, color=color, lw=2.4, alpha=0.9, label=f"length {length}: {name}")
+    ax.set_xlim(-0.5, xs[-1] + 0.5)
+    ax.set_ylim(-1.5, H + 0.5)
+    ax.axis("off")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, fontsize=8, frameon=False)
+    return ax
+
+
+def length_distributions(rows, ax=None, log=False):
+    """Plot each architecture's path-length distribution against relative length ``l / L``.
+
+    ``rows``: iterable of ``(label, L, H, fractions)`` with ``fractions`` of shape ``(L+1,)``.
+    A vertical tick marks each mean length ``H/(H+1)`` of the depth.
+    """
+    ax = _axes(ax)
+    for i, (label, L, H, frac) in enumerate(rows):
+        frac = np.asarray(frac, dtype=float)
+        x = np.arange(L + 1) / L
+        color = PALETTE[i % len(PALETTE)]
+        ax.plot(x, frac * L, "-", color=color, marker="o" if L <= 24 else None, ms=3,
+                label=f"{label} (L={L}, H={H})")
+        ax.axvline(H / (H + 1), color=color, lw=0.8, ls=":")
+    ax.set_xlabel("relative path length  $l / L$")
+    ax.set_ylabel("share of paths  × $L$  (density)")
+    if log:
+        ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o", **kw):
+    """Draw the mean over the first axis of ``values`` (``(samples, len(x))``) with a ±1 std band.
+
+    With ``log=True`` the band is drawn in log space (geometric mean × / ÷ geometric std), the
+    honest choice for quantities that fall over orders of magnitude.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[None]
+    if log:
+        lv = np.log10(np.clip(v, 1e-300, None))
+        mid, sd = lv.mean(0), lv.std(0)
+        lo, mean, hi = 10 ** (mid - sd), 10 ** mid, 10 ** (mid + sd)
+    else:
+        mean, sd = v.mean(0), v.std(0)
+        lo, hi = mean - sd, mean + sd
+    (line,) = ax.plot(x, mean, marker=marker, ms=3, label=label, color=color, **kw)
+    if v.shape[0] > 1:
+        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    if log:
+        ax.set_yscale("log")
+    return line

@@ -1,0 +1,110 @@
+"""Run sizes of every chapter: a ``fast`` mode (CI, papermill) and a ``full`` mode (the paper's scale).
+
+A chapter's ``parameters`` cell holds ``mode`` and ``seed``; the next cell asks this module for
+its sizes::
+
+    run = rc.presets.get("paths", mode, seed)
+    run.L, run.H, ...
+
+so that no size is scattered through a chapter's cells. The environment variable
+``RANKCOLLAPSE_MODE`` (``fast`` or ``full``), when set, overrides the chapter's ``mode``: the
+test suite uses it to build the whole book quickly. The override is printed, never silent.
+
+Also here: the shapes of real transformer architectures, for counting their paths.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ._validate import check_choice, check_int
+
+__all__ = ["MODES", "ENV_VAR", "PRESETS", "ARCHITECTURES", "Run", "get", "resolve_mode"]
+
+MODES = ("fast", "full")
+ENV_VAR = "RANKCOLLAPSE_MODE"
+
+# chapter -> mode -> sizes. Keys are the names the chapters read; see each chapter for meaning.
+PRESETS: dict[str, dict[str, dict]] = {
+    "paths": {
+        # verify Theorem 2.1 by enumeration on a small SAN; per-length contributions of a SAN
+        # with skips at initialisation at BERT-base's shape (full) or a small one (fast).
+        "fast": dict(
+            enum_L=3, enum_H=2, enum_n=8, enum_d=16,
+            L=6, H=4, n=32, d=64, samples=2,
+            check_trials=5,
+        ),
+        "full": dict(
+            enum_L=4, enum_H=3, enum_n=16, enum_d=32,
+            L=12, H=12, n=128, d=768, samples=8,
+            check_trials=20,
+        ),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Layer and head counts of a real transformer (one attention stack)."""
+
+    name: str
+    n_layers: int
+    n_heads: int
+    note: str
+
+
+# Shapes from each model's paper or released configuration. Only attention paths are counted,
+# as in the paper: MLP sub-layers, which also sit on skip connections, are not branches here.
+ARCHITECTURES = (
+    Architecture("BERT-base", 12, 12, "Devlin et al. 2019"),
+    Architecture("ALBERT-base", 12, 12, "Lan et al. 2020; one layer's weights shared by all 12"),
+    Architecture("GPT-2 small", 12, 12, "Radford et al. 2019"),
+    Architecture("BERT-large", 24, 16, "Devlin et al. 2019"),
+    Architecture("T5-11B encoder", 24, 128, "Raffel et al. 2020; very wide: 128 heads"),
+    Architecture("GPT-3 175B", 96, 96, "Brown et al. 2020; very deep: 96 layers"),
+)
+
+
+def resolve_mode(mode: str) -> str:
+    """``mode`` after the ``RANKCOLLAPSE_MODE`` override, checked to be ``"fast"`` or ``"full"``."""
+    check_choice("mode", mode, MODES)
+    override = os.environ.get(ENV_VAR, "").strip()
+    if override:
+        check_choice(ENV_VAR, override, MODES)
+        if override != mode:
+            print(f"{ENV_VAR}={override} overrides mode={mode!r} from the parameters cell")
+        return override
+    return mode
+
+
+class Run:
+    """A chapter's run: its ``mode``, ``seed`` and sizes, read as attributes (``run.L``)."""
+
+    def __init__(self, chapter: str, mode: str, seed: int, sizes: dict):
+        self.chapter, self.mode, self.seed = chapter, mode, seed
+        self._sizes = dict(sizes)
+
+    def __getattr__(self, name):
+        sizes = self.__dict__.get("_sizes", {})
+        if name in sizes:
+            return sizes[name]
+        raise AttributeError(f"preset {self.__dict__.get('chapter')!r} has no size {name!r}; it has {sorted(sizes)}")
+
+    def as_dict(self) -> dict:
+        return dict(self._sizes)
+
+    def __repr__(self):
+        sizes = ", ".join(f"{k}={v}" for k, v in self._sizes.items())
+        return f"Run({self.chapter!r}, mode={self.mode!r}, seed={self.seed}: {sizes})"
+
+
+def get(chapter: str, mode: str = "full", seed: int = 0) -> Run:
+    """The sizes of ``chapter`` in ``mode`` (``"fast"`` or ``"full"``), with ``seed``.
+
+    Unknown chapters or modes and negative seeds raise ``ValueError`` here, before any work.
+    """
+    check_choice("chapter", chapter, tuple(PRESETS))
+    mode = resolve_mode(mode)
+    seed = check_int("seed", seed, minimum=0)
+    return Run(chapter, mode, seed, PRESETS[chapter][mode])
