@@ -1,0 +1,100 @@
+import numpy as np
+import pytest
+import torch
+
+import rankcollapse as rc
+from conftest import random_tokens
+
+
+def brute_norms(X):
+    A = np.abs(X)
+    return A.sum(0).max(), A.sum(1).max()
+
+
+def test_composite_norm_matches_definition(gen):
+    for _ in range(20):
+        X = random_tokens(gen, 7, 5)
+        n1, ninf = brute_norms(X.numpy())
+        assert rc.residual.composite_norm(X).item() == pytest.approx(np.sqrt(n1 * ninf), rel=1e-14)
+
+
+def test_composite_norm_batched_and_numpy(gen):
+    X = random_tokens(gen, 3, 6, 4)
+    batched = rc.residual.composite_norm(X)
+    assert batched.shape == (3,)
+    for i in range(3):
+        assert batched[i] == rc.residual.composite_norm(X[i])
+    assert rc.residual.composite_norm(X.numpy()).shape == (3,)
+
+
+def test_composite_norm_is_a_norm(gen):
+    for _ in range(20):
+        A, B = random_tokens(gen, 5, 4), random_tokens(gen, 5, 4)
+        f = rc.residual.composite_norm
+        assert f(A + B) <= f(A) + f(B) + 1e-12  # triangle inequality
+        assert f(-2.5 * A) == pytest.approx(2.5 * f(A).item())
+    assert rc.residual.composite_norm(torch.zeros(3, 2)) == 0
+
+
+def test_composite_norm_bounds_frobenius_like_quantities(gen):
+    # ||X||_2 <= sqrt(||X||_1 ||X||_inf) (Hoelder): the composite norm bounds the spectral norm
+    for _ in range(20):
+        X = random_tokens(gen, 6, 9)
+        assert torch.linalg.matrix_norm(X, ord=2) <= rc.residual.composite_norm(X) + 1e-12
+
+
+def test_res_mean_centres_columns(gen):
+    X = random_tokens(gen, 8, 3)
+    R = rc.residual.res(X)
+    assert torch.allclose(R.mean(0), torch.zeros(3, dtype=X.dtype), atol=1e-15)
+    assert torch.allclose(X - R, X.mean(0).expand_as(X))
+
+
+def test_relative_residual_zero_for_identical_tokens_and_invariant_to_shift(gen):
+    x = random_tokens(gen, 5)
+    X = x.expand(7, 5).clone()
+    assert rc.residual.relative_residual(X) < 1e-15  # the mean is exact up to rounding
+    Y = random_tokens(gen, 7, 5)
+    shift = random_tokens(gen, 5)
+    r1 = rc.residual.composite_norm(rc.residual.res(Y))
+    r2 = rc.residual.composite_norm(rc.residual.res(Y + shift))
+    assert r1 == pytest.approx(r2.item(), rel=1e-12)
+    assert rc.residual.relative_residual(torch.zeros(3, 3)) == 0
+
+
+def test_frobenius_optimal_is_mean(gen):
+    X = random_tokens(gen, 6, 4)
+    assert torch.equal(rc.residual.res(X, center="optimal", norm="fro"), rc.residual.res(X, norm="fro"))
+
+
+def test_mean_centred_relative_residual_can_exceed_one():
+    # one large token among zeros: the mean shifts every row, inflating the composite norm
+    X = torch.zeros(10, 1, dtype=torch.float64)
+    X[0, 0] = 1.0
+    assert rc.residual.relative_residual(X, center="mean") > 1
+    assert rc.residual.relative_residual(X, center="optimal") <= 1 + 1e-12
+
+
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        ([1.0, 2.0], TypeError),
+        (torch.ones(3), ValueError),
+        (torch.ones(0, 3), ValueError),
+        (torch.tensor([[1.0, float("nan")]]), ValueError),
+        (torch.tensor([[1.0, float("inf")]]), ValueError),
+    ],
+)
+def test_bad_input(bad, err):
+    with pytest.raises(err, match="X"):
+        rc.residual.composite_norm(bad)
+
+
+def test_bad_options(gen):
+    X = random_tokens(gen, 3, 2)
+    with pytest.raises(ValueError, match="center"):
+        rc.residual.res(X, center="median")
+    with pytest.raises(ValueError, match="norm"):
+        rc.residual.relative_residual(X, norm="l2")
+    with pytest.raises(TypeError, match="center"):
+        rc.residual.res(X, center=None)
