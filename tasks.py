@@ -41,12 +41,22 @@ def install() -> None:
     sh(*pip, "--no-deps", "-e", ".")
 
 
-def build_book(mode: str = "full", out: Path = ROOT) -> None:
-    """jupyter-book build from a clean _build, failing on any warning or cell error."""
-    shutil.rmtree(out / "_build", ignore_errors=True)
-    sh(*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT),
-       env={"RANKCOLLAPSE_MODE": mode})
-    print(f"\nThe book is in {out / '_build' / 'html' / 'index.html'}")
+def clean_build() -> None:
+    """Remove everything a previous book build left (HTML, executed notebooks, Sphinx caches)."""
+    for name in ("html", "jupyter_execute", ".doctrees", ".jupyter_cache"):
+        shutil.rmtree(ROOT / "_build" / name, ignore_errors=True)
+
+
+def build_command() -> list[str]:
+    """jupyter-book build of the whole book, failing on any warning (-W -n) or cell error."""
+    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(ROOT), str(ROOT)]
+
+
+def build_book(mode: str = "full") -> None:
+    """Build the book from a clean _build with every chapter executed in ``mode``."""
+    clean_build()
+    sh(*build_command(), env={"RANKCOLLAPSE_MODE": mode})
+    print(f"\nThe book is in {ROOT / '_build' / 'html' / 'index.html'}")
 
 
 def main(argv: list[str]) -> None:

@@ -20,6 +20,8 @@ _MODULES = (
     "san",
     "paths",
     "theory",
+    "lipschitz",
+    "layernorm",
     "presets",
     "plotting",
     "checks",

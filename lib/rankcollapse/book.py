@@ -55,8 +55,8 @@ def fmt_sci(x: float, digits: int = 1) -> str:
     return f"{mant} × 10{sup}"
 
 
-def glue(name: str, value, fmt: str | None = "{:.3g}", display: bool = False):
-    """Glue ``value`` under ``name`` for the prose (``{glue}`name```); returns the value.
+def glue(name: str, value, fmt: str | None = "{:.3g}", display: bool = False) -> None:
+    """Glue ``value`` under ``name`` for the prose (``{glue}`name```).
 
     ``fmt`` is a format string (``"{:.2f}"``, ``"{:,}"``) or ``"sci"`` for
     :func:`fmt_sci`; ``None`` glues the value as it is (figures, tables).
@@ -70,7 +70,6 @@ def glue(name: str, value, fmt: str | None = "{:.3g}", display: bool = False):
     else:
         shown = Formatted(value, fmt.format(value))
     _glue(name, shown, display=display)
-    return value
 
 
 def glue_figure(name: str, fig) -> None:

@@ -185,6 +185,12 @@ def _constant(layers, X):
 
 
 def _maybe_constant(result, layers, X, with_constant):
+    cfg = layers[0].block.cfg if layers else None
+    no_constant = cfg is None or (
+        not cfg.bias and all(layer.ln == "none" or not layer.shift.any() for layer in layers)
+    )
+    if no_constant and not with_constant:  # no bias and no LayerNorm shift: the constant is 0
+        return result
     c = _constant(layers, X)
     if with_constant:
         return result, c

@@ -150,3 +150,64 @@ def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o",
     if log:
         ax.set_yscale("log")
     return line
+
+
+# ------------------------------------------------------------ chapter "The MLP trade-off"
+
+
+def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label=r"MLP Lipschitz constant $\lambda$ (lower bound)"):
+    """Both sides of the MLP trade-off against the MLP's Lipschitz constant, in three panels.
+
+    ``lam``: ``(K,)`` one value per model. ``residual``: ``(samples, K)`` relative residual of the
+    output (the collapse side). ``sensitivity``: ``(samples, K)`` relative perturbation gains (all
+    directions pooled). ``grad_variance``: ``(K,)`` or dict ``label -> (K,)`` gradient variances.
+    Log axes throughout; bands are ±1 std in log space. Returns the three axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(9.6, 3.3), layout="constrained")
+    lam = np.asarray(lam, dtype=float)
+    curve_with_band(axes[0], lam, residual, color=PALETTE[0])
+    axes[0].set(xscale="log", xlabel=lam_label, ylabel=r"$\|\mathrm{res}(X_L)\| / \|X_L\|$",
+                title="(a) collapse slows")
+    s = np.asarray(sensitivity, dtype=float)
+    q25, q50, q75 = np.percentile(s, [25, 50, 75], axis=0)
+    axes[1].plot(lam, q50, "o-", ms=3, color=PALETTE[3], label="median")
+    axes[1].fill_between(lam, q25, q75, color=PALETTE[3], alpha=0.2, lw=0, label="25–75%")
+    axes[1].plot(lam, s.max(axis=0), "^:", ms=3, color=PALETTE[3], label="largest")
+    axes[1].set(xscale="log", yscale="log", xlabel=lam_label, ylabel="relative output change / relative input change",
+                title="(b) sensitivity grows")
+    axes[1].legend(fontsize=8)
+    gv = grad_variance if isinstance(grad_variance, dict) else {"gradient variance": grad_variance}
+    for i, (label, v) in enumerate(gv.items()):
+        axes[2].plot(lam, np.asarray(v, dtype=float), "o-", ms=3, color=PALETTE[(i + 1) % len(PALETTE)], label=label)
+    axes[2].set(xscale="log", yscale="log", xlabel=lam_label, title="(c) gradient spread")
+    axes[2].legend(fontsize=8)
+    return axes
+
+
+# --------------------------------------------------------- chapter "LayerNorm's rank argument"
+
+
+def rank_before_after(before, after, ax=None):
+    """Counts of (rank before, rank after) pairs as sized dots, with the diagonal ``after = before``.
+
+    ``before``, ``after``: integer arrays of the same length (one pair per random input). Points on
+    or below the diagonal are what the rank argument allows.
+    """
+    ax = _axes(ax, figsize=(4.2, 3.6))
+    before, after = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
+    pairs, counts = np.unique(np.stack([before, after], axis=1), axis=0, return_counts=True)
+    ax.scatter(pairs[:, 0], pairs[:, 1], s=20 + 300 * counts / counts.max(), color=PALETTE[0], alpha=0.7,
+               zorder=3)
+    for (b, a), c in zip(pairs, counts):
+        ax.annotate(str(c), (b, a), textcoords="offset points", xytext=(6, 6), fontsize=7, color=_INK)
+    lo, hi = min(before.min(), after.min()) - 0.5, max(before.max(), after.max()) + 0.5
+    ax.plot([lo, hi], [lo, hi], ls="--", color=_INK, lw=1, label="rank after = rank before")
+    ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel="numerical rank of $Y$", ylabel=r"numerical rank of LN$(Y)$")
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+__all__ += ["mlp_tradeoff", "rank_before_after"]

@@ -41,6 +41,30 @@ PRESETS: dict[str, dict[str, dict]] = {
             check_trials=20,
         ),
     },
+    "mlp": {
+        # sweep of the MLP's scale (and so of its Lipschitz constant) on one SAN+MLP: collapse,
+        # sensitivity to input perturbations and gradient variance on the same models.
+        "fast": dict(
+            L=4, H=2, d=16, n=16, hidden=64, scales=(0.5, 1.0, 1.5, 2.0, 3.0),
+            samples=4, directions=4, grad_samples=8, lip_steps=20, lip_points=2, eps=1e-4,
+        ),
+        "full": dict(
+            L=6, H=2, d=32, n=32, hidden=128, scales=(0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0),
+            samples=16, directions=16, grad_samples=32, lip_steps=50, lip_points=4, eps=1e-4,
+        ),
+    },
+    "layernorm": {
+        # collapse with no / post / pre LayerNorm on the same weights; rank before and after LN on
+        # random low-rank inputs; the paper's rewriting layer by layer; the balanced construction.
+        "fast": dict(
+            L=6, H=2, d=16, n=16, samples=4,
+            rank_trials=200, rank_n=12, rank_d=10, uniform_eps=1e-6, noises=(0.0, 1e-3, 1e-1),
+        ),
+        "full": dict(
+            L=10, H=4, d=64, n=64, samples=16,
+            rank_trials=2000, rank_n=24, rank_d=16, uniform_eps=1e-6, noises=(0.0, 1e-3, 1e-1),
+        ),
+    },
 }
 
 

@@ -134,3 +134,5 @@ def check(exercise_id: str, fn: Callable, *, quiet: bool = False) -> CheckResult
 
 # Each chapter's exercises, registered on import (keep this list in book order).
 from . import paths as _paths  # noqa: E402,F401
+from . import mlp as _mlp  # noqa: E402,F401
+from . import layernorm as _layernorm  # noqa: E402,F401

@@ -1,0 +1,256 @@
+"""LayerNorm and rank: the paper's rewriting, where it is exact, and what rank does not measure.
+
+LayerNorm acts on each token (row) ``y_i`` of ``Y`` (``n x d``):
+``LN(Y)_i = (y_i - mean(y_i) 1)^T / sigma_i * gain + shift`` with ``sigma_i`` the token's own
+standard deviation (plus ``eps``). As matrices (chapter "LayerNorm's rank argument"):
+
+.. math::  \\LN(Y) = S^{-1}\\, Y\\, C\\, G + \\mathbf 1\\, \\mathrm{shift}^\\top,
+           \\qquad C = I - \\tfrac1d \\mathbf 1\\mathbf 1^\\top,\\; G = \\operatorname{diag}(\\mathrm{gain}),
+           \\; S = \\operatorname{diag}(\\sigma_1, \\dots, \\sigma_n):
+
+the centring ``C`` and the gain ``G`` multiply on the right, the per-token scale ``S^{-1}`` on
+the left. The paper writes ``LN(SA(X)) = sum_h P_h X W_h D^{-1} + 1 b~^T``, a right
+multiplication only; that is exact when every token has the same ``sigma`` and otherwise an
+approximation, whose size :func:`rewriting_discrepancy` measures.
+
+Reuses :func:`rankcollapse.san.layer_norm` (the forward map) and
+:class:`rankcollapse.paths.FrozenLayer` (the layer with frozen attention and frozen scales).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ._validate import as_tokens, check_choice, check_int, check_positive_float
+from .paths import FrozenLayer
+from .residual import composite_norm, matrix_norm, relative_residual, res
+from .san import SAN, layer_norm as _san_layer_norm
+
+__all__ = [
+    "numerical_rank",
+    "layer_norm",
+    "LNFactors",
+    "ln_factors",
+    "ln_from_factors",
+    "common_scale",
+    "paper_rewriting",
+    "exact_rewriting",
+    "rewriting_discrepancy",
+    "scale_spread",
+    "near_uniform_along_ones",
+    "balanced_tokens",
+    "residual_profile",
+]
+
+
+def numerical_rank(Y, rtol: float | None = None) -> torch.Tensor:
+    """Number of singular values of ``Y`` above ``rtol`` times the largest, shape ``(...)``.
+
+    ``Y``: ``(n, d)`` or ``(..., n, d)``. Default ``rtol = max(n, d) * machine epsilon`` of ``Y``'s
+    dtype (numpy's ``matrix_rank`` convention). A zero matrix has rank 0.
+    """
+    Y = as_tokens("Y", Y)
+    if rtol is None:
+        rtol = max(Y.shape[-2:]) * torch.finfo(Y.dtype).eps
+    rtol = check_positive_float("rtol", rtol)
+    s = torch.linalg.svdvals(Y)
+    top = s[..., :1]
+    return ((s > rtol * top) & (top > 0)).sum(dim=-1)
+
+
+def _gain_shift(Y, gain, shift):
+    d = Y.shape[-1]
+    gain = torch.ones(d, dtype=Y.dtype) if gain is None else torch.as_tensor(gain, dtype=Y.dtype)
+    shift = torch.zeros(d, dtype=Y.dtype) if shift is None else torch.as_tensor(shift, dtype=Y.dtype)
+    for name, v in (("gain", gain), ("shift", shift)):
+        if v.shape != (d,):
+            raise ValueError(f"{name} must have shape ({d},), got {tuple(v.shape)}")
+    return gain, shift
+
+
+def layer_norm(Y, gain=None, shift=None) -> torch.Tensor:
+    """LayerNorm over features, ``(..., n, d) -> (..., n, d)`` (:func:`rankcollapse.san.layer_norm`).
+
+    ``gain`` defaults to ones and ``shift`` to zeros (LayerNorm at initialisation).
+    """
+    Y = as_tokens("Y", Y)
+    gain, shift = _gain_shift(Y, gain, shift)
+    return _san_layer_norm(Y, gain, shift)[0]
+
+
+@dataclass
+class LNFactors:
+    """The factors of ``LN(Y) = S^{-1} Y C G + 1 shift^T``.
+
+    inv_sigma: ``(..., n)``, the diagonal of the left factor ``S^{-1}``; C: ``(d, d)`` centring;
+    G: ``(d, d)`` diagonal gain; shift: ``(d,)``.
+    """
+
+    inv_sigma: torch.Tensor
+    C: torch.Tensor
+    G: torch.Tensor
+    shift: torch.Tensor
+
+
+def ln_factors(Y, gain=None, shift=None) -> LNFactors:
+    """The left factor (per-token ``1/sigma_i``) and right factors (``C``, ``G``) of ``LN(Y)``."""
+    Y = as_tokens("Y", Y)
+    gain, shift = _gain_shift(Y, gain, shift)
+    d = Y.shape[-1]
+    _, sigma = _san_layer_norm(Y, gain, shift)
+    C = torch.eye(d, dtype=Y.dtype) - torch.full((d, d), 1.0 / d, dtype=Y.dtype)
+    return LNFactors(1.0 / sigma, C, torch.diag(gain), shift)
+
+
+def ln_from_factors(Y, factors: LNFactors) -> torch.Tensor:
+    """``S^{-1} Y C G + 1 shift^T`` as explicit matrix products (equals ``LN(Y)`` to rounding)."""
+    Y = as_tokens("Y", Y)
+    S_inv = torch.diag_embed(factors.inv_sigma)
+    return S_inv @ Y @ factors.C @ factors.G + factors.shift
+
+
+def common_scale(Z, inv_sigma, how: str = "best") -> torch.Tensor:
+    """One scale ``c`` (shape ``(...)``) to stand in for every token's ``1/sigma_i`` in ``S^{-1} Z``.
+
+    ``how="best"``: the least-squares choice :math:`c = \\sum_i \\lVert z_i\\rVert^2/\\sigma_i \\,/\\,
+    \\sum_i \\lVert z_i\\rVert^2`, which minimises :math:`\\lVert S^{-1}Z - cZ\\rVert_F` (the choice
+    most favourable to the paper's rewriting); ``how="mean"``: the mean of ``1/sigma_i``.
+    """
+    check_choice("how", how, ("best", "mean"))
+    if how == "mean":
+        return inv_sigma.mean(dim=-1)
+    w = (Z**2).sum(dim=-1)
+    return (w * inv_sigma).sum(dim=-1) / w.sum(dim=-1).clamp_min(torch.finfo(Z.dtype).tiny)
+
+
+def _post_ln_layer(model, layer):
+    if not isinstance(model, SAN):
+        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    cfg = model.config
+    if cfg.layernorm != "post" or cfg.skip or cfg.mlp:
+        raise ValueError(
+            "the rewriting of LN(SA(X)) needs a post-LN model without skip connections or MLP "
+            f"(SANConfig(layernorm='post', skip=False, mlp=0)); got layernorm={cfg.layernorm!r}, "
+            f"skip={cfg.skip}, mlp={cfg.mlp}"
+        )
+    return model.layers[check_int("layer", layer, minimum=0, maximum=len(model.layers) - 1)]
+
+
+@torch.no_grad()
+def _layer_pieces(model, X, layer):
+    block = _post_ln_layer(model, layer)
+    X = model.check_input(X)
+    out = model(X)
+    X_in = out.hidden_states[layer]
+    return block, X_in, out.attentions[layer], out.ln_scales[layer], out.hidden_states[layer + 1]
+
+
+@torch.no_grad()
+def exact_rewriting(model: SAN, X, layer: int = 0) -> torch.Tensor:
+    """``LN(SA(X_l))`` rebuilt as :math:`\\sum_h (S^{-1}P_h) X_l W_h C G + \\text{const}`, exactly.
+
+    The left factor of each head is ``S^{-1} P_h`` (no longer row-stochastic), the right factor
+    ``W_h C G``; built with :class:`rankcollapse.paths.FrozenLayer` at the forward-pass
+    attention and scales. ``X_l`` is the input of ``layer`` in the forward pass on ``X``. Matches
+    the layer's output to rounding error.
+    """
+    block, X_in, P, sigma, _ = _layer_pieces(model, X, layer)
+    return FrozenLayer(block, P, sigma)(X_in)
+
+
+@torch.no_grad()
+def paper_rewriting(model: SAN, X, layer: int = 0, how: str = "best") -> torch.Tensor:
+    """The paper's form :math:`\\sum_h P_h X_l \\tilde W_h + \\mathbf 1\\tilde b^\\top`, :math:`\\tilde W_h = W_h C G c`.
+
+    Every token's ``1/sigma_i`` is replaced by one common scale ``c`` (:func:`common_scale`), so
+    that LayerNorm becomes a right multiplication, ``D^{-1} = c\\,C G``, as the paper writes it.
+    Exact when all ``sigma_i`` are equal; otherwise see :func:`rewriting_discrepancy`.
+    """
+    block, X_in, P, sigma, Y = _layer_pieces(model, X, layer)
+    Z, _ = block.attention(X_in)  # SA(X_l), LayerNorm's input
+    c = common_scale((Z - Z.mean(dim=-1, keepdim=True)) * block.ln1_gain, 1.0 / sigma, how)
+    return FrozenLayer(block, P, (1.0 / c).unsqueeze(-1).expand_as(sigma))(X_in)
+
+
+@torch.no_grad()
+def rewriting_discrepancy(model: SAN, X, layer: int = 0, how: str = "best") -> dict:
+    """How far the paper's right-multiplication form is from ``LN(SA(X_l))``, relative to its norm.
+
+    Returns a dict of tensors of shape ``(...)`` (Frobenius norms): ``"paper"`` for
+    :func:`paper_rewriting`, ``"exact"`` for :func:`exact_rewriting` (rounding error), and
+    ``"spread"``, the coefficient of variation of the ``sigma_i`` (:func:`scale_spread`), which
+    the paper's error tracks.
+    """
+    _, _, _, sigma, Y = _layer_pieces(model, X, layer)
+    den = matrix_norm(Y, "fro")
+    return {
+        "paper": matrix_norm(paper_rewriting(model, X, layer, how) - Y, "fro") / den,
+        "exact": matrix_norm(exact_rewriting(model, X, layer) - Y, "fro") / den,
+        "spread": scale_spread(sigma),
+    }
+
+
+def scale_spread(sigma) -> torch.Tensor:
+    """Coefficient of variation (std / mean) of per-token scales ``sigma`` of shape ``(..., n)``; 0 iff all equal."""
+    sigma = torch.as_tensor(sigma)
+    if sigma.ndim < 1 or sigma.shape[-1] < 1:
+        raise ValueError(f"sigma must have shape (..., n) with n >= 1, got {tuple(sigma.shape)}")
+    return sigma.std(dim=-1, unbiased=False) / sigma.mean(dim=-1)
+
+
+def near_uniform_along_ones(n: int, d: int, eps: float, *, seed: int, level: float = 1.0,
+                            dtype=torch.float64) -> torch.Tensor:
+    """``Y = level * 1 1_d^T + eps * E``: every token almost the same, and that common token along ``1_d``.
+
+    ``E`` is ``(n, d)`` Gaussian. Its relative residual is of order ``eps``; LayerNorm's centring
+    removes the common part ``level * 1 1_d^T`` exactly and its per-token scaling blows up what is
+    left, so ``LN(Y)`` has relative residual of order one (chapter "LayerNorm's rank argument",
+    section "Rank is not distance to uniformity").
+    """
+    n, d = check_int("n", n), check_int("d", d, minimum=2)
+    eps = check_positive_float("eps", eps)
+    seed = check_int("seed", seed, minimum=0)
+    gen = torch.Generator().manual_seed(seed)
+    E = torch.randn(n, d, generator=gen, dtype=dtype)
+    return level * torch.ones(n, d, dtype=dtype) + eps * E
+
+
+def balanced_tokens(n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torch.float64) -> torch.Tensor:
+    """Rank-one tokens ``X = s v^T`` with balanced signs ``s`` (half ``+1``, half ``-1``), plus optional noise.
+
+    The mean token is zero, so ``res(X) = X`` with the mean centre: as far from ``1 x^T`` as a
+    matrix of its norm can be, yet of rank one. Attention keeps the form ``s w^T`` (every token
+    attends equally to its own sign class), so the tokens stay antipodal at every depth; without
+    LayerNorm ``||w||`` shrinks, with post-LN it is reset every layer. ``noise`` adds
+    ``noise * ||v||/sqrt(d)`` times a Gaussian matrix. ``n`` must be even.
+    """
+    n, d = check_int("n", n, minimum=2), check_int("d", d)
+    if n % 2:
+        raise ValueError(f"n must be even (half the tokens +v, half -v), got {n}")
+    noise = check_positive_float("noise", noise, allow_zero=True)
+    seed = check_int("seed", seed, minimum=0)
+    gen = torch.Generator().manual_seed(seed)
+    v = torch.randn(d, generator=gen, dtype=dtype)
+    s = torch.ones(n, dtype=dtype)
+    s[1::2] = -1.0
+    X = s[:, None] * v[None, :]
+    if noise:
+        X = X + noise * v.norm() / d**0.5 * torch.randn(n, d, generator=gen, dtype=dtype)
+    return X
+
+
+def residual_profile(model: SAN, X) -> dict:
+    """Per layer (``L + 1`` entries) of the forward pass on ``X``: ``"absolute"`` ``||res||_{1,inf}``,
+    ``"relative"`` residual and numerical ``"rank"``, each a tensor of shape ``(L+1, ...)``."""
+    if not isinstance(model, SAN):
+        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    with torch.no_grad():
+        hs = model(model.check_input(X)).hidden_states
+    return {
+        "absolute": torch.stack([composite_norm(res(h)) for h in hs]),
+        "relative": torch.stack([relative_residual(h) for h in hs]),
+        "rank": torch.stack([numerical_rank(h) for h in hs]),
+    }
+

@@ -1,0 +1,187 @@
+"""Theorems 2.2/2.3 as the book derives them (rankcollapse.theory): bounds never violated, and not vacuous."""
+
+import math
+
+import pytest
+import torch
+
+import rankcollapse as rc
+from rankcollapse import theory as th
+from rankcollapse.residual import composite_norm, res
+
+
+def _random_instances(count, seed=0, batch=10):
+    """``count`` random (model, X) instances as ``count // batch`` models, each with ``batch`` inputs.
+
+    Depth 1-4, 1-3 heads, n and d in 2..12, attention weights scaled by 0.05..2, inputs by 0.01..10:
+    every instance is a pure attention network, where the theorem's hypotheses hold.
+    """
+    g = torch.Generator().manual_seed(seed)
+    for i in range(count // batch):
+        n, d = (int(torch.randint(2, 13, (1,), generator=g)) for _ in range(2))
+        H, L = int(torch.randint(1, 4, (1,), generator=g)), int(torch.randint(1, 5, (1,), generator=g))
+        s = float(10 ** (torch.rand(1, generator=g) * 1.6 - 1.3))
+        xs = 10 ** (torch.rand(batch, 1, 1, generator=g, dtype=torch.float64) * 3 - 2)
+        model = rc.san.SAN(rc.san.SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=s), seed=seed * 100_000 + i)
+        yield model, torch.randn(batch, n, d, generator=g, dtype=torch.float64) * xs
+
+
+def _measured(model, X):
+    out = model(X)
+    r = torch.stack([composite_norm(res(h)) for h in out.hidden_states])
+    size = torch.stack([composite_norm(h) for h in out.hidden_states])
+    return r, size
+
+
+@pytest.mark.parametrize("form", th.BOUND_FORMS)
+def test_bound_never_violated_on_1000_random_instances(form):
+    checked = 0
+    for model, X in _random_instances(1000, seed=1):
+        r, size = _measured(model, X)
+        bound = th.collapse_bound(model, X, form=form)
+        # float64 cannot see a residual below ~1e-16 of the tokens' size: allow that much
+        assert torch.all(r <= bound * (1 + 1e-9) + 1e-12 * size), (form, model.config, r, bound)
+        checked += X.shape[0]
+    assert checked >= 1000
+
+
+def test_tracked_residual_never_exceeds_the_layerwise_bound():
+    """The accurately tracked residual (no float64 floor) obeys the bound far below 1e-16 too."""
+    for model, X in _random_instances(1000, seed=2):
+        tr = th.tracked_residual(model, X)
+        bound = th.collapse_bound(model, X, form="layerwise")
+        ok = torch.isfinite(bound) & (bound > 1e-280)
+        assert torch.all(tr[ok] <= bound[ok] * (1 + 1e-9)), (model.config, tr, bound)
+
+
+def test_tracked_residual_matches_the_forward_pass_above_rounding():
+    for model, X in _random_instances(200, seed=3):
+        r, size = _measured(model, X)
+        tr = th.tracked_residual(model, X)
+        visible = r > 1e-8 * size
+        assert torch.allclose(tr[visible], r[visible], rtol=1e-6), (model.config, tr, r)
+
+
+@pytest.mark.parametrize("H", [1, 3])
+def test_bound_is_not_vacuous_for_small_weights(H):
+    """Small weights, a normalised input, depth >= 2: the bound is below the input residual."""
+    g = torch.Generator().manual_seed(5)
+    for seed in range(20):
+        model = rc.san.SAN(rc.san.SANConfig(n_layers=4, n_heads=H, d_model=8, init_scale=0.3), seed=seed)
+        X = torch.randn(8, 8, generator=g, dtype=torch.float64)
+        X = X / composite_norm(res(X))  # ||res(X)|| = 1
+        bound = th.collapse_bound(model, X, form="paper")
+        r0 = composite_norm(res(X))
+        assert torch.all(bound[2:] < r0), bound
+        r, _ = _measured(model, X)
+        assert torch.all(r <= bound * (1 + 1e-9) + 1e-15)
+
+
+def test_beta_is_the_product_of_the_two_norms():
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=6, d_qk=4, d_v=3), seed=0)
+    b = th.beta(model)
+    assert b.shape == (2, 2)
+    blk = model.layers[1]
+    Wqk = blk.W_Q[1] @ blk.W_K[1].T
+    Wv = blk.W_V[1] @ blk.W_O[1]
+    n1 = lambda A: A.abs().sum(0).max()  # noqa: E731
+    ninf = lambda A: A.abs().sum(1).max()  # noqa: E731
+    want = n1(Wqk) * torch.sqrt(n1(Wv) * ninf(Wv))
+    assert torch.isclose(b[1, 1], want.detach())
+
+
+def test_gamma_of_uniform_attention_and_collapsed_input_is_one():
+    """W_Q = 0 gives uniform attention (column sums 1); then gamma = kappa(eps) = 1 only if E = 0 too."""
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=1, n_heads=1, d_model=4), seed=0)
+    with torch.no_grad():
+        model.layers[0].W_Q.zero_()
+    det = th.gamma_details(model, torch.randn(5, 4, dtype=torch.float64))
+    assert torch.allclose(det["column_sum"], torch.ones(1, dtype=torch.float64))
+    assert torch.allclose(det["gamma"], torch.ones(1, dtype=torch.float64))
+    assert torch.allclose(det["nu"], torch.ones(1, dtype=torch.float64))
+
+
+def test_bound_shapes_batched_and_log10():
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=4), seed=0)
+    X = torch.randn(2, 5, 6, 4, dtype=torch.float64)
+    assert th.collapse_bound(model, X).shape == (4, 2, 5)
+    assert th.gamma(model, X).shape == (3, 2, 5)
+    assert th.tracked_residual(model, X).shape == (4, 2, 5)
+    x1 = X[0, 0]
+    assert th.collapse_bound(model, x1).shape == (4,)
+    assert torch.allclose(th.collapse_bound(model, x1, log10=True), torch.log10(th.collapse_bound(model, x1)))
+    assert torch.allclose(th.collapse_bound(model, x1)[0], composite_norm(res(x1)))
+
+
+def test_paper_form_is_never_tighter_than_layerwise():
+    for model, X in _random_instances(50, seed=4):
+        p = th.collapse_bound(model, X, "paper", log10=True)
+        lw = th.collapse_bound(model, X, "layerwise", log10=True)
+        ok = torch.isfinite(p) & torch.isfinite(lw)
+        assert torch.all(lw[ok] <= p[ok] + 1e-9)
+
+
+@pytest.mark.parametrize(
+    "change, word",
+    [(dict(skip=True), "skip"), (dict(mlp=8), "MLP"), (dict(layernorm="post"), "LayerNorm"), (dict(bias=True), "bias")],
+)
+def test_models_outside_the_theorem_are_refused(change, word):
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=2, d_model=4, **change), seed=0)
+    X = torch.randn(3, 4, dtype=torch.float64)
+    for fn in (th.gamma, th.collapse_bound, th.tracked_residual):
+        with pytest.raises(ValueError, match=word):
+            fn(model, X)
+    th.beta(model)  # beta is a property of the weights: defined for any SAN
+
+
+def test_bad_input_is_refused():
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=1, d_model=4), seed=0)
+    with pytest.raises(TypeError, match="model"):
+        th.beta("not a model")
+    with pytest.raises(ValueError, match="features"):
+        th.collapse_bound(model, torch.randn(3, 5))
+    with pytest.raises(ValueError, match="form"):
+        th.collapse_bound(model, torch.randn(3, 4), form="tight")
+    with pytest.raises(ValueError, match="NaN"):
+        th.gamma(model, torch.full((3, 4), float("nan")))
+
+
+# ----------------------------------------------------------------- skip connections
+
+
+@pytest.mark.parametrize("family", th.PRESERVING_FAMILIES)
+@pytest.mark.parametrize("scale", [1e-3, 1.0])
+def test_preserving_families_keep_the_residual_for_100_layers(family, scale):
+    cfg = rc.san.SANConfig(n_layers=100, n_heads=2, d_model=8, skip=True)
+    model = th.preserving_san(family, cfg, seed=0, scale=scale)
+    X = th.preserving_input(torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
+    out = model(X)
+    r = torch.stack([composite_norm(res(h)) for h in out.hidden_states])
+    size = torch.stack([composite_norm(h) for h in out.hidden_states])
+    # exact in exact arithmetic; in float64 the residual is known to ~1e-16 of the tokens' size
+    # (which grows with depth when the value maps move the common part of the tokens)
+    assert torch.all(r >= r[0] * (1 - 1e-12) - 1e-13 * size), r
+    b = th.beta(model)
+    if family == "reserved_subspace":
+        assert (b > 0).all() and torch.all(b <= b.max())
+        # the tokens do move, and attention is not uniform
+        assert not torch.allclose(out.last_hidden_state, X)
+        assert not torch.allclose(out.attentions[0], torch.full_like(out.attentions[0], 1 / 6))
+    else:
+        assert (b == 0).all()
+    if family == "zero_value":
+        assert torch.equal(out.last_hidden_state, X)
+
+
+def test_reserved_subspace_beta_scales_to_zero():
+    cfg = rc.san.SANConfig(n_layers=3, n_heads=2, d_model=8, skip=True)
+    b1 = th.beta(th.preserving_san("reserved_subspace", cfg, seed=0, scale=1.0)).max()
+    b2 = th.beta(th.preserving_san("reserved_subspace", cfg, seed=0, scale=1e-4)).max()
+    assert math.isclose(float(b2), float(b1) * 1e-4, rel_tol=1e-9)
+
+
+def test_preserving_san_refuses_models_without_skip():
+    with pytest.raises(ValueError, match="skip"):
+        th.preserving_san("zero_value", rc.san.SANConfig(n_layers=2, d_model=4), seed=0)
+    with pytest.raises(ValueError, match="family"):
+        th.preserving_san("identity", rc.san.SANConfig(n_layers=2, d_model=4, skip=True), seed=0)
