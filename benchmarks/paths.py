@@ -41,10 +41,11 @@ def dp_flops(L, H, n, d, dv):
     return per_term * sum(l + 1 for l in range(L))
 
 
-def matmul_rate(n=1664, d=768):
-    A, B = torch.randn(n, d), torch.randn(d, d)
-    t, _ = timed(lambda: A @ B, 10)
-    return 2 * n * d * d / t
+def matmul_rate(n=2048):
+    """The machine's float32 matrix-multiply rate on a large square product (FLOP/s)."""
+    A, B = torch.randn(n, n), torch.randn(n, n)
+    t, _ = timed(lambda: A @ B, 5)
+    return 2 * n**3 / t
 
 
 def main():
@@ -66,7 +67,7 @@ def main():
     results.update(dp_L12_H12_seconds=t_dp, dp_L12_H12_gflop=flops / 1e9)
     print(f"matrix multiply rate: {rate / 1e9:.0f} GFLOP/s (float32, {results['machine']})")
     print(f"decompose_by_length L=12 H=12 n=128 d=768 float32: {t_dp:.3f} s "
-          f"({flops / 1e9:.1f} GFLOP; floor at the measured rate {flops / rate:.2f} s)   target < 2 s: "
+          f"({flops / 1e9:.1f} GFLOP, {flops / rate:.2f} s at the rate above)   target < 2 s: "
           f"{'met' if t_dp < 2 else 'MISSED'}")
 
     cfg = rc.san.SANConfig(n_layers=6, n_heads=3, d_model=768, skip=True, dtype=torch.float32)

@@ -32,6 +32,10 @@ def test_curve_with_band_log_space():
 def test_length_distributions_plots_each_architecture():
     rows = [(a.name, a.n_layers, a.n_heads, rc.paths.length_distribution(a.n_layers, a.n_heads).numpy())
             for a in rc.presets.ARCHITECTURES]
-    ax = rc.plotting.length_distributions(rows)
-    assert len(ax.get_legend().get_texts()) == len(rows)
+    axes = rc.plotting.length_distributions(rows)
+    shapes = {(a.n_layers, a.n_heads) for a in rc.presets.ARCHITECTURES}
+    labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
+    assert len(labels) == len(shapes)  # architectures of the same shape share a curve
+    assert any("BERT-base" in t and "ALBERT-base" in t for t in labels)
+    assert axes[1].get_yscale() == "log"
     plt.close("all")

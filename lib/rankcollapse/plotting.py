@@ -106,26 +106,39 @@ def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None
     return ax
 
 
-def length_distributions(rows, ax=None, log=False):
-    """Plot each architecture's path-length distribution against relative length ``l / L``.
+def length_distributions(rows, axes=None):
+    """Two views of each architecture's path-length distribution (chapter "The path decomposition").
 
-    ``rows``: iterable of ``(label, L, H, fractions)`` with ``fractions`` of shape ``(L+1,)``.
-    A vertical tick marks each mean length ``H/(H+1)`` of the depth.
+    ``rows``: iterable of ``(label, L, H, fractions)`` with ``fractions`` of shape ``(L+1,)``;
+    rows with the same ``(L, H)`` are drawn once, their labels joined. Left: the distribution
+    against relative length ``l / L`` as a density (share × ``L``), with a dotted line at the
+    mean ``H/(H+1)``. Right: the same shares on a log axis, where the short paths' tiny shares
+    are visible.
     """
-    ax = _axes(ax)
-    for i, (label, L, H, frac) in enumerate(rows):
-        frac = np.asarray(frac, dtype=float)
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8.6, 3.6), layout="constrained")
+    shapes: dict = {}
+    for label, L, H, frac in rows:
+        entry = shapes.setdefault((L, H), [[], np.asarray(frac, dtype=float)])
+        entry[0].append(label)
+    for i, ((L, H), (labels, frac)) in enumerate(shapes.items()):
         x = np.arange(L + 1) / L
         color = PALETTE[i % len(PALETTE)]
-        ax.plot(x, frac * L, "-", color=color, marker="o" if L <= 24 else None, ms=3,
-                label=f"{label} (L={L}, H={H})")
-        ax.axvline(H / (H + 1), color=color, lw=0.8, ls=":")
-    ax.set_xlabel("relative path length  $l / L$")
-    ax.set_ylabel("share of paths  × $L$  (density)")
-    if log:
-        ax.set_yscale("log")
-    ax.legend(fontsize=8)
-    return ax
+        name = f"{', '.join(labels)} ({L}×{H})"
+        marker = "o" if L <= 24 else None
+        axes[0].plot(x, frac * L, "-", color=color, marker=marker, ms=3, label=name)
+        axes[0].axvline(H / (H + 1), color=color, lw=0.8, ls=":")
+        nz = frac > 0
+        axes[1].plot(x[nz], frac[nz], "-", color=color, marker=marker, ms=3)
+    axes[0].set(xlabel="relative path length  $l / L$", ylabel="share of paths × $L$ (density)",
+                title="(a) where the paths are")
+    axes[1].set(xlabel="relative path length  $l / L$", ylabel="share of paths (log scale)",
+                yscale="log", title="(b) how rare short paths are")
+    axes[1].set_ylim(bottom=1e-30)
+    axes[0].legend(fontsize=7, loc="upper left")
+    return axes
 
 
 def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o", **kw):
@@ -211,3 +224,61 @@ def rank_before_after(before, after, ax=None):
 
 
 __all__ += ["mlp_tradeoff", "rank_before_after"]
+
+
+# ------------------------------------ chapters "Pure attention collapses" and "Skip connections"
+
+
+def residual_vs_depth(ax, series, ylabel=r"$\lVert \mathrm{res}(X_l)\rVert_{1,\infty}$", log10=False):
+    """Residual against layer for several curves, each with a ±1 std band over samples.
+
+    ``series``: iterable of ``(label, values, style)`` with ``values`` of shape ``(samples, L+1)``
+    (layer ``l = 0..L`` on the x axis) and ``style`` a dict of matplotlib line options (``ls``,
+    ``color``, ``marker``). With ``log10=True`` the values are already base-10 logarithms (for
+    quantities below float64's range) and are drawn on a linear axis labelled as such;
+    otherwise the axis is logarithmic. Non-finite values are left out of a curve.
+    """
+    for i, (label, values, style) in enumerate(series):
+        v = np.atleast_2d(np.asarray(values, dtype=float))
+        x = np.arange(v.shape[1])
+        style = dict(style or {})
+        style.setdefault("color", PALETTE[i % len(PALETTE)])
+        style.setdefault("marker", "o")
+        if log10:
+            mid, sd = np.nanmean(np.where(np.isfinite(v), v, np.nan), 0), np.nanstd(np.where(np.isfinite(v), v, np.nan), 0)
+            ok = np.isfinite(mid)
+            ax.plot(x[ok], mid[ok], ms=3, label=label, **style)
+            if v.shape[0] > 1:
+                ax.fill_between(x[ok], (mid - sd)[ok], (mid + sd)[ok], color=style["color"], alpha=0.2, lw=0)
+        else:
+            ok = np.all(np.isfinite(v) & (v > 0), axis=0)
+            curve_with_band(ax, x[ok], v[:, ok], label=label, log=True, **style)
+    ax.set_xlabel("layer $l$")
+    ax.set_ylabel(("$\\log_{10}$ " if log10 else "") + ylabel)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
+    """``log(-log ratio)`` against depth for several samples, with a reference line of slope ``log 3``.
+
+    ``L``: depths ``(k,)``; ``loglog``: array ``(samples, k)`` (non-finite entries skipped). The
+    reference line passes through the mean of the last finite column, so that the slopes compare.
+    """
+    v = np.atleast_2d(np.asarray(loglog, dtype=float))
+    L = np.asarray(L, dtype=float)
+    for row in v:
+        ok = np.isfinite(row)
+        ax.plot(L[ok], row[ok], "o-", ms=3, color=PALETTE[0], alpha=0.5, lw=1)
+    mid = np.nanmean(np.where(np.isfinite(v), v, np.nan), axis=0)
+    ok = np.isfinite(mid)
+    if ok.any():
+        x0, y0 = L[ok][-1], mid[ok][-1]
+        ax.plot(L[ok], y0 + slope_ref * (L[ok] - x0), "--", color=PALETTE[3], label=label_ref)
+    ax.set_xlabel("depth $L$")
+    ax.set_ylabel(r"$\log(-\log \rho_L)$")
+    ax.legend(fontsize=8)
+    return ax
+
+
+__all__ += ["residual_vs_depth", "cubic_rate"]
