@@ -98,3 +98,23 @@ def test_bad_options(gen):
         rc.residual.relative_residual(X, norm="l2")
     with pytest.raises(TypeError, match="center"):
         rc.residual.res(X, center=None)
+
+
+def test_optimal_residual_never_exceeds_mean_residual(gen):
+    """The paper's residual (exact minimiser) is never larger than the official code's (mean)."""
+    for trial in range(40):
+        n, d = int(torch.randint(1, 12, (1,), generator=gen)), int(torch.randint(1, 9, (1,), generator=gen))
+        X = random_tokens(gen, n, d) * float(torch.rand(1, generator=gen) * 10) + float(torch.randn(1, generator=gen))
+        if trial % 4 == 0:
+            X = X ** 3  # heavy tails: where mean and optimum differ most
+        opt = rc.residual.composite_norm(rc.residual.res(X, center="optimal"))
+        mean = rc.residual.composite_norm(rc.residual.res(X, center="mean"))
+        assert opt <= mean * (1 + 1e-12) + 1e-12
+        assert rc.residual.relative_residual(X, center="optimal") <= 1 + 1e-12
+
+
+def test_optimal_residual_batched(gen):
+    X = random_tokens(gen, 3, 6, 4)
+    R = rc.residual.res(X, center="optimal")
+    for i in range(3):
+        assert torch.allclose(R[i], rc.residual.res(X[i], center="optimal"))
