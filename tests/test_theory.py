@@ -11,19 +11,8 @@ from rankcollapse.residual import composite_norm, res
 
 
 def _random_instances(count, seed=0, batch=10):
-    """``count`` random (model, X) instances as ``count // batch`` models, each with ``batch`` inputs.
-
-    Depth 1-4, 1-3 heads, n and d in 2..12, attention weights scaled by 0.05..2, inputs by 0.01..10:
-    every instance is a pure attention network, where the theorem's hypotheses hold.
-    """
-    g = torch.Generator().manual_seed(seed)
-    for i in range(count // batch):
-        n, d = (int(torch.randint(2, 13, (1,), generator=g)) for _ in range(2))
-        H, L = int(torch.randint(1, 4, (1,), generator=g)), int(torch.randint(1, 5, (1,), generator=g))
-        s = float(10 ** (torch.rand(1, generator=g) * 1.6 - 1.3))
-        xs = 10 ** (torch.rand(batch, 1, 1, generator=g, dtype=torch.float64) * 3 - 2)
-        model = rc.san.SAN(rc.san.SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=s), seed=seed * 100_000 + i)
-        yield model, torch.randn(batch, n, d, generator=g, dtype=torch.float64) * xs
+    """``count`` random instances where the theorem's hypotheses hold (see theory.random_instances)."""
+    return th.random_instances(count, seed=seed, batch=batch)
 
 
 def _measured(model, X):
@@ -185,3 +174,25 @@ def test_preserving_san_refuses_models_without_skip():
         th.preserving_san("zero_value", rc.san.SANConfig(n_layers=2, d_model=4), seed=0)
     with pytest.raises(ValueError, match="family"):
         th.preserving_san("identity", rc.san.SANConfig(n_layers=2, d_model=4, skip=True), seed=0)
+
+
+def test_search_smallest_ratio_keeps_weight_scale_and_never_reports_worse_than_start():
+    cfg = rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4, skip=True, init_scale=0.5)
+    X = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    found = th.search_smallest_ratio(cfg, X, steps=5, restarts=2, seed=0)
+    assert len(found["initial"]) == len(found["final"]) == 2
+    assert all(f <= i * (1 + 1e-12) for i, f in zip(found["initial"], found["final"]))
+    assert found["best"] == min(found["final"])
+    with pytest.raises(ValueError, match="skip"):
+        th.search_smallest_ratio(cfg.replace(skip=False), X, steps=1, restarts=1, seed=0)
+    with pytest.raises(ValueError, match="residual"):
+        th.search_smallest_ratio(cfg, torch.ones(5, 4, dtype=torch.float64), steps=1, restarts=1, seed=0)
+
+
+def test_tracked_residual_reaches_below_1e_150():
+    """The composite norm of a tiny residual is taken as sqrt * sqrt: no underflow of the product."""
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=5, n_heads=1, d_model=8, init_scale=0.3), seed=0)
+    X = torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    X = X / composite_norm(res(X))
+    tr = th.tracked_residual(model, X, log10=True)
+    assert torch.isfinite(tr).sum() >= 4 and tr[torch.isfinite(tr)].min() < -150

@@ -241,9 +241,10 @@ def balanced_tokens(n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torc
     return X
 
 
-def residual_profile(model: SAN, X) -> dict:
+def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
     """Per layer (``L + 1`` entries) of the forward pass on ``X``: ``"absolute"`` ``||res||_{1,inf}``,
-    ``"relative"`` residual and numerical ``"rank"``, each a tensor of shape ``(L+1, ...)``."""
+    ``"relative"`` residual and numerical ``"rank"`` (with ``rtol``, see :func:`numerical_rank`),
+    each a tensor of shape ``(L+1, ...)``."""
     if not isinstance(model, SAN):
         raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
     with torch.no_grad():
@@ -251,6 +252,6 @@ def residual_profile(model: SAN, X) -> dict:
     return {
         "absolute": torch.stack([composite_norm(res(h)) for h in hs]),
         "relative": torch.stack([relative_residual(h) for h in hs]),
-        "rank": torch.stack([numerical_rank(h) for h in hs]),
+        "rank": torch.stack([numerical_rank(h, rtol) for h in hs]),
     }
 

@@ -168,11 +168,12 @@ def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o",
 # ------------------------------------------------------------ chapter "The MLP trade-off"
 
 
-def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label=r"MLP Lipschitz constant $\lambda$ (lower bound)"):
+def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label=r"MLP Lipschitz constant $\lambda$ (lower bound)",
+                 residual_label=r"$\|\mathrm{res}(X_L)\| / \|X_L\|$"):
     """Both sides of the MLP trade-off against the MLP's Lipschitz constant, in three panels.
 
-    ``lam``: ``(K,)`` one value per model. ``residual``: ``(samples, K)`` relative residual of the
-    output (the collapse side). ``sensitivity``: ``(samples, K)`` relative perturbation gains (all
+    ``lam``: ``(K,)`` one value per model. ``residual``: ``(samples, K)`` relative residual at some
+    layer (the collapse side; ``residual_label`` names it). ``sensitivity``: ``(samples, K)`` relative perturbation gains (all
     directions pooled). ``grad_variance``: ``(K,)`` or dict ``label -> (K,)`` gradient variances.
     Log axes throughout; bands are ±1 std in log space. Returns the three axes.
     """
@@ -182,7 +183,7 @@ def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label
         _, axes = plt.subplots(1, 3, figsize=(9.6, 3.3), layout="constrained")
     lam = np.asarray(lam, dtype=float)
     curve_with_band(axes[0], lam, residual, color=PALETTE[0])
-    axes[0].set(xscale="log", xlabel=lam_label, ylabel=r"$\|\mathrm{res}(X_L)\| / \|X_L\|$",
+    axes[0].set(xscale="log", xlabel=lam_label, ylabel=residual_label,
                 title="(a) collapse slows")
     s = np.asarray(sensitivity, dtype=float)
     q25, q50, q75 = np.percentile(s, [25, 50, 75], axis=0)
@@ -229,7 +230,7 @@ __all__ += ["mlp_tradeoff", "rank_before_after"]
 # ------------------------------------ chapters "Pure attention collapses" and "Skip connections"
 
 
-def residual_vs_depth(ax, series, ylabel=r"$\lVert \mathrm{res}(X_l)\rVert_{1,\infty}$", log10=False):
+def residual_vs_depth(ax, series, ylabel=r"$\Vert \mathrm{res}(X_l)\Vert_{1,\infty}$", log10=False):
     """Residual against layer for several curves, each with a ±1 std band over samples.
 
     ``series``: iterable of ``(label, values, style)`` with ``values`` of shape ``(samples, L+1)``
@@ -245,8 +246,10 @@ def residual_vs_depth(ax, series, ylabel=r"$\lVert \mathrm{res}(X_l)\rVert_{1,\i
         style.setdefault("color", PALETTE[i % len(PALETTE)])
         style.setdefault("marker", "o")
         if log10:
-            mid, sd = np.nanmean(np.where(np.isfinite(v), v, np.nan), 0), np.nanstd(np.where(np.isfinite(v), v, np.nan), 0)
-            ok = np.isfinite(mid)
+            finite = np.where(np.isfinite(v), v, np.nan)
+            ok = np.isfinite(finite).any(axis=0)
+            mid, sd = np.full(v.shape[1], np.nan), np.zeros(v.shape[1])
+            mid[ok], sd[ok] = np.nanmean(finite[:, ok], 0), np.nanstd(finite[:, ok], 0)
             ax.plot(x[ok], mid[ok], ms=3, label=label, **style)
             if v.shape[0] > 1:
                 ax.fill_between(x[ok], (mid - sd)[ok], (mid + sd)[ok], color=style["color"], alpha=0.2, lw=0)
@@ -270,8 +273,10 @@ def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
     for row in v:
         ok = np.isfinite(row)
         ax.plot(L[ok], row[ok], "o-", ms=3, color=PALETTE[0], alpha=0.5, lw=1)
-    mid = np.nanmean(np.where(np.isfinite(v), v, np.nan), axis=0)
-    ok = np.isfinite(mid)
+    finite = np.where(np.isfinite(v), v, np.nan)
+    ok = np.isfinite(finite).any(axis=0)
+    mid = np.full(v.shape[1], np.nan)
+    mid[ok] = np.nanmean(finite[:, ok], axis=0)
     if ok.any():
         x0, y0 = L[ok][-1], mid[ok][-1]
         ax.plot(L[ok], y0 + slope_ref * (L[ok] - x0), "--", color=PALETTE[3], label=label_ref)
@@ -282,3 +287,38 @@ def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
 
 
 __all__ += ["residual_vs_depth", "cubic_rate"]
+
+
+# ------------------------------------------------------------------ real transformers (models)
+
+VARIANT_STYLE = {  # variant -> (colour, line style, legend label), as the paper's Figure 2
+    "san": (PALETTE[3], ":", "SAN"),
+    "san+mlp": (PALETTE[1], "--", "SAN + MLP"),
+    "san+skip": (PALETTE[2], "-.", "SAN + skip"),
+    "full": (PALETTE[0], "-", "transformer"),
+}
+
+
+def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
+    """One panel of the paper's Figure 2: relative residual against layer for each variant.
+
+    ``curves``: ``{variant: array (samples, L + 1)}`` (from :func:`rankcollapse.models.residual_curves`).
+    Each variant is drawn as its geometric mean with a ×/÷ one geometric std band on a log axis;
+    values below ``floor`` (exact zeros of a fully collapsed float64 matrix) are drawn at ``floor``.
+    """
+    for variant in ("san", "san+mlp", "san+skip", "full"):
+        if variant not in curves:
+            continue
+        color, ls, label = VARIANT_STYLE[variant]
+        v = np.clip(np.asarray(curves[variant], dtype=float), floor, None)
+        curve_with_band(ax, np.arange(v.shape[1]), v, label=label, color=color, log=True, marker=None, ls=ls)
+    ax.set_ylim(floor / 3, 3.0)
+    ax.set_xlabel("layer $l$")
+    if title:
+        ax.set_title(title)
+    if legend:
+        ax.legend(fontsize=7, loc="lower left")
+    return ax
+
+
+__all__ += ["VARIANT_STYLE", "ablation_panel"]

@@ -27,6 +27,43 @@ ENV_VAR = "RANKCOLLAPSE_MODE"
 
 # chapter -> mode -> sizes. Keys are the names the chapters read; see each chapter for meaning.
 PRESETS: dict[str, dict[str, dict]] = {
+    "collapse": {
+        # pure attention: residual against depth with the bound beside it (small weights),
+        # the regime of 4 gamma beta H < sqrt(d_qk) over a grid of weight scales, the cubic rate,
+        # the bound's tightness on random instances, mean against optimal residual (small n, d).
+        "fast": dict(
+            n=12, d=16, H=4, L=6, samples=4, small_scale=0.2,
+            scales=(0.3, 1.0, 3.0, 8.0, 12.0, 20.0, 30.0), regime_L=6, regime_samples=2,
+            tight_instances=300, opt_n=6, opt_d=4, opt_L=3, opt_samples=3,
+        ),
+        "full": dict(
+            n=32, d=64, H=8, L=8, samples=16, small_scale=0.2,
+            scales=(0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 20.0, 25.0, 30.0, 40.0),
+            regime_L=8, regime_samples=6,
+            tight_instances=3000, opt_n=8, opt_d=6, opt_L=3, opt_samples=10,
+        ),
+    },
+    "skip": {
+        # skip connections: families that keep the residual (depth up to 100), collapse with and
+        # without skips at initialisation, the per-length decomposition, and the exploration of
+        # the smallest residual ratio a random search finds at fixed weight scale.
+        "fast": dict(
+            n=12, d=16, H=4, L=6, samples=4, family_L=100,
+            explore_L=(1, 2, 4), explore_scale=0.5, explore_restarts=1, explore_steps=20,
+        ),
+        "full": dict(
+            n=32, d=64, H=8, L=12, samples=16, family_L=100,
+            explore_L=(1, 2, 4, 8, 16), explore_scale=0.5, explore_restarts=1, explore_steps=60,
+        ),
+    },
+    "real_models": {
+        # the paper's Figure 2 on real transformers: n_seq windows of n_tokens tokens of the
+        # book's prose; every model, variant and surgery; the optimal centre (an LP per matrix,
+        # about 1 s at 32 x 384) on MiniLM for opt_seq windows of opt_tokens tokens; products of
+        # attention matrices along n_paths random paths per length on path_seq sequences.
+        "fast": dict(n_seq=4, n_tokens=48, batch=4, opt_seq=1, opt_tokens=16, path_seq=1, n_paths=10),
+        "full": dict(n_seq=32, n_tokens=128, batch=16, opt_seq=2, opt_tokens=32, path_seq=4, n_paths=30),
+    },
     "paths": {
         # verify Theorem 2.1 by enumeration on a small SAN; per-length contributions of a SAN
         # with skips at initialisation at BERT-base's shape (full) or a small one (fast).
@@ -58,11 +95,11 @@ PRESETS: dict[str, dict[str, dict]] = {
         # random low-rank inputs; the paper's rewriting layer by layer; the balanced construction.
         "fast": dict(
             L=6, H=2, d=16, n=16, samples=4,
-            rank_trials=200, rank_n=12, rank_d=10, uniform_eps=1e-6, noises=(0.0, 1e-3, 1e-1),
+            rank_trials=200, rank_n=12, rank_d=10, uniform_eps=1e-5, noises=(0.0, 1e-3, 1e-1),
         ),
         "full": dict(
             L=10, H=4, d=64, n=64, samples=16,
-            rank_trials=2000, rank_n=24, rank_d=16, uniform_eps=1e-6, noises=(0.0, 1e-3, 1e-1),
+            rank_trials=2000, rank_n=24, rank_d=16, uniform_eps=1e-5, noises=(0.0, 1e-3, 1e-1),
         ),
     },
 }

@@ -51,6 +51,8 @@ __all__ = [
     "PRESERVING_FAMILIES",
     "preserving_san",
     "preserving_input",
+    "random_instances",
+    "search_smallest_ratio",
 ]
 
 BOUND_FORMS = ("paper", "layerwise", "step")
@@ -65,6 +67,11 @@ def _norm_1(A: torch.Tensor) -> torch.Tensor:
 def _norm_inf(A: torch.Tensor) -> torch.Tensor:
     """Largest absolute row sum over the last two dimensions."""
     return A.abs().sum(dim=-1).amax(dim=-1)
+
+
+def _composite(A: torch.Tensor) -> torch.Tensor:
+    """The composite norm as ``sqrt(||A||_1) * sqrt(||A||_inf)``: no underflow of the product below 1e-308."""
+    return torch.sqrt(_norm_1(A)) * torch.sqrt(_norm_inf(A))
 
 
 def _check_model(model) -> SAN:
@@ -275,7 +282,10 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
     ``rho_ij = exp(E_ij) / sum_k s_k exp(E_ik)`` (computed with ``expm1``/``log1p``),
     ``R_{l+1} = sum_h (P_h - 1 pbar_h^T) R_l W_h`` where ``P_h - 1 pbar_h^T = s_j (rho_ij - mean_k rho_kj)``.
     In exact arithmetic it equals the residual of the forward pass; in float64 it follows the
-    residual down to about ``1e-300`` (then it underflows to 0). Shape ``(L+1,)`` (``(L+1, ...)``
+    residual down to about ``1e-300`` (then it underflows to 0). Where a head's ``|E|`` reaches 1
+    (large weights, nothing cancels) the attention matrix is used directly: there the accuracy
+    is relative to the tokens' size, as in the forward pass, and hard attention that sends every
+    token to the same one can give an exact 0. Shape ``(L+1,)`` (``(L+1, ...)``
     batched); ``log10=True`` returns :math:`\\log_{10}` (``-inf`` after underflow).
     """
     check_pure_attention(model)
@@ -285,7 +295,7 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
     scale = math.sqrt(cfg.d_qk)
     x = X.mean(dim=-2)  # (..., d)
     R = X - x.unsqueeze(-2)
-    norms = [composite_norm(R)]
+    norms = [_composite(R)]
     for l in range(cfg.n_layers):
         a = torch.einsum("...nd,hed,...e->...hn", R, Q[l], x) / scale  # a_j = r_j^T W_QK^T x
         E = torch.einsum("...nd,hde,...me->...hnm", R, Q[l], R) / scale
@@ -305,7 +315,7 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
         R_new = torch.einsum("...hnm,...md,hde->...ne", delta, R, W[l])
         x = torch.einsum("...hd,hde->...e", x.unsqueeze(-2) + torch.einsum("...hm,...md->...hd", pbar, R), W[l])
         R = R_new
-        norms.append(composite_norm(R) if torch.isfinite(R).all() else torch.full_like(norms[0], float("nan")))
+        norms.append(_composite(R) if torch.isfinite(R).all() else torch.full_like(norms[0], float("nan")))
     out = torch.stack(norms)
     return torch.log10(out) if log10 else out
 
@@ -374,3 +384,100 @@ def preserving_input(X, reserved: int | None = None) -> torch.Tensor:
     reserved = d // 2 if reserved is None else check_int("reserved", reserved, minimum=1, maximum=d - 1)
     X[..., d - reserved:] = 0
     return X
+
+
+# ------------------------------------------------------------------ random instances
+
+
+def random_instances(count: int, *, seed: int, batch: int = 10, max_n: int = 12, max_d: int = 12,
+                     max_heads: int = 3, max_layers: int = 4):
+    """``count`` random pure-attention instances ``(model, X)``, as ``count // batch`` models with ``batch`` inputs each.
+
+    Each model draws ``n, d`` in ``2..max_n``/``2..max_d``, ``1..max_heads`` heads, ``1..max_layers``
+    layers and an attention weight scale (``init_scale``) log-uniform in ``[0.05, 2]``; each input
+    ``X`` of shape ``(batch, n, d)`` has standard normal entries times a scale log-uniform in
+    ``[0.01, 10]``. Every instance satisfies the hypotheses of Theorems 2.2/2.3 (a pure attention
+    network, any finite weights). Used by the tests and by chapter "Pure attention collapses"
+    (how tight the bound is).
+    """
+    count = check_int("count", count)
+    seed = check_int("seed", seed, minimum=0)
+    batch = check_int("batch", batch)
+    g = torch.Generator().manual_seed(seed)
+    for i in range(max(1, count // batch)):
+        n = int(torch.randint(2, max_n + 1, (1,), generator=g))
+        d = int(torch.randint(2, max_d + 1, (1,), generator=g))
+        H = int(torch.randint(1, max_heads + 1, (1,), generator=g))
+        L = int(torch.randint(1, max_layers + 1, (1,), generator=g))
+        s = float(10 ** (torch.rand(1, generator=g) * 1.6 - 1.3))
+        xs = 10 ** (torch.rand(batch, 1, 1, generator=g, dtype=torch.float64) * 3 - 2)
+        cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=s)
+        model = SAN(cfg, seed=(seed * 100_003 + i) % (2**62))
+        yield model, torch.randn(batch, n, d, generator=g, dtype=torch.float64) * xs
+
+
+def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, seed: int, lr: float = 0.15) -> dict:
+    """Search the weights of a SAN with skip connections for the smallest ``||res(X_L)|| / ||res(X)||``.
+
+    An *exploration*, not a proof (chapter "Skip connections", section 4): no tight lower bound on
+    this ratio is known. ``restarts`` networks are drawn from ``config`` (which must have
+    ``skip=True``, and no MLP, LayerNorm or biases) with seeds ``seed, seed+1, ...``; each is
+    trained for ``steps`` Adam steps (learning rate ``lr`` times the initial standard deviation
+    of an attention weight, ``init_scale / sqrt(d_model)``) to minimise the log of the ratio on
+    the fixed input ``X`` (``(n, d)``), with the *weight scale held fixed*: after every step each
+    weight matrix is rescaled to the Frobenius norm it had at initialisation. Residuals are
+    mean-centred, in the composite norm. Returns ``{"best": smallest ratio found, "initial":
+    the ratio of each restart at initialisation (list), "final": after the search (list)}``.
+    """
+    if not isinstance(config, SANConfig):
+        raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
+    if not config.skip or config.mlp or config.layernorm != "none" or config.bias:
+        raise ValueError("config must have skip=True, mlp=0, layernorm='none' and bias=False")
+    steps = check_int("steps", steps, minimum=0)
+    restarts = check_int("restarts", restarts)
+    seed = check_int("seed", seed, minimum=0)
+    lr = check_positive_float("lr", lr)
+    if config.init_scale == 0:
+        raise ValueError("config.init_scale must be > 0: the search holds the weight scale fixed")
+    lr = lr * config.init_scale / math.sqrt(config.d_model)
+    model0 = SAN(config, seed=seed)
+    X = model0.check_input(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
+    r0 = composite_norm(X - X.mean(dim=-2, keepdim=True))
+    if r0 == 0:
+        raise ValueError("X has zero residual (every token the same): the ratio is undefined")
+
+    def log_ratio(model):
+        Y = model(X).last_hidden_state
+        return torch.log(composite_norm(Y - Y.mean(dim=-2, keepdim=True))) - torch.log(r0)
+
+    initial, final = [], []
+    with torch.enable_grad():  # works even where the caller disabled gradients
+        _search(config, X, log_ratio, steps, restarts, seed, lr, initial, final)
+    return {"best": min(final), "initial": initial, "final": final}
+
+
+def _search(config, X, log_ratio, steps, restarts, seed, lr, initial, final):
+    for k in range(restarts):
+        model = SAN(config, seed=seed + k)
+        params = [p for p in model.parameters()]
+        norms = [p.detach().norm() for p in params]
+        opt = torch.optim.Adam(params, lr=lr)
+        with torch.no_grad():
+            best = log_ratio(model).item()
+        initial.append(math.exp(best))
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = log_ratio(model)  # the ratio of the current (projected) weights
+            best = min(best, loss.item())
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                for p, nrm in zip(params, norms):
+                    pn = p.norm()
+                    if pn > 0:
+                        p.mul_(nrm / pn)
+        with torch.no_grad():
+            best = min(best, log_ratio(model).item())
+        final.append(math.exp(best))

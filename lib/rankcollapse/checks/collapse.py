@@ -1,0 +1,105 @@
+"""Exercises of the chapter "Pure attention collapses"."""
+
+import math
+
+import torch
+
+from . import Exercise, register
+
+
+def _cascade(c, r0, L):
+    return c ** ((3**L - 1) / 2) * r0 ** (3**L)
+
+
+def _cascade_cases():
+    return [(c, r0, L) for c in (0.5, 1.0, 2.0) for r0 in (0.3, 0.9, 1.0) for L in (0, 1, 2, 3)]
+
+
+register(
+    Exercise(
+        id="collapse.cascade",
+        reference=_cascade,
+        cases=_cascade_cases,
+        hint="Unroll r_l <= c r_{l-1}^3 from the input: each earlier layer's constant is cubed by every later layer.",
+        mistakes=[
+            (lambda c, r0, L: c**L * r0 ** (3**L), "The constants cascade too: r_2 <= c (c r_0^3)^3 = c^4 r_0^9, not c^2 r_0^9."),
+            (lambda c, r0, L: c ** (3**L) * r0 ** (3**L), "Count the constants: c^(1 + 3 + ... + 3^(L-1)) = c^((3^L - 1)/2)."),
+            (lambda c, r0, L: c ** ((3**L - 1) / 2) * r0 ** (3 * L), "The residual is cubed once per layer: the exponent is 3^L, not 3L."),
+        ],
+    )
+)
+
+
+def _norm_1(A):
+    return A.abs().sum(dim=-2).amax(dim=-1)
+
+
+def _norm_inf(A):
+    return A.abs().sum(dim=-1).amax(dim=-1)
+
+
+def _beta_head(W_Q, W_K, W_V, W_O):
+    W_QK, W = W_Q @ W_K.T, W_V @ W_O
+    return _norm_1(W_QK) * torch.sqrt(_norm_1(W) * _norm_inf(W))
+
+
+def _beta_cases():
+    gen = torch.Generator().manual_seed(2103)
+    cases = []
+    for d, dqk, dv in ((4, 2, 3), (6, 6, 2), (5, 3, 5)):
+        r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)  # noqa: E731
+        cases.append((r(d, dqk), r(d, dqk) * 3, r(d, dv), r(dv, d) * 0.5))
+    return cases
+
+
+register(
+    Exercise(
+        id="collapse.beta",
+        reference=_beta_head,
+        cases=_beta_cases,
+        hint="beta = ||W_Q W_K^T||_1 * ||W_V W_O||_{1,inf}: the largest column sum, then the composite norm sqrt(||.||_1 ||.||_inf).",
+        mistakes=[
+            (lambda W_Q, W_K, W_V, W_O: _norm_1(W_K @ W_Q.T) * torch.sqrt(_norm_1(W_V @ W_O) * _norm_inf(W_V @ W_O)),
+             "The logits are X W_Q (X W_K)^T = X (W_Q W_K^T) X^T: W_QK = W_Q W_K^T, not its transpose "
+             "(whose largest column sum is W_QK's largest row sum)."),
+            (lambda W_Q, W_K, W_V, W_O: _norm_1(W_Q @ W_K.T) * _norm_1(W_V @ W_O) * _norm_inf(W_V @ W_O),
+             "Is your square root there? The composite norm is sqrt(||W||_1 ||W||_inf)."),
+            (lambda W_Q, W_K, W_V, W_O: _norm_1(W_Q @ W_K.T) * torch.sqrt(_norm_1(W_V) * _norm_inf(W_V)),
+             "The head's value map includes its slice of the output projection: W = W_V W_O."),
+        ],
+    )
+)
+
+
+def _centred_output(P, R, W):
+    pbar = P.mean(dim=-2, keepdim=True)
+    return (P - pbar) @ R @ W
+
+
+def _centred_cases():
+    gen = torch.Generator().manual_seed(3)
+    cases = []
+    for n, d in ((3, 2), (5, 4), (7, 3)):
+        P = torch.softmax(torch.randn(n, n, generator=gen, dtype=torch.float64) * 2, dim=-1)
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        R = X - X.mean(dim=0)
+        W = torch.randn(d, d, generator=gen, dtype=torch.float64)
+        cases.append((P, R, W))
+    return cases
+
+
+register(
+    Exercise(
+        id="collapse.centred_output",
+        reference=_centred_output,
+        cases=_centred_cases,
+        hint="res(P X W) = (I - 11^T/n) P X W, and (I - 11^T/n) P = P - 1 pbar^T with pbar the column means of P.",
+        mistakes=[
+            (lambda P, R, W: P @ R @ W, "P R W is not centred: P mixes the rows, so its columns need not average to zero."),
+            (lambda P, R, W: (P - P.mean(dim=-2, keepdim=True)) @ R,
+             "Don't forget the value map: the head outputs P X W, so the residual is (P - 1 pbar^T) R W."),
+            (lambda P, R, W: (P - torch.eye(P.shape[0], dtype=P.dtype)) @ R @ W,
+             "P - I measures how far attention is from each token keeping itself; the residual needs P - 1 pbar^T."),
+        ],
+    )
+)
