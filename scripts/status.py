@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Measure the book's run times and write the status page's data.
+
+For every chapter (notebook) in _toc.yml: execute it with papermill in ``fast`` and in ``full``
+mode, as the tests do (``tests/chapters_util.execute``), and time each run (kernel start
+included: what a reader waits for). Then time a whole fast-mode book build from a clean
+``_build`` (the command the tests run), and run the library benchmark
+(``benchmarks/paths.py --json``). Record the machine. Everything goes to ``status/status.json``,
+and the table the status page includes to ``status/table.md`` (generated from the JSON).
+
+    python scripts/status.py                     # everything (many minutes: full mode of every chapter)
+    python scripts/status.py --chapters paths    # re-measure only these chapters, merged into the JSON
+    python scripts/status.py --chapters paths --modes fast --build --benchmark
+    python scripts/status.py --render            # only rewrite status/table.md from the JSON
+
+With ``--chapters``, ``--build`` or ``--benchmark``, only what is named is measured (``--build``
+alone: only the book build) and merged into the JSON. A chapter that fails is recorded as failed (with the error's last
+line) and the script exits non-zero after writing what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+STATUS_DIR = ROOT / "status"
+JSON_PATH = STATUS_DIR / "status.json"
+TABLE_PATH = STATUS_DIR / "table.md"
+MODES = ("fast", "full")
+
+
+# --------------------------------------------------------------------------- the machine
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What the measurements ran on (recorded with every measurement)."""
+
+    def version(pkg):
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "jupyter-book": version("jupyter-book"),
+    }
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average at the end of a run (other work slows a run down)."""
+    try:
+        return round(os.getloadavg()[0], 1)
+    except OSError:
+        return None
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def chapter_key(path: Path) -> str:
+    """The chapter as _toc.yml names it: ``chapters/paths``."""
+    return path.relative_to(ROOT).with_suffix("").as_posix()
+
+
+def chapter_title(path: Path) -> str:
+    for line in path.read_text().splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return path.stem
+
+
+def time_chapter(path: Path, mode: str) -> dict:
+    """Execute one chapter with papermill in ``mode``; seconds, or the error."""
+    from chapters_util import execute
+
+    os.environ.pop("RANKCOLLAPSE_MODE", None)  # the chapter's own mode parameter decides
+    out_dir = ROOT / "_build" / "status" / mode  # not _build/papermill: the tests compare those
+    print(f"  {chapter_key(path)} [{mode}] ...", end="", flush=True)
+    t = time.perf_counter()
+    try:
+        execute(path, mode=mode, out_dir=out_dir)
+    except Exception as exc:  # noqa: BLE001  (a failing chapter is a measurement too)
+        seconds = time.perf_counter() - t
+        last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
+        print(f" FAILED after {seconds:.1f} s: {last}")
+        return {"seconds": None, "ok": False, "error": last, "measured": now()}
+    seconds = time.perf_counter() - t
+    print(f" {seconds:.1f} s")
+    return {"seconds": round(seconds, 1), "ok": True, "measured": now(), "load": load_average()}
+
+
+def time_book_build() -> dict:
+    """A whole fast-mode book build from a clean _build: the tests' command."""
+    import tasks
+
+    print("  book build [fast] ...", end="", flush=True)
+    tasks.clean_build()
+    t = time.perf_counter()
+    result = subprocess.run(tasks.build_command(), cwd=ROOT, env={**os.environ, "RANKCOLLAPSE_MODE": "fast"},
+                            capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    ok = result.returncode == 0
+    print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
+    return {"mode": "fast", "seconds": round(seconds, 1), "ok": ok, "measured": now(), "load": load_average()}
+
+
+def run_benchmark() -> dict:
+    """``benchmarks/paths.py --json``: the library's headline timings."""
+    print("  benchmarks/paths.py ...", end="", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "paths.json"
+        result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "paths.py"), "--json", str(out)],
+                                cwd=ROOT, capture_output=True, text=True)
+        if result.returncode or not out.exists():
+            print(" FAILED")
+            return {"ok": False, "error": (result.stderr.strip().splitlines() or ["?"])[-1], "measured": now()}
+        data = json.loads(out.read_text())
+    print(" done")
+    return {"ok": True, "measured": now(), "paths": data}
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def fmt_seconds(entry: dict | None) -> str:
+    if not entry:
+        return "not measured"
+    if not entry.get("ok"):
+        return "**failed**"
+    s = entry["seconds"]
+    return f"{s:.0f} s" if s < 100 else f"{s / 60:.1f} min"
+
+
+def day(stamp: str | None) -> str:
+    return stamp[:10] if stamp else "?"
+
+
+def render(status: dict) -> str:
+    """The status page's table and notes, as MyST markdown (included by status.md)."""
+    m = status.get("machine", {})
+    lines = [
+        "<!-- Generated by scripts/status.py from status/status.json; do not edit by hand. -->",
+        "",
+        f"Measured on **{m.get('cpu', '?')}, {m.get('cores', '?')} cores**, {m.get('os', '?')}, "
+        f"Python {m.get('python', '?')}, torch {m.get('torch', '?')}, jupyter-book {m.get('jupyter-book', '?')}; "
+        f"last updated **{status.get('updated', '?').replace('T', ' ').replace('Z', ' UTC')}**. "
+        "Each chapter's row gives the date of its own measurement.",
+        "",
+        "| chapter | fast mode | full mode | measured |",
+        "|---|--:|--:|---|",
+    ]
+    for key, entry in status.get("chapters", {}).items():
+        runs = entry.get("runs", {})
+        dates = sorted({day(r.get("measured")) for r in runs.values()})
+        # plain text, not a {doc} link: a chapter that leaves the toc must not break the build
+        lines.append(f"| {entry.get('title', key)} (`{key}.md`) | {fmt_seconds(runs.get('fast'))} "
+                     f"| {fmt_seconds(runs.get('full'))} | {', '.join(dates) or '?'} |")
+    build = status.get("book_build")
+    if build:
+        note = f" ({build['note']})" if build.get("note") else ""
+        lines.append(f"| *whole book build (fast mode, clean `_build`){note}* | {fmt_seconds(build)} | | "
+                     f"{day(build.get('measured'))} |")
+    runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()] + [build or {}]
+    busy = [r["load"] for r in runs if r.get("load") is not None and r["load"] > (m.get("cores") or 1)]
+    if busy:
+        lines += ["", f"{len(busy)} of these runs ended while the machine was busy with other work (load average "
+                      f"up to {max(busy):.1f} on {m.get('cores', '?')} cores): those times are upper bounds."]
+    if status.get("note"):
+        lines += ["", status["note"]]
+    failures = [(k, mode, r.get("error", "")) for k, e in status.get("chapters", {}).items()
+                for mode, r in e.get("runs", {}).items() if not r.get("ok")]
+    if failures:
+        lines += ["", "Failed runs:", ""]
+        lines += [f"- `{k}` in {mode} mode: `{err}`" for k, mode, err in failures]
+    bench = status.get("benchmark", {})
+    if bench.get("ok"):
+        b = bench["paths"]
+        lines += [
+            "",
+            f"**Library benchmark** (`benchmarks/paths.py`, {day(bench.get('measured'))}; {b.get('machine', '')}):",
+            "",
+            f"- float32 matrix multiply: {b['matmul_gflops']:.0f} GFLOP/s.",
+            f"- `rc.paths.decompose_by_length` at BERT-base's shape (12 layers, 12 heads, 128 tokens, "
+            f"width 768, float32): {b['dp_L12_H12_seconds']:.2f} s for {b['dp_L12_H12_gflop']:.1f} GFLOP "
+            f"(target: under 2 s, {'met' if b['dp_L12_H12_seconds'] < 2 else 'missed'}).",
+            f"- 6 layers, 3 heads (4,096 paths): enumerating every path takes {b['enum_L6_H3_seconds']:.2f} s, "
+            f"the dynamic programme {b['dp_L6_H3_seconds'] * 1000:.0f} ms, {b['ratio']:.0f} times faster "
+            f"(target: 100 times, {'met' if b['ratio'] >= 100 else 'missed'}); their per-length sums agree to {b['agreement']:.0e} (relative).",
+        ]
+    elif bench:
+        lines += ["", f"**Library benchmark**: failed (`{bench.get('error', '')}`)."]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- main
+
+
+def load() -> dict:
+    if JSON_PATH.exists():
+        return json.loads(JSON_PATH.read_text())
+    return {"chapters": {}}
+
+
+def save(status: dict) -> None:
+    STATUS_DIR.mkdir(exist_ok=True)
+    tmp = JSON_PATH.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(status, indent=2) + "\n")
+    tmp.replace(JSON_PATH)
+    TABLE_PATH.write_text(render(status))
+
+
+def main(argv=None) -> int:
+    from chapters_util import toc_notebooks
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--chapters", nargs="+", metavar="NAME",
+                    help="only these chapters (file stems in _toc.yml, e.g. paths); default: all")
+    ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    ap.add_argument("--build", action="store_true", help="time the fast book build (with --chapters: as well)")
+    ap.add_argument("--benchmark", action="store_true", help="run benchmarks/paths.py (with --chapters: as well)")
+    ap.add_argument("--render", action="store_true", help="only rewrite status/table.md from the JSON")
+    args = ap.parse_args(argv)
+
+    status = load()
+    if args.render:
+        save(status)
+        return 0
+
+    do_all = not (args.chapters or args.build or args.benchmark)
+    chapters = toc_notebooks() if do_all else []
+    if args.chapters:
+        toc = toc_notebooks()
+        by_name = {p.stem: p for p in toc} | {chapter_key(p): p for p in toc}
+        unknown = [c for c in args.chapters if c not in by_name]
+        if unknown:
+            ap.error(f"not a chapter in _toc.yml: {', '.join(unknown)} (known: {', '.join(p.stem for p in toc)})")
+        chapters = [by_name[c] for c in args.chapters]
+
+    status["machine"] = machine()
+    if do_all:
+        status.pop("note", None)  # a remark about earlier, partial measurements
+    # keep the toc's order; drop chapters that left the toc
+    toc_keys = [chapter_key(p) for p in toc_notebooks()]
+    old = status.get("chapters", {})
+    status["chapters"] = {k: old[k] for k in toc_keys if k in old}
+    ok = True
+    print(f"Measuring on {status['machine']['cpu']} ({status['machine']['cores']} cores):")
+    for path in chapters:
+        key = chapter_key(path)
+        entry = status["chapters"].setdefault(key, {"runs": {}})
+        entry["title"] = chapter_title(path)
+        for mode in args.modes:
+            entry["runs"][mode] = run = time_chapter(path, mode)
+            entry["runs"][mode]["machine"] = f"{status['machine']['cpu']}, {status['machine']['cores']} cores"
+            ok &= run["ok"]
+            status["updated"] = now()
+            save(status)  # after every run: an interrupted refresh keeps what it measured
+    status["chapters"] = {k: status["chapters"][k] for k in toc_keys if k in status["chapters"]}
+    if do_all or args.benchmark:
+        status["benchmark"] = run_benchmark()
+        ok &= status["benchmark"]["ok"]
+    if do_all or args.build:
+        status["book_build"] = time_book_build()
+        ok &= status["book_build"]["ok"]
+    status["updated"] = now()
+    save(status)
+    print(f"wrote {JSON_PATH} and {TABLE_PATH}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

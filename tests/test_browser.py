@@ -1,0 +1,404 @@
+"""The built book, read in a real browser: headless Chromium opens every page.
+
+Every ``.html`` file under ``_build/html`` is opened (the Sphinx-generated ``genindex.html`` and
+``search.html`` included: a reader reaches both from every page; only ``_static/`` and
+``_sources/`` are left out, since they hold assets, not pages). The book is served by a local
+``http.server`` on 127.0.0.1 and Chromium runs with no network: every host name other than
+127.0.0.1 fails to resolve, so a page that needs anything from outside shows it here.
+
+On every page the test waits for MathJax to finish typesetting and fails on
+
+- TeX left as text (``$$``, ``\\(``, ``\\[``, ``\\begin{``, a TeX command outside code), a math
+  element that MathJax did not typeset, or a MathJax error node (``mjx-merror``);
+- an image that does not load (``img.complete`` and ``naturalWidth > 0``);
+- a broken internal link: every ``<a href>`` to a local page must point to an existing file, and
+  its ``#fragment`` to an element id on that page;
+- a JavaScript error (uncaught exceptions, rejected promises, ``console.error``, failed
+  resource loads) other than the documented ones in ``ALLOWED_JS_ERRORS``.
+
+It saves a screenshot of every page in light mode, and of every chapter in dark mode too, to
+``_build/screenshots/``. In dark mode figure images must sit on a light backing: the figures
+are drawn in mid-grey ink on a transparent background, and pydata-sphinx-theme (under
+sphinx-book-theme) gives content images a white background in dark mode; the test guards it.
+
+Runs when Chromium, chromedriver and selenium are installed; skips with the reason otherwise.
+Selenium is given the driver's path, so selenium-manager never downloads anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import html.parser
+import os
+import re
+import shutil
+import tempfile
+import threading
+import urllib.parse
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from chapters_util import ROOT, toc_files
+
+CHROMIUM = next((p for p in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
+                             shutil.which("google-chrome")) if p), None)
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
+
+# JavaScript errors we accept, each with the reason. A message matching any pattern is allowed.
+# Add an entry only with a reason; the test reports every allowed message it met (pytest -rP shows them).
+ALLOWED_JS_ERRORS: dict[str, str] = {
+    r"Identifier 'THEBE_JS_URL' has already been declared": (
+        "Sphinx 7.4 writes an inline script that an extension registers after the builder started "
+        "twice into every page (registered as filename None, re-added as '', and the two do not compare "
+        "equal). sphinx-thebe's config script (const THEBE_JS_URL = ...; jupyter-book always loads "
+        "sphinx-thebe) is such a script, so its second copy throws on redeclaring the const. The first "
+        "copy has already defined the same values, so nothing is lost (sphinx-togglebutton's inline "
+        "script is doubled the same way, harmlessly: it uses var). The cause is Sphinx's asset "
+        "handling, which the book cannot change: jupyter-book 1.0.4 requires sphinx~=7.0."
+    ),
+}
+
+# TeX that must never reach the reader as text (outside code blocks and MathJax output)
+RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\end\{|\\(?:frac|sum|lVert|rVert|mathbb|mathbf|operatorname"
+                     r"|res|SA|SAN|LN|softmax|sqrt|top|left|right|alpha|beta|gamma|lambda|sigma|le|ge|cdots|dots)\b")
+
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+PAGE_TIMEOUT = 60  # seconds for a page to load and typeset
+
+
+def _pages(html_dir: Path) -> list[Path]:
+    return sorted(p for p in html_dir.rglob("*.html")
+                  if p.relative_to(html_dir).parts[0] not in ("_static", "_sources"))
+
+
+def _is_chapter(rel: str) -> bool:
+    return rel.startswith("chapters/")
+
+
+class _Ids(html.parser.HTMLParser):
+    """Every id (and <a name>) in a page: the targets a #fragment may name."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            if v and (k == "id" or (k == "name" and tag == "a")):
+                self.ids.add(v)
+
+
+@functools.lru_cache(maxsize=None)
+def _ids(path: Path) -> frozenset[str]:
+    parser = _Ids()
+    parser.feed(path.read_text(errors="replace"))
+    return frozenset(parser.ids)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def html_dir(built_book):
+    return built_book / "html"
+
+
+@pytest.fixture(scope="module")
+def server(html_dir):
+    """The built book over http on 127.0.0.1, at a free port."""
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html_dir)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM or not CHROMEDRIVER:
+        pytest.skip("Chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.skip("selenium is not installed (pip install -r requirements.txt)")
+    profile = tempfile.mkdtemp(prefix="rankcollapse-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--disable-extensions", "--hide-scrollbars",
+                 "--force-device-scale-factor=1", "--window-size=1280,900", f"--user-data-dir={profile}",
+                 # no network: every host but the local server fails to resolve
+                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # a Service with the driver's path: selenium never runs selenium-manager (which would download)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(PAGE_TIMEOUT)
+    driver.set_script_timeout(PAGE_TIMEOUT)
+    # collect uncaught errors, rejected promises and console.error from the first script on
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.__errors = [];
+        window.addEventListener('error', e => window.__errors.push('uncaught: ' + (e.message || e.type)
+            + (e.filename ? ' (' + e.filename + ':' + e.lineno + ')' : '')), true);
+        window.addEventListener('unhandledrejection', e => window.__errors.push('unhandled rejection: '
+            + (e.reason && (e.reason.stack || e.reason.message) || e.reason)));
+        const _error = console.error.bind(console);
+        console.error = (...a) => { window.__errors.push('console.error: ' + a.map(String).join(' ')); _error(...a); };
+    """})
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- one page
+
+_WAIT_FOR_PAGE = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const errors = [];
+  // images: load every one now (no lazy loading), then wait for all to settle
+  for (const img of document.images) { img.loading = 'eager'; }
+  await Promise.all(Array.from(document.images).map(img => img.complete ? null :
+      new Promise(r => { img.addEventListener('load', r); img.addEventListener('error', r); })));
+  // MathJax: loaded (deferred) on pages with math; wait until it has typeset the page
+  const hasMathJax = Array.from(document.scripts).some(s => /mathjax|tex-(chtml|svg|mml)/i.test(s.src));
+  if (hasMathJax) {
+    const t0 = Date.now();
+    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise) && Date.now() - t0 < 30000) {
+      await new Promise(r => setTimeout(r, 100));
+    }
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      try { await MathJax.startup.promise; } catch (e) { errors.push('MathJax: ' + e); }
+    } else {
+      errors.push('MathJax did not start within 30 s');
+    }
+  }
+  done({hasMathJax, errors});
+})();
+"""
+
+_INSPECT = r"""
+const out = {rawTex: [], untypeset: [], merror: [], images: [], links: [], errors: window.__errors || []};
+const skip = el => el.closest('pre, code, script, style, textarea, mjx-container, .highlight, .cell_input, .output, .cell_output, kbd, samp');
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const rawTex = new RegExp(arguments[0]);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  const el = n.parentElement;
+  if (!el || skip(el)) continue;
+  const m = n.textContent.match(rawTex);
+  if (m) out.rawTex.push(n.textContent.trim().slice(0, 120));
+}
+// Sphinx wraps every formula in span.math / div.math; MathJax must have replaced its text
+for (const el of document.querySelectorAll('span.math, div.math')) {
+  if (!el.querySelector('mjx-container')) out.untypeset.push(el.textContent.trim().slice(0, 120));
+}
+for (const el of document.querySelectorAll('mjx-merror')) {
+  out.merror.push((el.getAttribute('data-mjx-error') || el.textContent).slice(0, 120));
+}
+for (const img of document.images) {
+  if (!(img.complete && img.naturalWidth > 0)) out.images.push(img.getAttribute('src'));
+}
+for (const a of document.querySelectorAll('a[href]')) out.links.push(a.href);
+return out;
+"""
+
+_FIGURE_BACKING = """
+return Array.from(document.querySelectorAll('figure img, .figure img, img.glue-figure, .cell_output img'))
+  .map(img => [img.getAttribute('src'), getComputedStyle(img).backgroundColor]);
+"""
+
+
+def _screenshot(driver, path: Path) -> None:
+    """A full-page PNG: the viewport made as tall as the page, then one shot (DevTools protocol).
+
+    (Plain Selenium shoots only the viewport; ``captureBeyondViewport`` alone sometimes shoots a
+    half-laid-out page, with the theme's sidebars moving.)
+    """
+    import base64
+
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    width, height = 1280, min(int(size["height"]), 16000)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        driver.execute_async_script("const done = arguments[0];"
+                                    "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 200)));")
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def _set_mode(driver, mode: str) -> None:
+    """pydata-sphinx-theme's light/dark switch: localStorage 'mode', read on every page load."""
+    driver.execute_script("localStorage.setItem('mode', arguments[0]); localStorage.setItem('theme', arguments[0]);", mode)
+
+
+def _check_links(html_dir: Path, base: str, page_rel: str, links: list[str]) -> list[str]:
+    problems = []
+    for href in links:
+        url = urllib.parse.urlsplit(href)
+        if not href.startswith(base + "/"):
+            continue  # external (launch buttons, repository, DOIs), mailto:, javascript:
+        target_rel = urllib.parse.unquote(url.path).lstrip("/")
+        target = html_dir / target_rel
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            problems.append(f"{page_rel}: link to missing {target_rel}")
+            continue
+        fragment = urllib.parse.unquote(url.fragment)
+        if fragment and target.suffix == ".html" and fragment not in _ids(target):
+            problems.append(f"{page_rel}: link to {target_rel}#{fragment}: no such anchor")
+    return problems
+
+
+_REDIRECT = re.compile(r'<meta[^>]+http-equiv="refresh"[^>]+content="\d+;\s*url=([^"]+)"', re.I)
+
+
+def _allowed(message: str) -> bool:
+    return any(re.search(pattern, message) for pattern in ALLOWED_JS_ERRORS)
+
+
+@pytest.fixture(scope="module")
+def report(browser, html_dir, server):
+    """Open every page in light mode, then every chapter in dark mode, and collect what is wrong."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": []}
+    pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
+    browser.get(server + "/intro.html")
+    for mode in ("light", "dark"):
+        _set_mode(browser, mode)  # kept in localStorage for every later page of the site
+        for rel in pages if mode == "light" else [r for r in pages if _is_chapter(r)]:
+            browser.get_log("browser")  # drop what earlier pages logged
+            browser.get(server + "/" + rel)
+            redirect = _REDIRECT.search((html_dir / rel).read_text(errors="replace"))
+            if redirect:  # index.html: a meta refresh to the landing page; check where it lands
+                target = urllib.parse.urljoin(server + "/" + rel, redirect.group(1))
+                WebDriverWait(browser, PAGE_TIMEOUT).until(lambda d: d.current_url.split("#")[0] == target)
+                found["links"] += _check_links(html_dir, server, rel, [target])
+            waited = browser.execute_async_script(_WAIT_FOR_PAGE)
+            seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
+            messages = list(seen["errors"]) + list(waited["errors"])
+            messages += [f"{e['level']}: {e['message']}" for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            for m in dict.fromkeys(messages):
+                (found["allowed_js"] if _allowed(m) else found["js"]).append(f"{rel} ({mode}): {m}")
+            if mode == "light":
+                found["pages"].append(rel)
+                found["math"] += [f"{rel}: raw TeX: {t!r}" for t in seen["rawTex"]]
+                found["math"] += [f"{rel}: not typeset: {t!r}" for t in seen["untypeset"]]
+                found["math"] += [f"{rel}: MathJax error: {t!r}" for t in seen["merror"]]
+                found["images"] += [f"{rel}: image did not load: {src}" for src in seen["images"]]
+                found["links"] += _check_links(html_dir, server, rel, seen["links"])
+            else:
+                if browser.execute_script("return document.documentElement.dataset.theme") != "dark":
+                    found["dark"].append(f"{rel}: the theme did not switch to dark mode")
+                for src, background in browser.execute_script(_FIGURE_BACKING):
+                    if background in ("rgba(0, 0, 0, 0)", "transparent"):
+                        found["dark"].append(f"{rel}: figure {src} has no backing in dark mode")
+            _screenshot(browser, SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"))
+    _set_mode(browser, "light")
+    return found
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.build
+def test_every_page_is_checked(report, html_dir):
+    assert len(report["pages"]) == len(_pages(html_dir))
+    for f in toc_files():
+        assert f.removesuffix(".md") + ".html" in report["pages"], f
+
+
+@pytest.mark.build
+def test_math_is_typeset(report):
+    assert not report["math"], "\n".join(report["math"])
+
+
+@pytest.mark.build
+def test_images_load(report):
+    assert not report["images"], "\n".join(report["images"])
+
+
+@pytest.mark.build
+def test_internal_links_and_anchors_resolve(report):
+    assert not report["links"], "\n".join(report["links"])
+
+
+@pytest.mark.build
+def test_no_javascript_errors(report):
+    for message in report["allowed_js"]:  # shown with pytest -rP
+        print("allowed:", message)
+    assert not report["js"], "\n".join(report["js"])
+
+
+@pytest.mark.build
+def test_figures_are_readable_in_dark_mode(report):
+    assert not report["dark"], "\n".join(report["dark"])
+
+
+@pytest.mark.build
+def test_screenshots_saved(report):
+    for rel in report["pages"]:
+        name = rel.removesuffix(".html").replace("/", "__") + ".png"
+        assert (SCREENSHOTS / "light" / name).stat().st_size > 0
+        if _is_chapter(rel):
+            assert (SCREENSHOTS / "dark" / name).stat().st_size > 0
+
+
+@pytest.mark.build
+def test_chapters_offer_notebook_download_and_launch_buttons(built_book):
+    """Each chapter page links its .ipynb (which exists) and Binder/Colab launchers for the repository.
+
+    Static HTML: needs no browser.
+    """
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = urllib.parse.urlsplit(config["repository"]["url"]).path.strip("/")
+    html_dir = built_book / "html"
+    chapters = [f for f in toc_files() if f.startswith("chapters/")]
+    assert chapters
+    for f in chapters:
+        page = (html_dir / (f + ".html")).read_text()
+        ipynb = f"_sources/{f}.ipynb"
+        assert f'href="{"../" * f.count("/")}{ipynb}"' in page, f"{f}: no .ipynb download button"
+        assert (html_dir / ipynb).is_file(), f"{f}: {ipynb} is linked but missing"
+        assert f"mybinder.org/v2/gh/{repo}/" in page, f"{f}: no Binder button for {repo}"
+        assert f"colab.research.google.com/github/{repo}/" in page, f"{f}: no Colab button for {repo}"
+
+
+@pytest.mark.build
+def test_the_checks_catch_problems(browser):
+    """A control: on a page with raw TeX, untypeset math and a missing image, the checks fire."""
+    import urllib.parse as up
+
+    page = ('<html><body><p>$$x^2$$ and \\(y\\)</p><span class="math">\\(z\\)</span>'
+            '<img src="data:image/png;base64,broken"><a href="#nowhere">a</a></body></html>')
+    browser.get("data:text/html," + up.quote(page))
+    browser.execute_async_script(_WAIT_FOR_PAGE)
+    seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
+    assert len(seen["rawTex"]) == 2 and seen["untypeset"] == ["\\(z\\)"] and len(seen["images"]) == 1
+
+
+@pytest.mark.build
+def test_the_link_check_catches_broken_links(html_dir):
+    base = "http://127.0.0.1:1"
+    problems = _check_links(html_dir, base, "control", [
+        base + "/intro.html", base + "/intro.html#no-such-anchor", base + "/no-such-page.html",
+        "https://example.org/not-checked"])
+    assert len(problems) == 2, problems

@@ -1,0 +1,113 @@
+"""The status page's data: status/status.json lists every chapter of _toc.yml with both timings.
+
+The page itself (status.md, which includes status/table.md) is built by the book-build test.
+When a chapter is added to _toc.yml, measure it: ``python scripts/status.py --chapters <name>``.
+"""
+
+import importlib.util
+import json
+
+import pytest
+
+from chapters_util import ROOT, toc_files, toc_notebooks
+
+STATUS_JSON = ROOT / "status" / "status.json"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("status_script", ROOT / "scripts" / "status.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def status():
+    assert STATUS_JSON.exists(), "no status/status.json: run python scripts/status.py"
+    return json.loads(STATUS_JSON.read_text())
+
+
+def test_every_chapter_has_both_timings(status):
+    missing = []
+    for path in toc_notebooks():
+        key = path.relative_to(ROOT).with_suffix("").as_posix()
+        runs = status.get("chapters", {}).get(key, {}).get("runs", {})
+        for mode in ("fast", "full"):
+            run = runs.get(mode)
+            if not run:
+                missing.append(f"{key} [{mode}]: not measured")
+            elif not run.get("ok"):
+                missing.append(f"{key} [{mode}]: failed ({run.get('error')})")
+            else:
+                assert run["seconds"] > 0 and run["measured"], (key, mode, run)
+    assert not missing, ("status/status.json is out of date; run python scripts/status.py --chapters "
+                         + " ".join(sorted({m.split()[0].split('/')[-1] for m in missing})) + "\n" + "\n".join(missing))
+
+
+def test_no_chapter_outside_the_toc(status):
+    keys = {p.relative_to(ROOT).with_suffix("").as_posix() for p in toc_notebooks()}
+    assert set(status.get("chapters", {})) <= keys
+
+
+def test_records_when_and_on_what(status):
+    machine = status["machine"]
+    assert machine["cpu"] and machine["cores"] and machine["torch"]
+    assert status["updated"]
+    assert status["book_build"]["ok"] and status["book_build"]["seconds"] > 0, "time the book build: --build"
+    assert status["benchmark"]["ok"] and "dp_L12_H12_seconds" in status["benchmark"]["paths"]
+
+
+def test_page_shows_the_json():
+    """status/table.md is generated from the JSON (``--render``) and status.md includes it."""
+    script = _script()
+    status = json.loads(STATUS_JSON.read_text())
+    assert (ROOT / "status" / "table.md").read_text() == script.render(status), \
+        "status/table.md is stale: python scripts/status.py --render"
+    assert "status" in toc_files()
+    assert "{include} status/table.md" in (ROOT / "status.md").read_text()
+
+
+def test_refreshing_a_subset_merges(tmp_path, monkeypatch):
+    """--chapters re-measures only the chapters named and keeps every other entry."""
+    script = _script()
+    monkeypatch.setattr(script, "STATUS_DIR", tmp_path)
+    monkeypatch.setattr(script, "JSON_PATH", tmp_path / "status.json")
+    monkeypatch.setattr(script, "TABLE_PATH", tmp_path / "table.md")
+    chapters = toc_notebooks()
+    keys = [script.chapter_key(p) for p in chapters]
+    old = {"chapters": {k: {"title": k, "runs": {m: {"seconds": 1.0, "ok": True, "measured": "old"}
+                                                   for m in ("fast", "full")}} for k in keys}}
+    (tmp_path / "status.json").write_text(json.dumps(old))
+    calls = []
+
+    def fake_time(path, mode):
+        calls.append((path.stem, mode))
+        return {"seconds": 2.0, "ok": True, "measured": "new"}
+
+    monkeypatch.setattr(script, "time_chapter", fake_time)
+    assert script.main(["--chapters", chapters[0].stem, "--modes", "fast"]) == 0
+    new = json.loads((tmp_path / "status.json").read_text())
+    assert calls == [(chapters[0].stem, "fast")]
+    assert new["chapters"][keys[0]]["runs"]["fast"]["measured"] == "new"
+    assert new["chapters"][keys[0]]["runs"]["full"]["measured"] == "old"
+    for k in keys[1:]:
+        assert new["chapters"][k] == old["chapters"][k]
+    assert list(new["chapters"]) == keys  # the toc's order
+    assert (tmp_path / "table.md").read_text() == script.render(new)
+    with pytest.raises(SystemExit):
+        script.main(["--chapters", "no-such-chapter"])
+
+
+def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
+    script = _script()
+    monkeypatch.setattr(script, "STATUS_DIR", tmp_path)
+    monkeypatch.setattr(script, "JSON_PATH", tmp_path / "status.json")
+    monkeypatch.setattr(script, "TABLE_PATH", tmp_path / "table.md")
+    done = []
+    monkeypatch.setattr(script, "time_chapter", lambda path, mode: done.append("chapter"))
+    monkeypatch.setattr(script, "run_benchmark", lambda: done.append("benchmark"))
+    monkeypatch.setattr(script, "time_book_build",
+                        lambda: done.append("build") or {"mode": "fast", "seconds": 3.0, "ok": True, "measured": "x"})
+    assert script.main(["--build"]) == 0
+    assert done == ["build"]
+    assert json.loads((tmp_path / "status.json").read_text())["book_build"]["seconds"] == 3.0
