@@ -196,3 +196,22 @@ def test_tracked_residual_reaches_below_1e_150():
     X = X / composite_norm(res(X))
     tr = th.tracked_residual(model, X, log10=True)
     assert torch.isfinite(tr).sum() >= 4 and tr[torch.isfinite(tr)].min() < -150
+
+
+def test_layer_constants_and_depth_profile():
+    gen = torch.Generator().manual_seed(11)
+    cfg = rc.san.SANConfig(n_layers=3, n_heads=2, d_model=8, init_scale=0.3)
+    model = rc.san.SAN(cfg, seed=4)
+    X = rc.theory.unit_residual_tokens(6, 8, generator=gen)
+    assert rc.residual.composite_norm(rc.residual.res(X)).item() == pytest.approx(1.0)
+    c = rc.theory.layer_constants(model, X)
+    det = rc.theory.gamma_details(model, X)
+    assert torch.allclose(c, 4 * det["gamma"] * det["beta"] * 2 / math.sqrt(cfg.d_qk))
+    prof = rc.theory.depth_profile(model, X)
+    assert set(prof) == {"forward", "tracked", "paper", "layerwise", "c"}
+    assert prof["forward"].shape == (4,) and prof["c"] == c.max()
+    # the bound is never below the exactly tracked residual, layer by layer
+    assert (prof["tracked"] <= prof["layerwise"] + 1e-9).all()
+    assert (prof["tracked"] <= prof["paper"] + 1e-9).all()
+    with pytest.raises(ValueError, match="n"):
+        rc.theory.unit_residual_tokens(1, 8, generator=gen)

@@ -35,7 +35,7 @@ import math
 import torch
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
-from .residual import composite_norm
+from .residual import composite_norm, res
 from .san import SAN, SANConfig
 
 __all__ = [
@@ -47,6 +47,9 @@ __all__ = [
     "gamma_details",
     "collapse_bound",
     "tracked_residual",
+    "layer_constants",
+    "unit_residual_tokens",
+    "depth_profile",
     "BOUND_FORMS",
     "PRESERVING_FAMILIES",
     "preserving_san",
@@ -217,6 +220,50 @@ def gamma(model, X) -> torch.Tensor:
     and the layer inputs). Only pure attention networks are accepted.
     """
     return gamma_details(model, X)["gamma"]
+
+
+def layer_constants(model, X) -> torch.Tensor:
+    """Each layer's constant :math:`c_l = 4\gamma_l\beta_l H/\sqrt{d_{qk}}`, shape ``(L, ...)``.
+
+    The one-layer step reads :math:`\lVert\operatorname{res}(X_{l+1})\rVert \le c_l
+    \lVert\operatorname{res}(X_l)\rVert^3`; the theorem's condition is :math:`c_l < 1` for
+    inputs with :math:`\lVert\operatorname{res}(X)\rVert \le 1` (chapter "Pure attention
+    collapses", section 2).
+    """
+    det = gamma_details(model, X)
+    extra = det["gamma"].ndim - 1
+    b = det["beta"].reshape((-1,) + (1,) * extra)
+    return 4 * det["gamma"] * b * model.config.n_heads / math.sqrt(model.config.d_qk)
+
+
+def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=torch.float64) -> torch.Tensor:
+    """Standard normal tokens ``(n, d)`` scaled so that :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
+
+    The mean-centred residual; the theorems' condition is stated for inputs of this size.
+    """
+    n, d = check_int("n", n, minimum=2), check_int("d", d)
+    X = torch.randn(n, d, dtype=dtype, generator=generator)
+    return X / composite_norm(res(X))
+
+
+@torch.no_grad()
+def depth_profile(model, X) -> dict[str, torch.Tensor]:
+    """The residual against depth, measured and bounded, as ``log10`` (each ``(L+1,)``).
+
+    ``"forward"``: :math:`\log_{10}\lVert\operatorname{res}(X_l)\rVert_{1,\infty}` from the float
+    forward pass (it stops at the dtype's rounding floor); ``"tracked"``: the same followed
+    exactly by :func:`tracked_residual`; ``"paper"`` and ``"layerwise"``: the bound of
+    :func:`collapse_bound` in those forms; and ``"c"``: the largest layer constant of
+    :func:`layer_constants` (a scalar). For ``X`` of shape ``(n, d)``.
+    """
+    hidden = model(X).hidden_states
+    return {
+        "forward": torch.stack([torch.log10(composite_norm(res(h))) for h in hidden]),
+        "tracked": tracked_residual(model, X, log10=True),
+        "paper": collapse_bound(model, X, "paper", log10=True),
+        "layerwise": collapse_bound(model, X, "layerwise", log10=True),
+        "c": layer_constants(model, X).max(),
+    }
 
 
 def _pow3(l: int, dtype) -> torch.Tensor:
