@@ -362,9 +362,11 @@ def test_screenshots_saved(report):
 
 @pytest.mark.build
 def test_chapters_offer_notebook_download_and_launch_buttons(built_book):
-    """Each chapter page links its .ipynb (which exists) and Binder/Colab launchers for the repository.
+    """Each chapter page links its .ipynb (which exists) and a Binder launcher for the repository.
 
-    Static HTML: needs no browser.
+    No Colab button: Colab opens .ipynb files from the repository, and the chapters are MyST
+    markdown (Binder opens them as notebooks through jupytext: binder/postBuild). Static HTML:
+    needs no browser.
     """
     import yaml
 
@@ -379,7 +381,8 @@ def test_chapters_offer_notebook_download_and_launch_buttons(built_book):
         assert f'href="{"../" * f.count("/")}{ipynb}"' in page, f"{f}: no .ipynb download button"
         assert (html_dir / ipynb).is_file(), f"{f}: {ipynb} is linked but missing"
         assert f"mybinder.org/v2/gh/{repo}/" in page, f"{f}: no Binder button for {repo}"
-        assert f"colab.research.google.com/github/{repo}/" in page, f"{f}: no Colab button for {repo}"
+        assert f"urlpath=lab/tree/{f}.md" in page, f"{f}: the Binder button does not open the chapter"
+        assert "colab.research.google.com" not in page, f"{f}: a Colab button would open a .md it cannot read"
 
 
 @pytest.mark.build
