@@ -73,8 +73,12 @@ def text_outputs(nb) -> list[list[str]]:
                 plain = out.get("data", {}).get("text/plain")
                 if plain and "<Figure" not in "".join(plain):
                     texts.append("".join(plain))
-        # myst-nb (nb_merge_streams) saves the merged stream first and keeps the later chunks
-        if len(chunks) > 1 and chunks[0].endswith("".join(chunks[1:])):
+        # myst-nb (nb_merge_streams) saves the merged stream first, with trailing whitespace
+        # stripped, and keeps the later chunks: compare lines without trailing whitespace
+        def lines(text):
+            return [line.rstrip() for line in text.rstrip().splitlines()]
+
+        if len(chunks) > 1 and "\n".join(lines(chunks[0])).endswith("\n".join(lines("".join(chunks[1:])))):
             chunks = chunks[:1]
-        cells.append("".join(chunks).splitlines() + texts)
+        cells.append(lines("".join(chunks)) + texts)
     return cells
