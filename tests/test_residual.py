@@ -118,3 +118,11 @@ def test_optimal_residual_batched(gen):
     R = rc.residual.res(X, center="optimal")
     for i in range(3):
         assert torch.allclose(R[i], rc.residual.res(X[i], center="optimal"))
+
+
+def test_operator_norms(gen):
+    X = random_tokens(gen, 5, 3)
+    n1, ninf = brute_norms(X.numpy())
+    assert rc.residual.norm_1(X).item() == pytest.approx(n1) and rc.residual.norm_inf(X).item() == pytest.approx(ninf)
+    tiny = X * 1e-200  # the product ||X||_1 ||X||_inf would underflow to 0; the composite norm must not
+    assert rc.residual.composite_norm(tiny).item() == pytest.approx(1e-200 * np.sqrt(n1 * ninf), rel=1e-12)

@@ -35,7 +35,7 @@ import math
 import torch
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
-from .residual import composite_norm, res
+from .residual import composite_norm, norm_1, norm_inf, res
 from .san import SAN, SANConfig
 
 __all__ = [
@@ -60,21 +60,6 @@ __all__ = [
 
 BOUND_FORMS = ("paper", "layerwise", "step")
 PRESERVING_FAMILIES = ("zero_value", "uniform_attention", "reserved_subspace")
-
-
-def _norm_1(A: torch.Tensor) -> torch.Tensor:
-    """Largest absolute column sum over the last two dimensions."""
-    return A.abs().sum(dim=-2).amax(dim=-1)
-
-
-def _norm_inf(A: torch.Tensor) -> torch.Tensor:
-    """Largest absolute row sum over the last two dimensions."""
-    return A.abs().sum(dim=-1).amax(dim=-1)
-
-
-def _composite(A: torch.Tensor) -> torch.Tensor:
-    """The composite norm as ``sqrt(||A||_1) * sqrt(||A||_inf)``: no underflow of the product below 1e-308."""
-    return torch.sqrt(_norm_1(A)) * torch.sqrt(_norm_inf(A))
 
 
 def _check_model(model) -> SAN:
@@ -146,7 +131,7 @@ def beta(model) -> torch.Tensor:
     chapter uses it too); the bound itself needs a pure attention network.
     """
     Q, W = qk_matrices(model), value_matrices(model)
-    return _norm_1(Q) * torch.sqrt(_norm_1(W) * _norm_inf(W))
+    return norm_1(Q) * torch.sqrt(norm_1(W) * norm_inf(W))
 
 
 @torch.no_grad()
@@ -175,8 +160,8 @@ def gamma_details(model, X) -> dict[str, torch.Tensor]:
     out = model(X)
     cfg = model.config
     Q, W = qk_matrices(model), value_matrices(model)
-    q = _norm_1(Q)  # (L, H)
-    w1, winf = _norm_1(W), _norm_inf(W)
+    q = norm_1(Q)  # (L, H)
+    w1, winf = norm_1(W), norm_inf(W)
     b = q * torch.sqrt(w1 * winf)
     beta_l = b.amax(dim=-1)
     num = torch.sqrt((q * w1).amax(dim=-1) * (q * winf).amax(dim=-1))
@@ -342,7 +327,7 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
     scale = math.sqrt(cfg.d_qk)
     x = X.mean(dim=-2)  # (..., d)
     R = X - x.unsqueeze(-2)
-    norms = [_composite(R)]
+    norms = [composite_norm(R)]
     for l in range(cfg.n_layers):
         a = torch.einsum("...nd,hed,...e->...hn", R, Q[l], x) / scale  # a_j = r_j^T W_QK^T x
         E = torch.einsum("...nd,hde,...me->...hnm", R, Q[l], R) / scale
@@ -362,7 +347,7 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
         R_new = torch.einsum("...hnm,...md,hde->...ne", delta, R, W[l])
         x = torch.einsum("...hd,hde->...e", x.unsqueeze(-2) + torch.einsum("...hm,...md->...hd", pbar, R), W[l])
         R = R_new
-        norms.append(_composite(R) if torch.isfinite(R).all() else torch.full_like(norms[0], float("nan")))
+        norms.append(composite_norm(R) if torch.isfinite(R).all() else torch.full_like(norms[0], float("nan")))
     out = torch.stack(norms)
     return torch.log10(out) if log10 else out
 
