@@ -253,7 +253,7 @@ def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: in
             "use decompose_by_length, or raise max_paths"
         )
     X, layers, _ = frozen_layers(model, X)
-    choices = ([None] if cfg.skip else []) + list(range(cfg.n_heads))
+    choices = _choices(cfg.n_heads, cfg.skip)
     paths = {(): X}
     for layer in layers:
         nxt = {}
@@ -264,10 +264,14 @@ def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: in
     return _maybe_constant(paths, layers, X, with_constant)
 
 
+def _choices(H: int, skip: bool) -> list:
+    """What a path may take in one layer: the skip (``None``, with skip connections) or a head."""
+    return ([None] if skip else []) + list(range(H))
+
+
 def all_paths(L: int, H: int, skip: bool = True):
     """Every path through ``L`` layers of ``H`` heads, in the order :func:`enumerate_paths` uses."""
-    choices = ([None] if skip else []) + list(range(H))
-    return list(product(choices, repeat=L))
+    return list(product(_choices(H, skip), repeat=L))
 
 
 def path_length(path) -> int:
