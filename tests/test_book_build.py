@@ -33,3 +33,37 @@ def test_glued_numbers_and_figures_are_in_the_pages(built_book):
         # and every glue:figure became an image
         assert "{glue}" not in page and "{glue:" not in page, path.name
         assert page.count("<img") >= source.count("{glue:figure}"), path.name
+
+
+@pytest.mark.build
+def test_bibliography_labels_are_author_year(built_book):
+    """The bibliography's labels read as the text cites ("Dong et al., 2021"), not [1], [2]."""
+    import re
+
+    page = (built_book / "html" / "bibliography.html").read_text()
+    labels = re.findall(r'<span class="label"><span class="fn-bracket">\[</span>([^<]*)<', page)
+    assert len(labels) >= 10 and "Dong et al., 2021" in labels
+    pattern = re.compile(r"[^\W\d][\w'’ -]*( et al\.| and [^\W\d][\w'’ -]*)?, \d{4}[a-z]?")
+    assert all(pattern.fullmatch(label) for label in labels), labels
+    assert len(set(labels)) == len(labels)
+
+
+def test_author_year_labels_disambiguate():
+    """Two entries that would share a label get a and b; two authors are both named."""
+    import sys
+
+    from chapters_util import ROOT
+    from pybtex.database import parse_string
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import bookext
+
+    bib = parse_string(
+        "@article{a, author={Noci, L. and Li, C.}, year={2023}, title={x}}"
+        "@article{b, author={Noci, L. and Li, C.}, year={2023}, title={y}}"
+        "@article{c, author={Castin, Val{\\'e}rie}, year={2024}, title={z}}"
+        "@article{d, author={Brown, T. and others}, year={2020}, title={w}}",
+        "bibtex",
+    )
+    labels = list(bookext.AuthorYearLabels().format_labels(bib.entries.values()))
+    assert labels == ["Noci and Li, 2023a", "Noci and Li, 2023b", "Castin, 2024", "Brown et al., 2020"]

@@ -361,31 +361,6 @@ def test_screenshots_saved(report):
 
 
 @pytest.mark.build
-def test_chapters_offer_notebook_download_and_launch_buttons(built_book):
-    """Each chapter page links its .ipynb (which exists) and a Binder launcher for the repository.
-
-    No Colab button: Colab opens .ipynb files from the repository, and the chapters are MyST
-    markdown (Binder opens them as notebooks through jupytext: binder/postBuild). Static HTML:
-    needs no browser.
-    """
-    import yaml
-
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    repo = urllib.parse.urlsplit(config["repository"]["url"]).path.strip("/")
-    html_dir = built_book / "html"
-    chapters = [f for f in toc_files() if f.startswith("chapters/")]
-    assert chapters
-    for f in chapters:
-        page = (html_dir / (f + ".html")).read_text()
-        ipynb = f"_sources/{f}.ipynb"
-        assert f'href="{"../" * f.count("/")}{ipynb}"' in page, f"{f}: no .ipynb download button"
-        assert (html_dir / ipynb).is_file(), f"{f}: {ipynb} is linked but missing"
-        assert f"mybinder.org/v2/gh/{repo}/" in page, f"{f}: no Binder button for {repo}"
-        assert f"urlpath=lab/tree/{f}.md" in page, f"{f}: the Binder button does not open the chapter"
-        assert "colab.research.google.com" not in page, f"{f}: a Colab button would open a .md it cannot read"
-
-
-@pytest.mark.build
 def test_the_checks_catch_problems(browser):
     """A control: on a page with raw TeX, untypeset math and a missing image, the checks fire."""
     import urllib.parse as up

