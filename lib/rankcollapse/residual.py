@@ -28,19 +28,19 @@ CENTERS = ("mean", "optimal")
 
 
 def norm_1(X) -> torch.Tensor:
-    """:math:`\lVert X\rVert_1`, the largest absolute column sum; ``(..., n, d)`` -> ``(...)``."""
+    r""":math:`\lVert X\rVert_1`, the largest absolute column sum; ``(..., n, d)`` -> ``(...)``."""
     X = as_tokens("X", X)
     return X.abs().sum(dim=-2).amax(dim=-1)
 
 
 def norm_inf(X) -> torch.Tensor:
-    """:math:`\lVert X\rVert_\infty`, the largest absolute row sum; ``(..., n, d)`` -> ``(...)``."""
+    r""":math:`\lVert X\rVert_\infty`, the largest absolute row sum; ``(..., n, d)`` -> ``(...)``."""
     X = as_tokens("X", X)
     return X.abs().sum(dim=-1).amax(dim=-1)
 
 
 def composite_norm(X) -> torch.Tensor:
-    """The composite norm :math:`\lVert X\rVert_{1,\infty} = \sqrt{\lVert X\rVert_1\lVert X\rVert_\infty}`.
+    r"""The composite norm :math:`\lVert X\rVert_{1,\infty} = \sqrt{\lVert X\rVert_1\lVert X\rVert_\infty}`.
 
     :math:`\lVert X\rVert_1` is the largest absolute column sum and :math:`\lVert X\rVert_\infty`
     the largest absolute row sum (paper, Section 2, the norm of Theorems 2.2 and 2.3). Computed

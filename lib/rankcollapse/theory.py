@@ -208,7 +208,7 @@ def gamma(model, X) -> torch.Tensor:
 
 
 def layer_constants(model, X) -> torch.Tensor:
-    """Each layer's constant :math:`c_l = 4\gamma_l\beta_l H/\sqrt{d_{qk}}`, shape ``(L, ...)``.
+    r"""Each layer's constant :math:`c_l = 4\gamma_l\beta_l H/\sqrt{d_{qk}}`, shape ``(L, ...)``.
 
     The one-layer step reads :math:`\lVert\operatorname{res}(X_{l+1})\rVert \le c_l
     \lVert\operatorname{res}(X_l)\rVert^3`; the theorem's condition is :math:`c_l < 1` for
@@ -222,7 +222,7 @@ def layer_constants(model, X) -> torch.Tensor:
 
 
 def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=torch.float64) -> torch.Tensor:
-    """Standard normal tokens ``(n, d)`` scaled so that :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
+    r"""Standard normal tokens ``(n, d)`` scaled so that :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
 
     The mean-centred residual; the theorems' condition is stated for inputs of this size.
     """
@@ -233,7 +233,7 @@ def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=to
 
 @torch.no_grad()
 def depth_profile(model, X) -> dict[str, torch.Tensor]:
-    """The residual against depth, measured and bounded, as ``log10`` (each ``(L+1,)``).
+    r"""The residual against depth, measured and bounded, as ``log10`` (each ``(L+1,)``).
 
     ``"forward"``: :math:`\log_{10}\lVert\operatorname{res}(X_l)\rVert_{1,\infty}` from the float
     forward pass (it stops at the dtype's rounding floor); ``"tracked"``: the same followed
