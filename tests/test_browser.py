@@ -209,6 +209,16 @@ for (const img of document.images) {
   if (!(img.complete && img.naturalWidth > 0)) out.images.push(img.getAttribute('src'));
 }
 for (const a of document.querySelectorAll('a[href]')) out.links.push(a.href);
+// what a chapter page must show: typeset formulas, numbered figures whose image loaded,
+// theorem/definition/proof boxes (sphinx-proof's div.proof)
+out.shown = {
+  math: document.querySelectorAll('mjx-container').length,
+  figures: Array.from(document.querySelectorAll('figure')).filter(f => {
+    const img = f.querySelector('img');
+    return img && img.complete && img.naturalWidth > 0 && f.querySelector('figcaption .caption-number');
+  }).length,
+  boxes: document.querySelectorAll('div.proof').length,
+};
 return out;
 """
 
@@ -277,7 +287,7 @@ def report(browser, html_dir, server):
     from selenium.webdriver.support.wait import WebDriverWait
 
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": []}
+    found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {}}
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     browser.get(server + "/intro.html")
     for mode in ("light", "dark"):
@@ -303,6 +313,7 @@ def report(browser, html_dir, server):
                 found["math"] += [f"{rel}: MathJax error: {t!r}" for t in seen["merror"]]
                 found["images"] += [f"{rel}: image did not load: {src}" for src in seen["images"]]
                 found["links"] += _check_links(html_dir, server, rel, seen["links"])
+                found["shown"][rel] = seen["shown"]
             else:
                 if browser.execute_script("return document.documentElement.dataset.theme") != "dark":
                     found["dark"].append(f"{rel}: the theme did not switch to dark mode")
@@ -322,6 +333,15 @@ def test_every_page_is_checked(report, html_dir):
     assert len(report["pages"]) == len(_pages(html_dir))
     for f in toc_files():
         assert f.removesuffix(".md") + ".html" in report["pages"], f
+
+
+@pytest.mark.build
+def test_chapter_pages_show_math_figures_and_theorem_boxes(report):
+    """What the screenshots must show on every chapter page, counted in the rendered page."""
+    chapters = {rel: shown for rel, shown in report["shown"].items() if _is_chapter(rel)}
+    assert len(chapters) == len([f for f in toc_files() if f.startswith("chapters/")])
+    empty = [f"{rel}: no {what}" for rel, shown in chapters.items() for what, n in shown.items() if n == 0]
+    assert not empty, "\n".join(empty)
 
 
 @pytest.mark.build

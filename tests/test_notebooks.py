@@ -122,3 +122,21 @@ def test_every_chapter_page_launches_binder_and_colab(built_book, written):
         assert f"../_sources/{name}.ipynb" in links and (built_book / "html" / "_sources" / f"{name}.ipynb").exists()
     # pages that are not notebooks have no launch buttons
     assert "colab.research.google.com" not in (built_book / "html" / "notation.html").read_text()
+
+
+def test_publishing_workflow_builds_as_the_readme_and_pushes_the_colab_branch():
+    """The Pages workflow cannot run here; it is kept correct by construction and checked here."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
+    steps = workflow["jobs"]["build"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    assert "python3 tasks.py book" in runs and "python3 tasks.py book" in (ROOT / "README.md").read_text()
+    write = runs.index("python3 scripts/notebooks.py --out _build/notebooks")
+    assert write > runs.index("python3 tasks.py book")  # only a book that built publishes notebooks
+    push = steps[write + 1]
+    assert push["working-directory"] == "_build/notebooks" and 'git push -f' in push["run"]
+    # the branch it pushes is the one the buttons open: read from the same config key
+    assert "['sphinx']['config']['colab_branch']" in push["run"]
+    assert notebooks.book_config()["sphinx"]["config"]["colab_branch"]
+    assert workflow["jobs"]["build"]["permissions"]["contents"] == "write"

@@ -53,7 +53,9 @@ def test_records_when_and_on_what(status):
     machine = status["machine"]
     assert machine["cpu"] and machine["cores"] and machine["torch"]
     assert status["updated"]
-    assert status["book_build"]["ok"] and status["book_build"]["seconds"] > 0, "time the book build: --build"
+    for mode in ("fast", "full"):
+        build = status.get("book_builds", {}).get(mode, {})
+        assert build.get("ok") and build["seconds"] > 0, f"time the {mode} book build: --build --modes {mode}"
     assert status["benchmark"]["ok"] and "dp_L12_H12_seconds" in status["benchmark"]["paths"]
 
 
@@ -107,7 +109,9 @@ def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
     monkeypatch.setattr(script, "time_chapter", lambda path, mode: done.append("chapter"))
     monkeypatch.setattr(script, "run_benchmark", lambda: done.append("benchmark"))
     monkeypatch.setattr(script, "time_book_build",
-                        lambda: done.append("build") or {"mode": "fast", "seconds": 3.0, "ok": True, "measured": "x"})
+                        lambda mode: done.append(mode) or {"mode": mode, "seconds": 3.0, "ok": True, "measured": "x"})
     assert script.main(["--build"]) == 0
-    assert done == ["build"]
-    assert json.loads((tmp_path / "status.json").read_text())["book_build"]["seconds"] == 3.0
+    assert done == ["fast", "full"]
+    builds = json.loads((tmp_path / "status.json").read_text())["book_builds"]
+    assert builds["fast"]["seconds"] == builds["full"]["seconds"] == 3.0
+    assert "| 3 s | 3 s |" in (tmp_path / "table.md").read_text()
