@@ -43,3 +43,17 @@ def test_environment_override_is_announced(monkeypatch, capsys):
     monkeypatch.setenv(rc.presets.ENV_VAR, "turbo")
     with pytest.raises(ValueError, match=rc.presets.ENV_VAR):
         rc.presets.get("paths", "full")
+
+
+def test_repr_names_every_size_and_fits_an_output_box():
+    from rankcollapse import presets
+
+    for chapter in presets.PRESETS:
+        for mode in ("fast", "full"):
+            run = presets.get(chapter, mode, 3)
+            text = repr(run)
+            assert text.startswith(f"Run({chapter!r}, mode={mode!r}, seed=3:")
+            assert all(len(line) <= 80 for line in text.splitlines()), text
+            flat = " ".join(text.split())  # the wrapped lines joined again
+            for key, value in run._sizes.items():
+                assert f"{key}={value}" in flat, (key, text)

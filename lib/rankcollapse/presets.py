@@ -16,9 +16,12 @@ Also here: the shapes of real transformer architectures, for counting their path
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import dataclass
 
 from ._validate import check_choice, check_int
+
+_REPR_WIDTH = 80  # characters: what a chapter's output box shows
 
 __all__ = ["MODES", "ENV_VAR", "PRESETS", "ARCHITECTURES", "Run", "get", "resolve_mode"]
 
@@ -157,7 +160,13 @@ class Run:
 
     def __repr__(self):
         sizes = ", ".join(f"{k}={v}" for k, v in self._sizes.items())
-        return f"Run({self.chapter!r}, mode={self.mode!r}, seed={self.seed}: {sizes})"
+        head = f"Run({self.chapter!r}, mode={self.mode!r}, seed={self.seed}:"
+        if len(head) + len(sizes) + 2 <= _REPR_WIDTH:
+            return f"{head} {sizes})"
+        # wrapped, so that a chapter's output box shows every size without scrolling
+        body = textwrap.fill(sizes, width=_REPR_WIDTH, initial_indent="    ", subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)
+        return f"{head}\n{body})"
 
 
 def get(chapter: str, mode: str = "full", seed: int = 0) -> Run:
