@@ -44,3 +44,18 @@ def test_chapter_prints_the_same_numbers_as_the_book_build(path, built_book):
         return [[line for line in c if "overrides mode" not in line] for c in cells]
 
     assert strip(text_outputs(ours_nb)) == strip(text_outputs(nbformat.read(theirs, as_version=4)))
+
+
+CODE_WIDTH = 80  # characters a chapter's code box shows on the book's pages without scrolling
+HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_visible_code_fits_the_page(path):
+    """Code a reader sees on the page (cells not hidden by a tag) has no line wider than the box."""
+    import jupytext
+
+    long = [f"{len(line)}: {line}" for cell in jupytext.read(path).cells
+            if cell.cell_type == "code" and not HIDDEN & set(cell.metadata.get("tags", []))
+            for line in cell.source.splitlines() if len(line) > CODE_WIDTH]
+    assert not long, f"{path.name}: visible code lines over {CODE_WIDTH} characters:\n" + "\n".join(long)
