@@ -361,3 +361,24 @@ def test_pretrained_hub_model_from_a_local_copy(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "(4, 2, 16, 48)"
+
+
+def test_thread_count_from_the_environment(monkeypatch):
+    import torch
+
+    from rankcollapse import models
+
+    monkeypatch.delenv("RANKCOLLAPSE_THREADS", raising=False)
+    assert models._threads_from_env() is None
+    monkeypatch.setenv("RANKCOLLAPSE_THREADS", "1")
+    assert models._threads_from_env() == 1
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("RANKCOLLAPSE_THREADS", bad)
+        with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
+            models._threads_from_env()
+    before = torch.get_num_threads()
+    with models._threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with models._threads(None):  # None: leave torch's count as it is
+        assert torch.get_num_threads() == before

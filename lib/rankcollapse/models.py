@@ -360,16 +360,27 @@ def token_windows(model: Loaded | None = None, n_seq: int = 32, n_tokens: int = 
 # --------------------------------------------------------------------------------------------
 # threads
 
-THREADS = 1  # torch threads for this module's heavy loops (see _threads)
+def _threads_from_env() -> int | None:
+    """``RANKCOLLAPSE_THREADS`` (a positive integer), or ``None``: torch's own count (every core)."""
+    value = os.environ.get("RANKCOLLAPSE_THREADS", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"RANKCOLLAPSE_THREADS must be a positive integer, got {value!r}")
+    return int(value)
+
+
+THREADS = _threads_from_env()  # torch threads for this module's heavy loops (see _threads)
 
 
 class _threads:
     """Run a block with ``torch.set_num_threads(n)`` and restore the previous count afterwards.
 
-    The module's loops run on :data:`THREADS` (one) thread by default: on the book's shared
-    2-core machines, where other processes compete for the cores, one thread ran these
-    forward passes about 3.5 times faster than two (OpenMP threads spin waiting for each other);
-    on an idle machine two threads are faster. Set ``rc.models.THREADS`` to change it.
+    By default (:data:`THREADS` is ``None``) torch's own thread count is used, one per core: on an
+    idle 2-core machine the chapter's forward passes run 1.8 times faster on two threads than on
+    one. Where other processes compete for the cores (a shared machine, tests run in parallel),
+    OpenMP threads spin waiting for each other and one thread was measured 3.5 times faster than
+    two: set ``RANKCOLLAPSE_THREADS=1`` in the environment, or ``rc.models.THREADS = 1``.
     """
 
     def __init__(self, n=None):
