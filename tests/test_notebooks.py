@@ -59,7 +59,7 @@ def test_install_commands_name_the_repository_and_the_pins():
     plain, models = (next(p for p in CHAPTERS if ("rc.models" in p.read_text()) == flag) for flag in (False, True))
     (lib,) = notebooks.install_commands(plain.read_text(), config)
     req = Requirement(lib[-1])
-    assert req.name == "rankcollapse"
+    assert req.name == "rankcollapse" and req.extras == {"book"}
     assert req.url == f"git+{config['repository']['url']}.git@{config['repository']['branch']}"
     commands = notebooks.install_commands(models.read_text(), config)
     assert len(commands) == 3
@@ -74,9 +74,14 @@ def test_install_commands_name_the_repository_and_the_pins():
 
 
 @pytest.mark.chapters
-def test_a_notebook_runs_where_the_library_is_installed(written, tmp_path, monkeypatch):
-    """The set-up cell is a no-op here (the library is installed) and the chapter runs after it."""
+def test_a_notebook_runs_as_on_colab(written, tmp_path, monkeypatch):
+    """The shortest chapter's notebook runs in a kernel without myst-nb (as on Colab): the set-up
+    cell is a no-op (the library is installed here), nothing fails, and the figures are shown."""
     monkeypatch.delenv("RANKCOLLAPSE_MODE", raising=False)
+    block = tmp_path / "site"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text('import sys\nsys.modules["myst_nb"] = None  # as on Colab\n')
+    monkeypatch.setenv("PYTHONPATH", str(block))  # the kernel inherits it
     out, _ = written
     source = min(CHAPTERS, key=lambda p: len(p.read_text()))  # the shortest chapter
     nb_path = out / source.relative_to(ROOT).with_suffix(".ipynb")
@@ -88,7 +93,12 @@ def test_a_notebook_runs_where_the_library_is_installed(written, tmp_path, monke
         target.unlink()
     setup = nb.cells[1]
     assert setup.metadata["tags"] == ["colab-setup"] and setup.outputs == []
-    assert all(not any(o.get("output_type") == "error" for o in c.get("outputs", [])) for c in nb.cells)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    # no glue metadata (myst-nb was not there to write it), and every figure shown as an image
+    assert not any(o.get("metadata", {}).get("scrapbook") for o in outputs)
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == source.read_text().count("{glue:figure}") > 0
 
 
 def test_colab_link_format():

@@ -3,7 +3,9 @@
 ``rc.book.setup(seed)`` is the one place a chapter seeds the global generators; library
 functions take their own seeds. ``rc.book.glue(name, value, fmt)`` inserts a computed number
 into the prose with myst-nb's ``glue`` (written ``{glue}`name``` in the text), formatted here so
-the prose never types a number by hand.
+the prose never types a number by hand. Where myst-nb is not installed (a chapter run on Colab),
+there is no prose to glue into: ``glue`` keeps quiet (or shows the value when asked to display
+it) and ``glue_figure`` shows the figure, so the notebook still runs and shows what it computes.
 """
 
 from __future__ import annotations
@@ -55,21 +57,44 @@ def fmt_sci(x: float, digits: int = 1) -> str:
     return f"{mant} × 10{sup}"
 
 
+def _myst_glue():
+    """myst-nb's ``glue``, or ``None`` where myst-nb is not installed."""
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        return None
+    return _glue
+
+
+def _show(obj) -> None:
+    """Display ``obj`` as a cell output (IPython), or print it outside a notebook."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        print(repr(obj))
+    else:
+        display(obj)
+
+
 def glue(name: str, value, fmt: str | None = "{:.3g}", display: bool = False) -> None:
     """Glue ``value`` under ``name`` for the prose (``{glue}`name```).
 
     ``fmt`` is a format string (``"{:.2f}"``, ``"{:,}"``) or ``"sci"`` for
     :func:`fmt_sci`; ``None`` glues the value as it is (figures, tables).
     """
-    from myst_nb import glue as _glue
-
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"glue needs a non-empty name, got {name!r}")
     if fmt is None:
         shown = value
     elif fmt == "sci":
         shown = Formatted(value, fmt_sci(value))
     else:
         shown = Formatted(value, fmt.format(value))
-    _glue(name, shown, display=display)
+    _glue = _myst_glue()
+    if _glue is not None:
+        _glue(name, shown, display=display)
+    elif display:
+        _show(shown)
 
 
 def glue_figure(name: str, fig) -> None:
@@ -79,7 +104,10 @@ def glue_figure(name: str, fig) -> None:
     tag the cell ``remove-output`` so the built page shows it once, where the directive puts it.
     """
     import matplotlib.pyplot as plt
-    from myst_nb import glue as _glue
 
-    _glue(name, fig, display=True)
+    _glue = _myst_glue()
+    if _glue is not None:
+        _glue(name, fig, display=True)
+    else:
+        _show(fig)
     plt.close(fig)
