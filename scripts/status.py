@@ -166,7 +166,8 @@ def fmt_seconds(entry: dict | None) -> str:
 
 
 def day(stamp: str | None) -> str:
-    return stamp[:10] if stamp else "?"
+    """The date of a timestamp, with non-breaking hyphens (a table cell must not wrap it)."""
+    return stamp[:10].replace("-", "\u2011") if stamp else "?"
 
 
 def render(status: dict) -> str:

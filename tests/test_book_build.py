@@ -78,3 +78,20 @@ def test_landing_page_maps_every_chapter():
     for path in toc_notebooks():
         name = path.relative_to(ROOT).with_suffix("").as_posix()
         assert f"| {{doc}}`{name}` |" in chapter_map, f"intro.md's chapter map has no row for {name}"
+
+
+@pytest.mark.build
+def test_cross_references_do_not_double_their_label(built_book):
+    """A reference renders its own label ("Theorem 1.1", "Fig. 2.3"): the prose must not also
+    write the word before it ("Theorem Theorem 1.1")."""
+    import re
+
+    from chapters_util import toc_files
+
+    doubled = re.compile(r"\b(Theorem|Proposition|Definition|Lemma|Corollary|Exercise|Fig\.|Figure|Section|Equation)"
+                         r"\s*(?:<[^>]+>\s*)+\1\b")
+    found = []
+    for f in toc_files():
+        page = (built_book / "html" / (f.removesuffix(".md") + ".html")).read_text()
+        found += [f"{f}: {m.group(0)[:120]}" for m in doubled.finditer(page)]
+    assert not found, "\n".join(found)

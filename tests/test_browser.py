@@ -219,6 +219,10 @@ out.shown = {
   }).length,
   boxes: document.querySelectorAll('div.proof').length,
 };
+// code boxes whose lines do not fit (a horizontal scroll bar hides the end of a line)
+out.overflowing = Array.from(document.querySelectorAll('div.cell_input div.highlight pre'))
+  .filter(p => p.scrollWidth > p.clientWidth + 1)
+  .map(p => p.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a)).slice(0, 100));
 return out;
 """
 
@@ -287,7 +291,8 @@ def report(browser, html_dir, server):
     from selenium.webdriver.support.wait import WebDriverWait
 
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {}}
+    found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {},
+             "overflow": []}
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     browser.get(server + "/intro.html")
     for mode in ("light", "dark"):
@@ -314,6 +319,7 @@ def report(browser, html_dir, server):
                 found["images"] += [f"{rel}: image did not load: {src}" for src in seen["images"]]
                 found["links"] += _check_links(html_dir, server, rel, seen["links"])
                 found["shown"][rel] = seen["shown"]
+                found["overflow"] += [f"{rel}: {line!r}" for line in seen["overflowing"]]
             else:
                 if browser.execute_script("return document.documentElement.dataset.theme") != "dark":
                     found["dark"].append(f"{rel}: the theme did not switch to dark mode")
@@ -342,6 +348,13 @@ def test_chapter_pages_show_math_figures_and_theorem_boxes(report):
     assert len(chapters) == len([f for f in toc_files() if f.startswith("chapters/")])
     empty = [f"{rel}: no {what}" for rel, shown in chapters.items() for what, n in shown.items() if n == 0]
     assert not empty, "\n".join(empty)
+
+
+@pytest.mark.build
+def test_code_fits_its_box(report):
+    """On a 1280-pixel-wide window no visible code cell scrolls sideways (80-character lines,
+    _static/book.css)."""
+    assert not report["overflow"], "code wider than its box:\n" + "\n".join(report["overflow"])
 
 
 @pytest.mark.build
@@ -386,11 +399,14 @@ def test_the_checks_catch_problems(browser):
     import urllib.parse as up
 
     page = ('<html><body><p>$$x^2$$ and \\(y\\)</p><span class="math">\\(z\\)</span>'
-            '<img src="data:image/png;base64,broken"><a href="#nowhere">a</a></body></html>')
+            '<img src="data:image/png;base64,broken"><a href="#nowhere">a</a>'
+            '<div class="cell_input"><div class="highlight"><pre style="width:300px;overflow:auto">'
+            + "x" * 200 + '</pre></div></div></body></html>')
     browser.get("data:text/html," + up.quote(page))
     browser.execute_async_script(_WAIT_FOR_PAGE)
     seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
     assert len(seen["rawTex"]) == 2 and seen["untypeset"] == ["\\(z\\)"] and len(seen["images"]) == 1
+    assert seen["overflowing"] == ["x" * 100]
 
 
 @pytest.mark.build

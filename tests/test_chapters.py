@@ -46,7 +46,7 @@ def test_chapter_prints_the_same_numbers_as_the_book_build(path, built_book):
     assert strip(text_outputs(ours_nb)) == strip(text_outputs(nbformat.read(theirs, as_version=4)))
 
 
-CODE_WIDTH = 80  # characters a chapter's code box shows on the book's pages without scrolling
+CODE_WIDTH = 80  # what a code box shows on a 1280-pixel window (_static/book.css; tests/test_browser.py)
 HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
 
