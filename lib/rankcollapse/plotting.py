@@ -81,9 +81,10 @@ def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None
                     lw=1.0, ls="--" if c is None else "-")
         for c in [None] + list(range(H)):
             label = "skip" if c is None else f"$P^{{({l + 1})}}_{{{c + 1}}}$"
-            ax.text(xs[l] + 1.0, ys[c], label, ha="center", va="center", color=_INK, fontsize=8,
-                    bbox=dict(boxstyle="round,pad=0.25", fc=(0.0, 0.45, 0.7, 0.12), ec=_INK,
-                              ls="--" if c is None else "-"), zorder=3)
+            # an opaque light box above the paths, so the label stays legible where paths cross it
+            ax.text(xs[l] + 1.0, ys[c], label, ha="center", va="center", color="#333333", fontsize=9.5,
+                    bbox=dict(boxstyle="round,pad=0.3", fc="#e8f0f7", ec=_INK,
+                              ls="--" if c is None else "-"), zorder=5)
     for x, label in zip(xs, ["$X$"] + [f"$X_{{{l + 1}}}$" for l in range(L)]):
         ax.plot([x], [0], "o", color=_INK, ms=6, zorder=3)
         ax.text(x, -0.45, label, ha="center", va="top", color=_INK)
