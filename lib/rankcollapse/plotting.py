@@ -137,7 +137,7 @@ def length_distributions(rows, axes=None):
                 title="(a) where the paths are")
     axes[1].set(xlabel="relative path length  $l / L$", ylabel="share of paths (log scale)",
                 yscale="log", title="(b) how rare short paths are")
-    axes[1].set_ylim(bottom=1e-30)
+    axes[1].set_ylim(bottom=1e-30, top=3.0)  # shares are at most 1
     axes[0].legend(fontsize=7, loc="upper left")
     return axes
 
@@ -257,7 +257,10 @@ def residual_vs_depth(ax, series, ylabel=r"$\Vert \mathrm{res}(X_l)\Vert_{1,\inf
         else:
             ok = np.all(np.isfinite(v) & (v > 0), axis=0)
             curve_with_band(ax, x[ok], v[:, ok], label=label, log=True, **style)
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_xlabel("layer $l$")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
     ax.set_ylabel(("$\\log_{10}$ " if log10 else "") + ylabel)
     ax.legend(fontsize=8)
     return ax
