@@ -25,9 +25,9 @@ PY = sys.executable
 JUPYTER_BOOK = (PY, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())")
 
 
-def sh(*cmd: str, env: dict | None = None) -> None:
+def sh(*cmd: str) -> None:
     print("+", " ".join(cmd), flush=True)
-    result = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **(env or {})})
+    result = subprocess.run(cmd, cwd=ROOT)
     if result.returncode:
         sys.exit(result.returncode)
 
@@ -52,10 +52,19 @@ def build_command() -> list[str]:
     return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(ROOT), str(ROOT)]
 
 
-def build_book(mode: str = "full") -> None:
-    """Build the book from a clean _build with every chapter executed in ``mode``."""
+def run_build(mode: str, **run_options) -> subprocess.CompletedProcess:
+    """Build the book from a clean _build with every chapter executed in ``mode``
+    (``run_options`` go to ``subprocess.run``, e.g. ``capture_output=True``)."""
     clean_build()
-    sh(*build_command(), env={"RANKCOLLAPSE_MODE": mode})
+    return subprocess.run(build_command(), cwd=ROOT, env={**os.environ, "RANKCOLLAPSE_MODE": mode}, **run_options)
+
+
+def build_book(mode: str = "full") -> None:
+    """Build the book from a clean _build with every chapter executed in ``mode``; exit on failure."""
+    print("+", " ".join(build_command()), flush=True)
+    result = run_build(mode)
+    if result.returncode:
+        sys.exit(result.returncode)
     print(f"\nThe book is in {ROOT / '_build' / 'html' / 'index.html'}")
 
 

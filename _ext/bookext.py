@@ -74,12 +74,18 @@ register_plugin("pybtex.style.formatting", "plain_authoryear", PlainAuthorYear)
 # --- 2. the Colab button --------------------------------------------------------------------
 
 
+def github_repo(url: str) -> tuple[str, str] | None:
+    """``(owner, name)`` of a GitHub repository address (``.git`` and a final ``/`` allowed), else None."""
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", url or "")
+    return match.groups() if match else None
+
+
 def colab_link(repository_url: str, branch: str, pagename: str) -> str:
     """The Colab address of the notebook `scripts/notebooks.py` writes for page `pagename`."""
-    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", repository_url or "")
-    if not match:
+    repo = github_repo(repository_url)
+    if repo is None:
         raise ValueError(f"Colab opens notebooks from GitHub only; repository url {repository_url!r}")
-    org, repo = match.groups()
+    org, repo = repo
     return f"{COLAB_URL}/github/{org}/{repo}/blob/{branch}/{pagename}.ipynb"
 
 

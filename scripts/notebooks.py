@@ -23,13 +23,13 @@ in _config.yml); nothing here is committed to main.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "_ext"))
 
 # what a chapter that uses `rc.models` needs beyond the library (pins read from the requirements)
 TRANSFORMERS_STACK = ("transformers", "tokenizers", "safetensors", "huggingface-hub")
@@ -50,11 +50,14 @@ def book_config(path: Path = ROOT / "_config.yml") -> dict:
 
 def library_requirement(config: dict | None = None) -> str:
     """``rankcollapse[book] @ git+<repository url>@<branch>``, from _config.yml."""
+    from bookext import github_repo  # the same reading of the address as the Colab buttons'
+
     repo = (config or book_config())["repository"]
-    url, branch = repo["url"].rstrip("/"), repo.get("branch", "main")
-    if not re.fullmatch(r"https://github\.com/[^/]+/[^/]+", url):
-        raise ValueError(f"_config.yml repository.url must be a GitHub repository, got {url!r}")
-    return f"rankcollapse[book] @ git+{url}.git@{branch}"
+    owner_name = github_repo(repo["url"])
+    if owner_name is None:
+        raise ValueError(f"_config.yml repository.url must be a GitHub repository, got {repo['url']!r}")
+    owner, name = owner_name
+    return f"rankcollapse[book] @ git+https://github.com/{owner}/{name}.git@{repo.get('branch', 'main')}"
 
 
 def pins(path: Path, names=None) -> list[str]:

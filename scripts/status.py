@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
+from chapters_util import chapter_key, execute, toc_notebooks  # noqa: E402  (tests/: how the tests run chapters)
+
 STATUS_DIR = ROOT / "status"
 JSON_PATH = STATUS_DIR / "status.json"
 TABLE_PATH = STATUS_DIR / "table.md"
@@ -90,11 +92,6 @@ def now() -> str:
 # --------------------------------------------------------------------------- measurements
 
 
-def chapter_key(path: Path) -> str:
-    """The chapter as _toc.yml names it: ``chapters/paths``."""
-    return path.relative_to(ROOT).with_suffix("").as_posix()
-
-
 def chapter_title(path: Path) -> str:
     for line in path.read_text().splitlines():
         if line.startswith("# "):
@@ -104,9 +101,6 @@ def chapter_title(path: Path) -> str:
 
 def time_chapter(path: Path, mode: str) -> dict:
     """Execute one chapter with papermill in ``mode``; seconds, or the error."""
-    from chapters_util import execute
-
-    os.environ.pop("RANKCOLLAPSE_MODE", None)  # the chapter's own mode parameter decides
     out_dir = ROOT / "_build" / "status" / mode  # not _build/papermill: the tests compare those
     print(f"  {chapter_key(path)} [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
@@ -128,10 +122,8 @@ def time_book_build(mode: str) -> dict:
     import tasks
 
     print(f"  book build [{mode}] ...", end="", flush=True)
-    tasks.clean_build()
     t = time.perf_counter()
-    result = subprocess.run(tasks.build_command(), cwd=ROOT, env={**os.environ, "RANKCOLLAPSE_MODE": mode},
-                            capture_output=True, text=True)
+    result = tasks.run_build(mode, capture_output=True, text=True)
     seconds = time.perf_counter() - t
     ok = result.returncode == 0
     print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
@@ -250,8 +242,6 @@ def save(status: dict) -> None:
 
 
 def main(argv=None) -> int:
-    from chapters_util import toc_notebooks
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--chapters", nargs="+", metavar="NAME",
@@ -269,9 +259,9 @@ def main(argv=None) -> int:
         return 0
 
     do_all = not (args.chapters or args.build or args.benchmark)
-    chapters = toc_notebooks() if do_all else []
+    toc = toc_notebooks()
+    chapters = toc if do_all else []
     if args.chapters:
-        toc = toc_notebooks()
         by_name = {p.stem: p for p in toc} | {chapter_key(p): p for p in toc}
         unknown = [c for c in args.chapters if c not in by_name]
         if unknown:
@@ -282,7 +272,7 @@ def main(argv=None) -> int:
     if do_all:
         status.pop("note", None)  # a remark about earlier, partial measurements
     # keep the toc's order; drop chapters that left the toc
-    toc_keys = [chapter_key(p) for p in toc_notebooks()]
+    toc_keys = [chapter_key(p) for p in toc]
     old = status.get("chapters", {})
     status["chapters"] = {k: old[k] for k in toc_keys if k in old}
     ok = True

@@ -31,7 +31,7 @@ SOLUTION = re.compile(
 
 def strip_solutions(text: str) -> str:
     """The chapter's MyST source without its solution blocks."""
-    out, n = SOLUTION.subn("", text)
+    out = SOLUTION.sub("", text)
     if "{solution-start}" in out or "{solution-end}" in out:
         raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
     return out

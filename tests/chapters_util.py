@@ -22,9 +22,6 @@ def toc_files(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
             for key in ("parts", "chapters", "sections"):
                 for child in node.get(key, []) or []:
                     walk(child)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child)
 
     walk({k: v for k, v in toc.items() if k in ("parts", "chapters")})
     return files
@@ -40,21 +37,38 @@ def toc_notebooks() -> list[Path]:
     return out
 
 
-def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECUTED):
-    """Execute a chapter with papermill (converted from MyST by jupytext) and return the notebook."""
+def chapter_key(path: Path) -> str:
+    """The chapter as _toc.yml names it: ``chapters/paths``."""
+    return path.relative_to(ROOT).with_suffix("").as_posix()
+
+
+def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECUTED, nb=None):
+    """Execute a chapter with papermill in ``mode`` and return the executed notebook.
+
+    ``nb``: a variant of the chapter to run instead of ``path`` converted by jupytext (the student
+    version, the Colab notebook); it runs where the chapter would, from ``path``'s folder. The
+    mode is the one asked for: ``RANKCOLLAPSE_MODE``, which would override it inside the kernel,
+    is not passed on.
+    """
+    import os
+
     import jupytext
     import papermill
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.read(path)
-    return papermill.execute_notebook(
-        nb,
-        str(out_dir / (path.stem + ".ipynb")),
-        parameters={"mode": mode, "seed": seed},
-        kernel_name="python3",
-        cwd=str(path.parent),
-        progress_bar=False,
-    )
+    saved = os.environ.pop("RANKCOLLAPSE_MODE", None)  # the kernel inherits os.environ
+    try:
+        return papermill.execute_notebook(
+            jupytext.read(path) if nb is None else nb,
+            str(out_dir / (path.stem + ".ipynb")),
+            parameters={"mode": mode, "seed": seed},
+            kernel_name="python3",
+            cwd=str(path.parent),
+            progress_bar=False,
+        )
+    finally:
+        if saved is not None:
+            os.environ["RANKCOLLAPSE_MODE"] = saved
 
 
 def text_outputs(nb) -> list[list[str]]:

@@ -24,23 +24,15 @@ def random_tokens(gen, *shape, dtype=torch.float64):
 def built_book():
     """The whole book built once per test session, in fast mode, from a clean _build.
 
-    Returns the build folder (``_build``); the build fails on any warning or cell error.
+    Returns the build folder (``_build``); the build fails on any warning or cell error. A
+    session fixture runs once: when it fails, pytest reports the stored failure to every later
+    test that asks for it, without building again.
     """
-    import os
-    import subprocess
-
     import tasks
 
-    if "result" not in _BUILD:  # build once, even when it fails (pytest retries failing fixtures)
-        tasks.clean_build()
-        env = {**os.environ, "RANKCOLLAPSE_MODE": "fast"}
-        _BUILD["result"] = subprocess.run(tasks.build_command(), cwd=ROOT, env=env, capture_output=True, text=True)
-    result = _BUILD["result"]
+    result = tasks.run_build("fast", capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stdout + result.stderr).splitlines()
         problems = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
         pytest.fail("jupyter-book build failed:\n" + "\n".join(problems[-30:] + lines[-15:]))
     return ROOT / "_build"
-
-
-_BUILD: dict = {}

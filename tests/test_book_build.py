@@ -71,12 +71,12 @@ def test_author_year_labels_disambiguate():
 
 def test_landing_page_maps_every_chapter():
     """The landing page's chapter map has a row for every chapter in _toc.yml."""
-    from chapters_util import ROOT, toc_notebooks
+    from chapters_util import ROOT, chapter_key, toc_notebooks
 
     intro = (ROOT / "intro.md").read_text()
     chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
     for path in toc_notebooks():
-        name = path.relative_to(ROOT).with_suffix("").as_posix()
+        name = chapter_key(path)
         assert f"| {{doc}}`{name}` |" in chapter_map, f"intro.md's chapter map has no row for {name}"
 
 

@@ -350,26 +350,20 @@ def test_chapter_pages_show_math_figures_and_theorem_boxes(report):
     assert not empty, "\n".join(empty)
 
 
-@pytest.mark.build
-def test_code_fits_its_box(report):
-    """On a 1280-pixel-wide window no visible code cell scrolls sideways (80-character lines,
-    _static/book.css)."""
-    assert not report["overflow"], "code wider than its box:\n" + "\n".join(report["overflow"])
+# what the report collects per kind of problem, and what the test of that kind asserts
+PAGE_PROBLEMS = {
+    "math": "math is typeset: no raw TeX, no untypeset formula, no MathJax error",
+    "images": "every image loads",
+    "links": "internal links and anchors resolve",
+    "dark": "figures are readable in dark mode",
+    "overflow": "code fits its box on a 1280-pixel window (80-character lines, _static/book.css)",
+}
 
 
 @pytest.mark.build
-def test_math_is_typeset(report):
-    assert not report["math"], "\n".join(report["math"])
-
-
-@pytest.mark.build
-def test_images_load(report):
-    assert not report["images"], "\n".join(report["images"])
-
-
-@pytest.mark.build
-def test_internal_links_and_anchors_resolve(report):
-    assert not report["links"], "\n".join(report["links"])
+@pytest.mark.parametrize("problem", PAGE_PROBLEMS)
+def test_pages_have_no(report, problem):
+    assert not report[problem], f"{PAGE_PROBLEMS[problem]}, except:\n" + "\n".join(report[problem])
 
 
 @pytest.mark.build
@@ -377,11 +371,6 @@ def test_no_javascript_errors(report):
     for message in report["allowed_js"]:  # shown with pytest -rP
         print("allowed:", message)
     assert not report["js"], "\n".join(report["js"])
-
-
-@pytest.mark.build
-def test_figures_are_readable_in_dark_mode(report):
-    assert not report["dark"], "\n".join(report["dark"])
 
 
 @pytest.mark.build

@@ -20,8 +20,7 @@ def test_toc_lists_chapters():
 
 @pytest.mark.chapters
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_chapter_executes_in_fast_mode(path, monkeypatch):
-    monkeypatch.delenv("RANKCOLLAPSE_MODE", raising=False)
+def test_chapter_executes_in_fast_mode(path):
     nb = execute(path, mode="fast")
     assert any(c["cell_type"] == "code" and c.get("outputs") for c in nb["cells"])
 

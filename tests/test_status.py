@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from chapters_util import ROOT, toc_files, toc_notebooks
+from chapters_util import ROOT, chapter_key, toc_files, toc_notebooks
 
 STATUS_JSON = ROOT / "status" / "status.json"
 
@@ -30,7 +30,7 @@ def status():
 def test_every_chapter_has_both_timings(status):
     missing = []
     for path in toc_notebooks():
-        key = path.relative_to(ROOT).with_suffix("").as_posix()
+        key = chapter_key(path)
         runs = status.get("chapters", {}).get(key, {}).get("runs", {})
         for mode in ("fast", "full"):
             run = runs.get(mode)
@@ -45,7 +45,7 @@ def test_every_chapter_has_both_timings(status):
 
 
 def test_no_chapter_outside_the_toc(status):
-    keys = {p.relative_to(ROOT).with_suffix("").as_posix() for p in toc_notebooks()}
+    keys = {chapter_key(p) for p in toc_notebooks()}
     assert set(status.get("chapters", {})) <= keys
 
 
