@@ -26,7 +26,7 @@ import torch
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
 from .paths import FrozenLayer
 from .residual import composite_norm, matrix_norm, relative_residual, res
-from .san import SAN, layer_norm as _san_layer_norm
+from .san import SAN, check_san, layer_norm as _san_layer_norm
 
 __all__ = [
     "numerical_rank",
@@ -126,8 +126,7 @@ def common_scale(Z, inv_sigma, how: str = "best") -> torch.Tensor:
 
 
 def _post_ln_layer(model, layer):
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    check_san(model)
     cfg = model.config
     if cfg.layernorm != "post" or cfg.skip or cfg.mlp:
         raise ValueError(
@@ -245,8 +244,7 @@ def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
     """Per layer (``L + 1`` entries) of the forward pass on ``X``: ``"absolute"`` ``||res||_{1,inf}``,
     ``"relative"`` residual and numerical ``"rank"`` (with ``rtol``, see :func:`numerical_rank`),
     each a tensor of shape ``(L+1, ...)``."""
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    check_san(model)
     with torch.no_grad():
         hs = model(model.check_input(X)).hidden_states
     return {

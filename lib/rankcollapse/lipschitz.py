@@ -37,7 +37,7 @@ import torch
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
 from .residual import composite_norm, matrix_norm
-from .san import SAN, layer_norm
+from .san import SAN, check_san, layer_norm
 
 __all__ = [
     "NORM",
@@ -87,8 +87,7 @@ def jacobian_envelope(W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float,
 
 
 def _check_mlp_model(model) -> None:
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    check_san(model)
     if not model.config.mlp:
         raise ValueError("model has no MLP (config.mlp == 0): build it with SANConfig(mlp=hidden width)")
 
@@ -289,8 +288,7 @@ def perturbation_gain(model: SAN, X, *, eps: float = 1e-4, directions: int = 8, 
     ``f`` is the whole network's last hidden state; ``norm``: ``"fro"`` (default) or ``"l1inf"``.
     Shape ``(directions,)`` or ``(b, directions)``. Chapter "The MLP trade-off", section "The price".
     """
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    check_san(model)
     X = as_tokens("X", X, d=model.config.d_model, dtype=model.config.dtype, max_batch_dims=1)
     eps = check_positive_float("eps", eps)
     directions = check_int("directions", directions)
@@ -338,8 +336,7 @@ def per_example_gradients(model: SAN, X, targets, readout) -> torch.Tensor:
     ``P`` counts every parameter of ``model`` (shared weights once). The model's own ``.grad``
     fields are left untouched.
     """
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    check_san(model)
     X = as_tokens("X", X, d=model.config.d_model, dtype=model.config.dtype, max_batch_dims=1)
     if X.ndim == 2:
         X = X.unsqueeze(0)

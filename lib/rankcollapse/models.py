@@ -69,7 +69,6 @@ __all__ = [
     "path_residuals",
     "path_profile",
     "lineup",
-    "geometric_mean",
 ]
 
 VARIANTS = ("full", "san", "san+mlp", "san+skip")
@@ -669,16 +668,6 @@ def residual_curve(model: Loaded, ids, variant: str = "full", surgery: str = "cl
         with _threads():
             out.append(relative_residuals(states, m, center=center))
     return torch.cat(out, dim=1).T.double()
-
-
-def geometric_mean(values, axis: int = 0):
-    """Geometric mean of positive ``values`` (numpy or torch) along ``axis``: the typical value
-    of a quantity that spreads over orders of magnitude, as the book's figures draw it. Exact
-    zeros count as ``1e-300``."""
-    import numpy as np
-
-    v = np.asarray(values, dtype=float)
-    return np.exp(np.log(np.clip(v, 1e-300, None)).mean(axis))
 
 
 def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=ABLATIONS,

@@ -30,7 +30,7 @@ from itertools import product
 import torch
 
 from ._validate import check_int
-from .san import SAN
+from .san import SAN, check_san
 
 __all__ = [
     "path_count",
@@ -157,8 +157,7 @@ class FrozenLayer:
 
 
 def _check_linear(model) -> None:
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    check_san(model)
     if model.config.mlp:
         raise ValueError(
             "model has an MLP (config.mlp > 0): an MLP is not linear, so the network has no path "

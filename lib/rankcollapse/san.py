@@ -28,7 +28,7 @@ from torch import nn
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
 
-__all__ = ["SANConfig", "SAN", "SANOutput", "LAYERNORMS", "ACTIVATIONS"]
+__all__ = ["SANConfig", "SAN", "SANOutput", "LAYERNORMS", "ACTIVATIONS", "check_san"]
 
 LAYERNORMS = ("none", "post", "pre")
 ACTIVATIONS = ("relu", "gelu")
@@ -243,3 +243,10 @@ class SAN(nn.Module):
             for name in names:
                 getattr(block, name).mul_(factor)
         return self
+
+
+def check_san(model) -> SAN:
+    """``model`` itself if it is a :class:`SAN`; a ``TypeError`` naming what it is otherwise."""
+    if not isinstance(model, SAN):
+        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
+    return model

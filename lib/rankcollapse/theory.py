@@ -36,7 +36,7 @@ import torch
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
 from .residual import composite_norm, norm_1, norm_inf, res
-from .san import SAN, SANConfig
+from .san import SAN, SANConfig, check_san
 
 __all__ = [
     "check_pure_attention",
@@ -62,19 +62,13 @@ BOUND_FORMS = ("paper", "layerwise", "step")
 PRESERVING_FAMILIES = ("zero_value", "uniform_attention", "reserved_subspace")
 
 
-def _check_model(model) -> SAN:
-    if not isinstance(model, SAN):
-        raise TypeError(f"model must be a rankcollapse.san.SAN, got {type(model).__name__}")
-    return model
-
-
 def check_pure_attention(model) -> SAN:
     """Raise ``ValueError`` unless ``model`` is a pure self-attention network (Theorems 2.2, 2.3).
 
     The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` only; the error names
     every switch that takes the model outside them, and why.
     """
-    cfg = _check_model(model).config
+    cfg = check_san(model).config
     why = []
     if cfg.skip:
         why.append("it has skip connections (skip=True): the length-zero path carries the input "
@@ -97,7 +91,7 @@ def qk_matrices(model) -> torch.Tensor:
 
     The attention logits of head ``h`` are :math:`X W_{QK,h} X^\\top / \\sqrt{d_{qk}}`.
     """
-    _check_model(model)
+    check_san(model)
     mats = [b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2) for b in model.layers]
     cfg = model.config
     if not mats:
@@ -112,7 +106,7 @@ def value_matrices(model) -> torch.Tensor:
     ``W_{V,h}`` is head ``h``'s ``(d, d_v)`` value projection and ``W_{O,h}`` its ``(d_v, d)`` slice
     of the output projection: the head contributes :math:`P_h X W_{V,h} W_{O,h}` to the layer.
     """
-    _check_model(model)
+    check_san(model)
     mats = [b.W_V.detach() @ b.W_O.detach() for b in model.layers]
     cfg = model.config
     if not mats:
@@ -167,14 +161,13 @@ def gamma_details(model, X) -> dict[str, torch.Tensor]:
     num = torch.sqrt((q * w1).amax(dim=-1) * (q * winf).amax(dim=-1))
     nu = torch.where(beta_l > 0, num / torch.where(beta_l > 0, beta_l, torch.ones_like(beta_l)),
                      torch.ones_like(beta_l))
-    eps, col, resid = [], [], []
-    for l, (Xl, P) in enumerate(zip(out.hidden_states[:-1], out.attentions)):
-        R = Xl - Xl.mean(dim=-2, keepdim=True)
+    R_all = [res(Xl) for Xl in out.hidden_states]  # each layer's input, and the output
+    eps, col = [], []
+    for l, (R, P) in enumerate(zip(R_all[:-1], out.attentions)):
         E = torch.einsum("...nd,hde,...me->...hnm", R, Q[l], R) / math.sqrt(cfg.d_qk)
         eps.append(E.abs().amax(dim=(-1, -2, -3)))
         col.append(P.sum(dim=-2).amax(dim=(-1, -2)))
-    for Xl in out.hidden_states:
-        resid.append(composite_norm(Xl - Xl.mean(dim=-2, keepdim=True)))
+    resid = [composite_norm(R) for R in R_all]
     shape = X.shape[:-2]
     eps = torch.stack(eps) if eps else torch.zeros((0,) + shape, dtype=cfg.dtype)
     col = torch.stack(col) if col else torch.zeros((0,) + shape, dtype=cfg.dtype)
@@ -472,17 +465,16 @@ def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, se
     if config.init_scale == 0:
         raise ValueError("config.init_scale must be > 0: the search holds the weight scale fixed")
     lr = lr * config.init_scale / math.sqrt(config.d_model)
-    model0 = SAN(config, seed=seed)
-    X = model0.check_input(X)
+    X = as_tokens("X", X, d=config.d_model, dtype=config.dtype)  # what SAN.check_input does
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
-    r0 = composite_norm(X - X.mean(dim=-2, keepdim=True))
+    r0 = composite_norm(res(X))
     if r0 == 0:
         raise ValueError("X has zero residual (every token the same): the ratio is undefined")
 
     def log_ratio(model):
         Y = model(X).last_hidden_state
-        return torch.log(composite_norm(Y - Y.mean(dim=-2, keepdim=True))) - torch.log(r0)
+        return torch.log(composite_norm(res(Y))) - torch.log(r0)
 
     initial, final = [], []
     with torch.enable_grad():  # works even where the caller disabled gradients

@@ -4,6 +4,7 @@ import math
 
 import torch
 
+from ..residual import norm_1, norm_inf
 from . import Exercise, register
 
 
@@ -30,17 +31,9 @@ register(
 )
 
 
-def _norm_1(A):
-    return A.abs().sum(dim=-2).amax(dim=-1)
-
-
-def _norm_inf(A):
-    return A.abs().sum(dim=-1).amax(dim=-1)
-
-
 def _beta_head(W_Q, W_K, W_V, W_O):
     W_QK, W = W_Q @ W_K.T, W_V @ W_O
-    return _norm_1(W_QK) * torch.sqrt(_norm_1(W) * _norm_inf(W))
+    return norm_1(W_QK) * torch.sqrt(norm_1(W) * norm_inf(W))
 
 
 def _beta_cases():
@@ -59,12 +52,12 @@ register(
         cases=_beta_cases,
         hint="beta = ||W_Q W_K^T||_1 * ||W_V W_O||_{1,inf}: the largest column sum, then the composite norm sqrt(||.||_1 ||.||_inf).",
         mistakes=[
-            (lambda W_Q, W_K, W_V, W_O: _norm_1(W_K @ W_Q.T) * torch.sqrt(_norm_1(W_V @ W_O) * _norm_inf(W_V @ W_O)),
+            (lambda W_Q, W_K, W_V, W_O: norm_1(W_K @ W_Q.T) * torch.sqrt(norm_1(W_V @ W_O) * norm_inf(W_V @ W_O)),
              "The logits are X W_Q (X W_K)^T = X (W_Q W_K^T) X^T: W_QK = W_Q W_K^T, not its transpose "
              "(whose largest column sum is W_QK's largest row sum)."),
-            (lambda W_Q, W_K, W_V, W_O: _norm_1(W_Q @ W_K.T) * _norm_1(W_V @ W_O) * _norm_inf(W_V @ W_O),
+            (lambda W_Q, W_K, W_V, W_O: norm_1(W_Q @ W_K.T) * norm_1(W_V @ W_O) * norm_inf(W_V @ W_O),
              "Is your square root there? The composite norm is sqrt(||W||_1 ||W||_inf)."),
-            (lambda W_Q, W_K, W_V, W_O: _norm_1(W_Q @ W_K.T) * torch.sqrt(_norm_1(W_V) * _norm_inf(W_V)),
+            (lambda W_Q, W_K, W_V, W_O: norm_1(W_Q @ W_K.T) * torch.sqrt(norm_1(W_V) * norm_inf(W_V)),
              "The head's value map includes its slice of the output projection: W = W_V W_O."),
         ],
     )
