@@ -66,3 +66,19 @@ def test_check_bad_arguments():
 def test_check_prints_verdict(capsys):
     rc.checks.check("paths.count", rc.paths.path_count)
     assert "paths.count: correct" in capsys.readouterr().out
+
+
+def test_in_the_book_build_a_pass_says_it_checked_the_reference_solution(monkeypatch, capsys):
+    """The book runs each check on the solution it prints: the page must not show a reader's pass."""
+    monkeypatch.delenv(rc.checks.BOOK_BUILD_ENV, raising=False)
+    assert "correct" in repr(rc.checks.check("paths.count", rc.paths.path_count, quiet=True))
+    monkeypatch.setenv(rc.checks.BOOK_BUILD_ENV, "1")
+    rc.checks.check("paths.count", rc.paths.path_count)
+    out = capsys.readouterr().out
+    assert "checked against the reference solution" in out and "correct" not in out
+
+    def stub(*args):
+        raise NotImplementedError
+
+    # the student edition's stubs still answer "not attempted", build or not
+    assert "not attempted" in repr(rc.checks.check("paths.count", stub, quiet=True))

@@ -28,6 +28,7 @@ _MODULES = (
     "models",
     "tasks",
     "book",
+    "explorer",
 )
 
 __all__ = list(_MODULES)

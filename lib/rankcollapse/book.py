@@ -17,7 +17,7 @@ import torch
 
 from ._validate import check_int
 
-__all__ = ["setup", "glue", "glue_figure", "Formatted", "fmt_sci"]
+__all__ = ["setup", "glue", "glue_figure", "Formatted", "fmt_sci", "Table", "markdown_table", "glue_table"]
 
 
 def setup(seed: int = 0) -> None:
@@ -102,12 +102,96 @@ def glue_figure(name: str, fig) -> None:
 
     The figure is also shown as the cell's output (so a reader running the notebook sees it);
     tag the cell ``remove-output`` so the built page shows it once, where the directive puts it.
+    First the figure is checked for the page (:func:`rankcollapse.plotting.check_figure`: no
+    text below 9 pt at the size the page shows it, none clipped, none overlapping): a figure
+    that fails raises ``ValueError``, so every figure the book makes is checked when the
+    chapters run.
     """
     import matplotlib.pyplot as plt
 
+    from .plotting import check_figure
+
+    try:
+        check_figure(fig)
+    except ValueError:
+        plt.close(fig)
+        raise
     _glue = _myst_glue()
     if _glue is not None:
         _glue(name, fig, display=True)
     else:
         _show(fig)
     plt.close(fig)
+
+
+# ------------------------------------------------------------------------------- tables
+
+
+class Table:
+    """A table shown as a table: Markdown for the book's page (``{glue:md}``) and for Jupyter,
+    HTML for notebooks that render it, aligned plain text where nothing renders (``print``)."""
+
+    def __init__(self, header, rows, align=None):
+        self.header = [str(h) for h in header]
+        self.rows = [[str(c) for c in row] for row in rows]
+        if any(len(r) != len(self.header) for r in self.rows):
+            raise ValueError(f"every row must have {len(self.header)} cells (one per header)")
+        align = align or "l" + "r" * (len(self.header) - 1)
+        if len(align) != len(self.header) or set(align) - set("lrc"):
+            raise ValueError(f"align must be one of l, r, c per column, got {align!r}")
+        self.align = align
+
+    def _repr_markdown_(self):
+        return markdown_table(self.header, self.rows, self.align)
+
+    def _repr_html_(self):
+        side = {"l": "left", "r": "right", "c": "center"}
+        head = "".join(f'<th style="text-align:{side[a]}">{_html(h)}</th>' for h, a in zip(self.header, self.align))
+        body = "".join("<tr>" + "".join(f'<td style="text-align:{side[a]}">{_html(c)}</td>'
+                                         for c, a in zip(row, self.align)) + "</tr>" for row in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def __repr__(self):
+        cols = list(zip(self.header, *self.rows))
+        widths = [max(len(c) for c in col) for col in cols]
+        fmt = lambda row: "  ".join(c.ljust(w) if a == "l" else c.rjust(w)  # noqa: E731
+                                    for c, w, a in zip(row, widths, self.align))
+        return "\n".join([fmt(self.header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in self.rows])
+
+
+def _html(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def markdown_table(header, rows, align=None) -> str:
+    """A Markdown (MyST, GitHub) table: ``header`` a list of column titles, ``rows`` lists of cells.
+
+    ``align``: one of ``l``, ``r``, ``c`` per column (default: first left, the rest right, for
+    numbers). A ``|`` in a cell is escaped.
+    """
+    header = [str(h) for h in header]
+    align = align or "l" + "r" * (len(header) - 1)
+    rule = {"l": ":--", "r": "--:", "c": ":-:"}
+
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "|".join(rule[a] for a in align) + "|"] + [line(r) for r in rows])
+
+
+def glue_table(name: str, header, rows, align=None, display: bool = True) -> Table:
+    """Glue a table under ``name`` for a ``{glue:md}`` directive with ``:format: myst``, and show it.
+
+    In the book the table is placed where the directive is (tag the cell ``remove-output`` or
+    ``remove-cell`` so it is shown once); in a notebook the cell shows it (``display=True``).
+    Cells are text: format the numbers before (``f"{x:.3g}"``). Returns the :class:`Table`.
+    """
+    table = Table(header, rows, align)
+    _glue = _myst_glue()
+    if _glue is not None:
+        _glue(name, table, display=display)
+    elif display:
+        _show(table)
+    return table

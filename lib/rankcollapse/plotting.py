@@ -18,21 +18,35 @@ __all__ = [
     "curve_with_band",
 ]
 
-# colour-blind safe (Okabe–Ito)
+# colour-blind safe (Okabe–Ito); at most five or six curves share a panel (more: label them directly)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 _INK = "#6b6b6b"  # readable on white and on the dark theme's background
 
+# The page's text column: measured in Chromium (tests/test_browser.py) at a 1280-pixel window,
+# sphinx-book-theme 1.3, 96 CSS pixels per inch. A figure this wide or narrower is shown at
+# 100%: one inch of figure is one inch of screen, so a 9 pt label reads as 9 pt.
+COLUMN_INCHES = 7.0
+WIDTH = 7.0  # every figure's width in inches (one, two or three panels)
+MIN_POINTS = 9.0  # the smallest text a figure may show, at the size it is shown
+SVG_SALT = "rankcollapse"  # fixed ids in the SVG, so the same figure gives the same bytes
+
 
 def use_book_style() -> None:
-    """Set matplotlib's defaults for the book (fonts, colours, transparent background, SVG-free PNG)."""
+    """Set matplotlib's defaults for the book, and make notebooks show figures as SVG.
+
+    Fonts: 10 pt labels and titles, 9 pt ticks and legends (``MIN_POINTS``), at figures
+    ``WIDTH`` inches wide that the page shows at 100%. Colours: the Okabe-Ito palette on a
+    transparent background, mid-grey ink. Output: SVG (vector, sharp at any zoom), written
+    without a date and with fixed ids, so two runs give identical bytes.
+    """
     import matplotlib as mpl
     from cycler import cycler
 
     mpl.rcParams.update(
         {
-            "figure.figsize": (7.0, 3.6),
-            "figure.dpi": 110,
-            "savefig.dpi": 150,
+            "figure.figsize": (WIDTH, 3.4),
+            "figure.dpi": 96,  # as the browser: an inch of figure is 96 CSS pixels
+            "savefig.dpi": 192,  # raster parts (bands are vector; this is for images only)
             "savefig.transparent": True,
             "figure.facecolor": (1, 1, 1, 0),
             "axes.facecolor": (1, 1, 1, 0),
@@ -52,9 +66,138 @@ def use_book_style() -> None:
             "axes.prop_cycle": cycler(color=PALETTE),
             "font.size": 10,
             "axes.titlesize": 10,
+            "axes.labelsize": 10,
+            "xtick.labelsize": MIN_POINTS,
+            "ytick.labelsize": MIN_POINTS,
+            "legend.fontsize": MIN_POINTS,
+            "legend.title_fontsize": MIN_POINTS,
+            "figure.titlesize": 10,
+            "figure.labelsize": 10,
             "lines.linewidth": 1.8,
+            "svg.fonttype": "path",  # glyphs as paths: the same on every machine
+            "svg.hashsalt": SVG_SALT,
         }
     )
+    _svg_output()
+
+
+def svg_options() -> dict:
+    """What figures are saved with: no date in the SVG's metadata, the figure's own size."""
+    return {"metadata": {"Date": None}, "bbox_inches": None}
+
+
+def _svg_output() -> None:
+    """Inside IPython: show figures (and glue them, myst-nb) as SVG with :func:`svg_options`."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("svg", **svg_options())
+
+
+def figure_problems(fig, column_inches: float = COLUMN_INCHES, min_points: float = MIN_POINTS) -> list[str]:
+    """What makes ``fig`` hard to read on the page, as sentences (empty: nothing).
+
+    The page scales a figure wider than ``column_inches`` down to the column; every text's font
+    size is multiplied by that scale and must be at least ``min_points``. Text must lie inside
+    the figure (it would be clipped) and no two texts may overlap. Draws the figure.
+    """
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    width = fig.get_figwidth()
+    scale = min(1.0, column_inches / width)
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    texts, problems = [], []
+    # tick labels: only those of ticks inside the view (matplotlib keeps others, undrawn)
+    tick_labels, drawn = set(), []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in list(axis.majorTicks) + list(axis.minorTicks):
+                tick_labels.update((id(tick.label1), id(tick.label2)))
+            if not axis.get_visible() or not ax.get_visible() or not ax.axison:
+                continue
+            for tick in axis._update_ticks():
+                drawn += [lab for lab in (tick.label1, tick.label2) if lab.get_visible()]
+    candidates = [t for t in fig.findobj(Text) if id(t) not in tick_labels] + drawn
+    for t in candidates:
+        if not t.get_visible() or not t.get_text().strip() or not t.get_figure():
+            continue
+        ext = t.get_window_extent(renderer)
+        if ext.width <= 0 or ext.height <= 0:
+            continue
+        shown = t.get_fontsize() * scale
+        if shown < min_points - 1e-9:
+            problems.append(f"text {t.get_text()!r} is {shown:.1f} pt as shown (at least {min_points:g})")
+        tol = 1.0  # pixels
+        if ext.x0 < box.x0 - tol or ext.y0 < box.y0 - tol or ext.x1 > box.x1 + tol or ext.y1 > box.y1 + tol:
+            problems.append(f"text {t.get_text()!r} runs outside the figure (clipped)")
+        texts.append((t, ext))
+    for i, (a, ea) in enumerate(texts):
+        for b, eb in texts[i + 1:]:
+            ov_w = min(ea.x1, eb.x1) - max(ea.x0, eb.x0)
+            ov_h = min(ea.y1, eb.y1) - max(ea.y0, eb.y0)
+            if ov_w > 1.0 and ov_h > 1.0:
+                problems.append(f"texts {a.get_text()!r} and {b.get_text()!r} overlap")
+    return problems
+
+
+def check_figure(fig, **kw) -> None:
+    """Raise ``ValueError`` listing :func:`figure_problems` of ``fig``, if it has any."""
+    problems = figure_problems(fig, **kw)
+    if problems:
+        raise ValueError("figure is not legible on the page:\n  " + "\n  ".join(problems))
+
+
+def integer_ticks(ax, axis: str = "x"):
+    """Whole-number ticks only on ``axis`` (``"x"``, ``"y"`` or ``"both"``): layers, depths, ranks."""
+    from matplotlib.ticker import MaxNLocator
+
+    for name in ("x", "y") if axis == "both" else (axis,):
+        getattr(ax, f"{name}axis").set_major_locator(MaxNLocator(integer=True))
+    return ax
+
+
+def svg_bytes(fig) -> bytes:
+    """``fig`` as SVG bytes, saved as the book saves it (deterministic: see :func:`use_book_style`)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", **svg_options())
+    return buf.getvalue()
+
+
+__all__ += ["COLUMN_INCHES", "WIDTH", "MIN_POINTS", "figure_problems", "check_figure", "integer_ticks",
+            "svg_options", "svg_bytes"]
+
+
+def spread_indices(count: int, most: int = 5) -> list[int]:
+    """At most ``most`` indices into ``count`` ordered items, evenly spread, first and last included:
+    which curves of a sweep to draw so that a panel keeps five or six lines."""
+    count, most = int(count), int(most)
+    if count < 1 or most < 1:
+        raise ValueError(f"count and most must be at least 1, got {count} and {most}")
+    if count <= most:
+        return list(range(count))
+    return sorted({int(round(i)) for i in np.linspace(0, count - 1, most)})
+
+
+def sequential_colours(count: int) -> list:
+    """``count`` colours in order, for curves of a sweep (viridis without its faint yellow end:
+    colour-blind safe, and dark to light as the swept quantity grows)."""
+    import matplotlib as mpl
+
+    cmap = mpl.colormaps["viridis"]
+    return [cmap(x) for x in (np.linspace(0.0, 0.8, count) if count > 1 else [0.0])]
+
+
+__all__ += ["spread_indices", "sequential_colours"]
 
 
 def _axes(ax, figsize=None):
@@ -104,7 +247,7 @@ def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None
     ax.set_xlim(-0.5, xs[-1] + 0.5)
     ax.set_ylim(-1.5, H + 0.5)
     ax.axis("off")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, fontsize=8, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False)
     return ax
 
 
@@ -120,7 +263,7 @@ def length_distributions(rows, axes=None):
     import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(8.6, 3.6), layout="constrained")
+        _, axes = plt.subplots(1, 2, figsize=(WIDTH, 3.6), layout="constrained")
     shapes: dict = {}
     for label, L, H, frac in rows:
         entry = shapes.setdefault((L, H), [[], np.asarray(frac, dtype=float)])
@@ -139,7 +282,7 @@ def length_distributions(rows, axes=None):
     axes[1].set(xlabel="relative path length  $l / L$", ylabel="share of paths (log scale)",
                 yscale="log", title="(b) how rare short paths are")
     axes[1].set_ylim(bottom=1e-30, top=3.0)  # shares are at most 1
-    axes[0].legend(fontsize=7, loc="upper left")
+    axes[0].legend(loc="upper left")
     return axes
 
 
@@ -179,36 +322,40 @@ def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o",
 # ------------------------------------------------------------ chapter "The MLP trade-off"
 
 
-def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label=r"MLP Lipschitz constant $\lambda$ (lower bound)",
+def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label=r"$\lambda$ (lower bound)",
                  residual_label=r"$\|\mathrm{res}(X_L)\| / \|X_L\|$"):
     """Both sides of the MLP trade-off against the MLP's Lipschitz constant, in three panels.
 
     ``lam``: ``(K,)`` one value per model. ``residual``: ``(samples, K)`` relative residual at some
     layer (the collapse side; ``residual_label`` names it). ``sensitivity``: ``(samples, K)`` relative perturbation gains (all
     directions pooled). ``grad_variance``: ``(K,)`` or dict ``label -> (K,)`` gradient variances.
-    Log axes throughout; bands are ±1 std in log space. Returns the three axes.
+    Log axes throughout; bands are ±1 std in log space. The three panels share the x axis, named
+    once below them (``lam_label``). Returns the three axes.
     """
     import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(9.6, 3.3), layout="constrained")
+        _, axes = plt.subplots(1, 3, figsize=(WIDTH, 3.0), layout="constrained")
+    fig = axes[0].get_figure()
     lam = np.asarray(lam, dtype=float)
     curve_with_band(axes[0], lam, residual, color=PALETTE[0])
-    axes[0].set(xscale="log", xlabel=lam_label, ylabel=residual_label,
-                title="(a) collapse slows")
+    axes[0].set(xscale="log", title="(a) collapse slows")
+    axes[0].set_ylabel(residual_label, labelpad=2)
     s = np.asarray(sensitivity, dtype=float)
     q25, q50, q75 = np.percentile(s, [25, 50, 75], axis=0)
     axes[1].plot(lam, q50, "o-", ms=3, color=PALETTE[3], label="median")
     axes[1].fill_between(lam, q25, q75, color=PALETTE[3], alpha=0.2, lw=0, label="25–75%")
     axes[1].plot(lam, s.max(axis=0), "^:", ms=3, color=PALETTE[3], label="largest")
-    axes[1].set(xscale="log", yscale="log", xlabel=lam_label, ylabel="relative output change / relative input change",
-                title="(b) sensitivity grows")
-    axes[1].legend(fontsize=8)
+    axes[1].set(xscale="log", yscale="log", title="(b) sensitivity grows")
+    axes[1].set_ylabel("relative gain", labelpad=2)
+    axes[1].legend(loc="upper left")
     gv = grad_variance if isinstance(grad_variance, dict) else {"gradient variance": grad_variance}
     for i, (label, v) in enumerate(gv.items()):
-        axes[2].plot(lam, np.asarray(v, dtype=float), "o-", ms=3, color=PALETTE[(i + 1) % len(PALETTE)], label=label)
-    axes[2].set(xscale="log", yscale="log", xlabel=lam_label, title="(c) gradient spread")
-    axes[2].legend(fontsize=8)
+        axes[2].plot(lam, np.asarray(v, dtype=float), "os"[i % 2] + "-", ms=3, color=PALETTE[(i + 1) % len(PALETTE)],
+                     label=label)
+    axes[2].set(xscale="log", yscale="log", title="(c) gradient spread")
+    axes[2].legend(loc="upper left")
+    fig.supxlabel(lam_label)
     return axes
 
 
@@ -216,22 +363,29 @@ def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label
 
 
 def rank_before_after(before, after, ax=None):
-    """Counts of (rank before, rank after) pairs as sized dots, with the diagonal ``after = before``.
+    """Counts of (rank before, rank after) pairs as a grid of numbered cells, with the diagonal.
 
-    ``before``, ``after``: integer arrays of the same length (one pair per random input). Points on
-    or below the diagonal are what the rank argument allows.
+    ``before``, ``after``: integer arrays of the same length (one pair per random input). Each
+    pair that occurs is a light disc with its count written in it (dark on light, legible in
+    both of the page's themes); the dashed diagonal is ``after = before``. Points on or below
+    it are what the rank argument allows. Integer ticks on both axes.
     """
     ax = _axes(ax, figsize=(4.2, 3.6))
     before, after = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     pairs, counts = np.unique(np.stack([before, after], axis=1), axis=0, return_counts=True)
-    ax.scatter(pairs[:, 0], pairs[:, 1], s=20 + 300 * counts / counts.max(), color=PALETTE[0], alpha=0.7,
-               zorder=3)
+    lo, hi = min(before.min(), after.min()), max(before.max(), after.max())
+    ax.plot([lo - 0.6, hi + 0.6], [lo - 0.6, hi + 0.6], ls="--", color=_INK, lw=1, label="rank after = rank before",
+            zorder=1)
+    # disc area grows with the count; the count itself is written inside (a fixed 9 pt)
+    size = 160 + 340 * counts / counts.max()
+    ax.scatter(pairs[:, 0], pairs[:, 1], s=size, color="#cfe3f3", edgecolor=PALETTE[0], lw=1.2, zorder=3)
     for (b, a), c in zip(pairs, counts):
-        ax.annotate(str(c), (b, a), textcoords="offset points", xytext=(6, 6), fontsize=7, color=_INK)
-    lo, hi = min(before.min(), after.min()) - 0.5, max(before.max(), after.max()) + 0.5
-    ax.plot([lo, hi], [lo, hi], ls="--", color=_INK, lw=1, label="rank after = rank before")
-    ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel="numerical rank of $Y$", ylabel=r"numerical rank of LN$(Y)$")
-    ax.legend(fontsize=8, loc="upper left")
+        ax.text(b, a, str(c), ha="center", va="center", color="#1a1a1a", fontsize=MIN_POINTS, zorder=4)
+    ax.set(xlim=(lo - 0.7, hi + 0.7), ylim=(lo - 0.7, hi + 0.7), xlabel="numerical rank of $Y$",
+           ylabel=r"numerical rank of LN$(Y)$")
+    integer_ticks(ax, "both")
+    ax.set_aspect("equal", adjustable="box")
+    ax.legend(loc="upper left")
     return ax
 
 
@@ -272,7 +426,7 @@ def residual_vs_depth(ax, series, ylabel=r"$\Vert \mathrm{res}(X_l)\Vert_{1,\inf
     ax.set_xlabel("layer $l$")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
     ax.set_ylabel(("$\\log_{10}$ " if log10 else "") + ylabel)
-    ax.legend(fontsize=8)
+    ax.legend()
     return ax
 
 
@@ -296,7 +450,8 @@ def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
         ax.plot(L[ok], y0 + slope_ref * (L[ok] - x0), "--", color=PALETTE[3], label=label_ref)
     ax.set_xlabel("depth $L$")
     ax.set_ylabel(r"$\log(-\log \rho_L)$")
-    ax.legend(fontsize=8)
+    integer_ticks(ax, "x")
+    ax.legend()
     return ax
 
 
@@ -328,11 +483,27 @@ def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
         curve_with_band(ax, np.arange(v.shape[1]), v, label=label, color=color, log=True, marker=None, ls=ls)
     ax.set_ylim(floor / 3, 3.0)
     ax.set_xlabel("layer $l$")
+    integer_ticks(ax, "x")
     if title:
-        ax.set_title(title)
+        fit_title(ax, title)
     if legend:
-        ax.legend(fontsize=7, loc="lower left")
+        ax.legend(loc="lower left")
     return ax
 
 
-__all__ += ["VARIANT_STYLE", "ablation_panel"]
+def fit_title(ax, title: str, **kw):
+    """Set ``title`` on ``ax``, broken into lines at spaces so that each fits the axes' width
+    (titles of neighbouring panels never run into each other)."""
+    import textwrap
+
+    import matplotlib as mpl
+
+    fig = ax.get_figure()
+    width_pt = ax.get_position().width * fig.get_figwidth() * 72
+    size = mpl.rcParams["axes.titlesize"]
+    size = mpl.font_manager.FontProperties(size=size).get_size_in_points()
+    chars = max(8, int(width_pt / (0.56 * size)))  # a typical sans-serif glyph is about 0.5 em
+    return ax.set_title("\n".join(textwrap.wrap(title, chars)), **kw)
+
+
+__all__ += ["VARIANT_STYLE", "ablation_panel", "fit_title"]

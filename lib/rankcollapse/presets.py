@@ -49,14 +49,20 @@ PRESETS: dict[str, dict[str, dict]] = {
     "skip": {
         # skip connections: families that keep the residual (depth up to 100), collapse with and
         # without skips at initialisation, the per-length decomposition, and the exploration of
-        # the smallest residual ratio a random search finds at fixed weight scale.
+        # the smallest residual ratio a random search finds at fixed weight scale; the explorer's
+        # grid (depth, attention weight scale, skip strength: rc.explorer.skip_strength_grid).
         "fast": dict(
             n=12, d=16, H=4, L=6, samples=4, family_L=100,
             explore_L=(1, 2, 4), explore_scale=0.5, explore_restarts=1, explore_steps=20,
+            explorer_L=6, explorer_n=8, explorer_d=16, explorer_H=2, explorer_samples=2,
+            explorer_scales=(0.2, 1.0, 4.0), explorer_strengths=(0.0, 0.5, 1.0),
         ),
         "full": dict(
             n=32, d=64, H=8, L=12, samples=16, family_L=100,
             explore_L=(1, 2, 4, 8, 16), explore_scale=0.5, explore_restarts=1, explore_steps=60,
+            explorer_L=12, explorer_n=16, explorer_d=32, explorer_H=4, explorer_samples=3,
+            explorer_scales=(0.1, 0.2, 0.5, 1.0, 2.0, 4.0),
+            explorer_strengths=(0.0, 0.25, 0.5, 0.75, 1.0),
         ),
     },
     "real_models": {

@@ -20,12 +20,13 @@ package imports them all at the bottom.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-__all__ = ["Exercise", "CheckResult", "EXERCISES", "register", "check"]
+__all__ = ["Exercise", "CheckResult", "EXERCISES", "register", "check", "in_book_build", "BOOK_BUILD_ENV"]
 
 
 @dataclass
@@ -59,7 +60,22 @@ class CheckResult:
 
     def __repr__(self):
         mark = {"correct": "✔", "incorrect": "✘", "not attempted": "…", "error": "✘"}[self.status]
+        if self.status == "correct" and in_book_build():
+            # the book runs the check on the solution printed above it: say so, so that a reader
+            # does not take it for their own pass (in a notebook the check runs their function)
+            return (f"{mark} {self.exercise}: checked against the reference solution above, which passes. "
+                    "In a notebook this cell checks your own function.")
         return f"{mark} {self.exercise}: {self.status}. {self.message}".rstrip()
+
+
+# set by the book's Sphinx extension (_ext/bookext.py) for the kernels that execute the chapters
+BOOK_BUILD_ENV = "RANKCOLLAPSE_BOOK_BUILD"
+
+
+def in_book_build() -> bool:
+    """True while the book is being built: the kernel runs a chapter for its page, where the
+    function checked is the solution the page prints, not a reader's."""
+    return os.environ.get(BOOK_BUILD_ENV) == "1"
 
 
 EXERCISES: dict[str, Exercise] = {}

@@ -1,0 +1,255 @@
+"""The book's live explorer: collapse against depth, attention weight scale and skip strength.
+
+The reader moves three controls and sees the residual through depth beside the bound of the
+paper's Theorem 2.2 (chapter "Skip connections", section 3). Nothing runs in the reader's
+browser but a small script: :func:`skip_strength_grid` measures every setting on a grid when the
+book is built, and :func:`explorer_html` embeds the numbers with a self-contained script (plain
+JavaScript drawing inline SVG; no library, nothing fetched), so the page works offline.
+
+The skip strength :math:`\\alpha` scales the skip branch of every layer,
+:math:`X_{l+1} = \\alpha X_l + \\operatorname{SA}(X_l)`: :math:`\\alpha = 0` is the pure attention
+of the theorems, :math:`\\alpha = 1` the usual skip connection. (:class:`~rankcollapse.san.SAN`
+has skips on or off; :func:`scaled_skip_states` runs its layers with the skip scaled.)
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+
+from ._validate import check_int
+from .residual import composite_norm, res
+from .san import SAN, SANConfig, check_san
+from .theory import collapse_bound, tracked_residual, unit_residual_tokens
+
+__all__ = ["scaled_skip_states", "skip_strength_grid", "explorer_html", "show"]
+
+_FLOOR = -320.0  # log10 below float64's smallest number: "underflowed"
+_BOUND_CAP = 1e6  # |log10| of the bound beyond which it is drawn and told as the cap
+
+
+@torch.no_grad()
+def scaled_skip_states(model, X, strength: float) -> list[torch.Tensor]:
+    """The hidden states ``X_0..X_L`` of ``model``'s attention layers with the skip scaled:
+    :math:`X_{l+1} = \\alpha X_l + \\operatorname{SA}_l(X_l)`, ``alpha = strength``.
+
+    ``model``: a pure-attention :class:`~rankcollapse.san.SAN` (no MLP, no LayerNorm; its
+    ``skip`` flag is ignored, the strength replaces it). ``X``: ``(..., n, d)``.
+    """
+    model = check_san(model)
+    cfg = model.config
+    if cfg.mlp or cfg.layernorm != "none":
+        raise ValueError("scaled_skip_states needs a pure-attention SAN (mlp=0, layernorm='none')")
+    strength = float(strength)
+    if not np.isfinite(strength) or strength < 0:
+        raise ValueError(f"strength must be a finite number >= 0, got {strength!r}")
+    X = model.check_input(X)
+    states = [X]
+    for block in model.layers:
+        A, _ = block.attention(X)
+        X = strength * X + A
+        states.append(X)
+    return states
+
+
+def _log10_ratio(states) -> np.ndarray:
+    r = torch.stack([composite_norm(res(h)) for h in states])
+    with np.errstate(divide="ignore"):
+        return np.log10((r / r[0]).numpy())
+
+
+@torch.no_grad()
+def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, samples: int, seed: int) -> dict:
+    """Measure :math:`\\lVert\\operatorname{res}(X_l)\\rVert / \\lVert\\operatorname{res}(X)\\rVert`
+    for ``l = 0..L`` on a grid of attention weight scales (``init_scale``) and skip strengths.
+
+    For each scale, ``samples`` random SANs (``H`` heads, width ``d``, seeds ``seed + s``) read
+    ``n`` standard normal tokens scaled to :math:`\\lVert\\operatorname{res}(X)\\rVert_{1,\\infty}=1`
+    (:func:`~rankcollapse.theory.unit_residual_tokens`); the same networks and inputs serve
+    every strength. Strength 0 is pure attention, measured with
+    :func:`~rankcollapse.theory.tracked_residual` (exact below float64's rounding floor) and
+    bounded by :func:`~rankcollapse.theory.collapse_bound` (the paper's form); with a skip
+    (strength > 0) the forward pass is measured and the theorem gives no bound. The depth-``l``
+    prefix of a depth-``L`` network is a depth-``l`` network, so one pass serves every depth.
+
+    Returns a dict of plain lists (JSON-ready): ``L``, ``scales``, ``strengths``, ``measured``
+    (``[scale][strength][l]``, ``log10`` of the geometric mean over samples, ``-320`` after
+    underflow), ``bound`` (``[scale][l]``, ``log10``, geometric mean over samples) and the sizes.
+    """
+    L, n, d, H = check_int("L", L), check_int("n", n, minimum=2), check_int("d", d), check_int("H", H)
+    samples, seed = check_int("samples", samples), check_int("seed", seed, minimum=0)
+    scales = [float(s) for s in scales]
+    strengths = [float(a) for a in strengths]
+    if not scales or not strengths:
+        raise ValueError("scales and strengths must each hold at least one value")
+    if any(s <= 0 for s in scales) or any(a < 0 for a in strengths):
+        raise ValueError(f"scales must be > 0 and strengths >= 0, got {scales} and {strengths}")
+    gen = torch.Generator().manual_seed(seed)
+    inputs = [unit_residual_tokens(n, d, generator=gen) for _ in range(samples)]
+    measured = np.zeros((len(scales), len(strengths), L + 1))
+    bound = np.zeros((len(scales), L + 1))
+    for i, scale in enumerate(scales):
+        cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=scale)
+        models = [SAN(cfg, seed=seed + s) for s in range(samples)]
+        logs = np.zeros((samples, len(strengths), L + 1))
+        bounds = np.zeros((samples, L + 1))
+        for s, (model, X) in enumerate(zip(models, inputs)):
+            for j, a in enumerate(strengths):
+                if a == 0:
+                    logs[s, j] = tracked_residual(model, X, log10=True).numpy()
+                else:
+                    logs[s, j] = _log10_ratio(scaled_skip_states(model, X, a))
+            bounds[s] = collapse_bound(model, X, "paper", log10=True).numpy()
+        logs = np.where(np.isfinite(logs), logs, _FLOOR).clip(_FLOOR, None)
+        measured[i] = logs.mean(axis=0)
+        # finite for JSON: beyond +-1e6 decades the bound says "vacuous" or "zero" all the same
+        bound[i] = np.nan_to_num(bounds, nan=_BOUND_CAP, posinf=_BOUND_CAP, neginf=-_BOUND_CAP).clip(
+            -_BOUND_CAP, _BOUND_CAP).mean(axis=0)
+    return {
+        "L": L, "n": n, "d": d, "H": H, "samples": samples, "seed": seed,
+        "scales": scales, "strengths": strengths,
+        "measured": np.round(measured, 4).tolist(), "bound": np.round(bound, 4).tolist(),
+    }
+
+
+_CSS = """
+.rc-explorer { margin: 1rem 0; max-width: 100%; }
+.rc-explorer .rc-controls { display: grid; grid-template-columns: max-content 1fr 6.5em; gap: .25rem .75rem;
+  align-items: center; font-size: .9rem; }
+.rc-explorer input[type=range] { width: 100%; }
+.rc-explorer output { font-variant-numeric: tabular-nums; }
+.rc-explorer svg { width: 100%; max-width: 672px; height: auto; display: block; }
+.rc-explorer .rc-note { font-size: .9rem; min-height: 2.6em; }
+.rc-explorer text { font-family: inherit; font-size: 12px; fill: currentColor; }
+"""
+
+_JS = r"""
+(function () {
+  const root = document.getElementById(%(uid)s);
+  const data = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
+  const svg = root.querySelector('svg'), NS = 'http://www.w3.org/2000/svg';
+  const W = 672, Hh = 300, m = {l: 56, r: 12, t: 12, b: 40};
+  const ctl = name => root.querySelector('input[name="' + name + '"]');
+  const out = name => root.querySelector('output[name="' + name + '"]');
+  function el(tag, attrs, text) {
+    const e = document.createElementNS(NS, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e); return e;
+  }
+  const SUP = {'-': '\u207b', 0: '\u2070', 1: '\u00b9', 2: '\u00b2', 3: '\u00b3', 4: '\u2074', 5: '\u2075',
+               6: '\u2076', 7: '\u2077', 8: '\u2078', 9: '\u2079'};
+  const pow10 = v => '10' + String(Math.round(v)).split('').map(c => SUP[c]).join('');
+  function draw() {
+    const L = +ctl('depth').value, i = +ctl('scale').value, j = +ctl('strength').value;
+    const alpha = data.strengths[j], scale = data.scales[i];
+    out('depth').value = String(L);
+    out('scale').value = String(scale);
+    out('strength').value = String(alpha);
+    const meas = data.measured[i][j].slice(0, L + 1);
+    const bnd = alpha === 0 ? data.bound[i].slice(0, L + 1) : null;
+    let lo = Math.min(...meas), hi = Math.max(0, ...meas);
+    if (bnd) { hi = Math.max(hi, ...bnd); lo = Math.min(lo, Math.max(Math.min(...bnd), lo - 20)); }
+    hi = Math.min(hi, 40);
+    lo = Math.floor(Math.max(lo, -320)) - 1; hi = Math.ceil(hi) + 1;
+    const x = l => m.l + (W - m.l - m.r) * l / Math.max(L, 1);
+    const y = v => m.t + (Hh - m.t - m.b) * (hi - Math.max(lo, Math.min(hi, v))) / (hi - lo);
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    const step = [1, 2, 5, 10, 20, 50, 100].find(s => (hi - lo) / s <= 6) || 100;
+    for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) {
+      el('line', {x1: m.l, x2: W - m.r, y1: y(v), y2: y(v), stroke: 'currentColor', 'stroke-opacity': .15});
+      el('text', {x: m.l - 6, y: y(v) + 4, 'text-anchor': 'end'}, pow10(v));
+    }
+    const tstep = L <= 12 ? 1 : Math.ceil(L / 12);
+    for (let l = 0; l <= L; l += tstep) el('text', {x: x(l), y: Hh - m.b + 16, 'text-anchor': 'middle'}, String(l));
+    el('text', {x: (m.l + W - m.r) / 2, y: Hh - 4, 'text-anchor': 'middle'}, 'layer l');
+    el('line', {x1: m.l, x2: m.l, y1: m.t, y2: Hh - m.b, stroke: 'currentColor', 'stroke-opacity': .5});
+    el('line', {x1: m.l, x2: W - m.r, y1: Hh - m.b, y2: Hh - m.b, stroke: 'currentColor', 'stroke-opacity': .5});
+    const path = vals => vals.map((v, l) => (l ? 'L' : 'M') + x(l).toFixed(1) + ' ' + y(v).toFixed(1)).join(' ');
+    if (bnd) el('path', {d: path(bnd), fill: 'none', stroke: '#D55E00', 'stroke-width': 2, 'stroke-dasharray': '6 4',
+                         'class': 'rc-bound'});
+    el('path', {d: path(meas), fill: 'none', stroke: '#0072B2', 'stroke-width': 2.5, 'class': 'rc-measured'});
+    meas.forEach((v, l) => el('circle', {cx: x(l), cy: y(v), r: 3, fill: '#0072B2'}));
+    const key = [['measured', '#0072B2', '']].concat(bnd ? [['bound (paper\u2019s Theorem 2.2)', '#D55E00', '6 4']] : []);
+    key.forEach(([name, colour, dash], k) => {
+      const ky = m.t + 10 + 18 * k, kx = W - m.r - 250;
+      el('line', {x1: kx, x2: kx + 28, y1: ky, y2: ky, stroke: colour, 'stroke-width': 2.5, 'stroke-dasharray': dash});
+      el('text', {x: kx + 36, y: ky + 4}, name);
+    });
+    const last = meas[meas.length - 1];
+    const e = Math.floor(last), mant = Math.pow(10, last - e);
+    const shown = last <= -320 ? 'below 10\u207b\u00b3\u2070\u2070 (underflow)'
+      : Math.abs(last) < 3 ? Math.pow(10, last).toPrecision(2) : mant.toFixed(1) + ' \u00d7 ' + pow10(e);
+    root.querySelector('.rc-note').textContent =
+      'After ' + L + ' layer' + (L === 1 ? '' : 's') + ' the residual is ' + shown + ' of the input\u2019s. ' +
+      (!bnd ? 'With a skip (\u03b1 > 0) the theorem gives no bound.'
+       : bnd[bnd.length - 1] >= 0 ? 'Dashed: the bound of the paper\u2019s Theorem 2.2 (as stated); at layer ' + L +
+           ' it is above the input\u2019s residual, so it says nothing (these weights are too large for its condition).'
+       : 'Dashed: the bound of the paper\u2019s Theorem 2.2 (as stated), ' + pow10(bnd[bnd.length - 1]) +
+           ' at layer ' + L + '.');
+  }
+  root.querySelectorAll('input').forEach(c => c.addEventListener('input', draw));
+  draw();
+})();
+"""
+
+
+def explorer_html(grid: dict, uid: str = "rc-explorer") -> str:
+    """The explorer for ``grid`` (from :func:`skip_strength_grid`) as one self-contained HTML
+    fragment: three sliders (depth, weight scale, skip strength), an inline SVG drawn by a
+    small script from the embedded numbers, and a sentence reading the curve's last value."""
+    if not isinstance(uid, str) or not uid.replace("-", "").isalnum():
+        raise ValueError(f"uid must be letters, digits and '-', got {uid!r}")
+    for key in ("L", "scales", "strengths", "measured", "bound"):
+        if key not in grid:
+            raise ValueError(f"grid lacks {key!r}: pass what skip_strength_grid returns")
+    L, scales, strengths = grid["L"], grid["scales"], grid["strengths"]
+    # the usual initialisation (scale 1) and the usual skip (strength 1) where the grid has them
+    s0 = scales.index(1.0) if 1.0 in scales else 0
+    a0 = 0
+    payload = json.dumps(grid, separators=(",", ":")).replace("</", "<\\/")
+    label = "\u2016res(X\u2097)\u2016 / \u2016res(X)\u2016 (log scale)"
+    controls = "".join(
+        f'<label for="{uid}-{name}">{text}</label>'
+        f'<input type="range" id="{uid}-{name}" name="{name}" min="{lo}" max="{hi}" step="1" value="{v}">'
+        f'<output name="{name}" for="{uid}-{name}"></output>'
+        for name, text, lo, hi, v in (
+            ("depth", "depth L", 1, L, L),
+            ("scale", "attention weight scale", 0, len(scales) - 1, s0),
+            ("strength", "skip strength \u03b1", 0, len(strengths) - 1, a0),
+        )
+    )
+    return (
+        f'<div class="rc-explorer" id="{uid}"><style>{_CSS}</style>'
+        f'<div class="rc-controls">{controls}</div>'
+        f'<div class="rc-axis-label">{label}</div>'
+        f'<svg viewBox="0 0 672 300" role="img" aria-label="residual against layer"></svg>'
+        f'<p class="rc-note" aria-live="polite"></p>'
+        f'<script type="application/json">{payload}</script>'
+        f"<script>{_JS % {'uid': json.dumps(uid)}}</script></div>"
+    )
+
+
+class _HTML:
+    def __init__(self, text):
+        self.text = text
+
+    def _repr_html_(self):
+        return self.text
+
+    def __repr__(self):
+        return "(an interactive figure: open the book's page, or a notebook that renders HTML)"
+
+
+def show(grid: dict, uid: str = "rc-explorer"):
+    """Display the explorer as a cell's output (HTML) and return it."""
+    obj = _HTML(explorer_html(grid, uid))
+    try:
+        from IPython.display import display
+    except ImportError:
+        print(repr(obj))
+    else:
+        display(obj)
+    return obj
