@@ -8,13 +8,22 @@
    `scripts/notebooks.py` and pushes them to the branch `colab_branch` (default `notebooks`);
    the button points there, next to the theme's Binder button (which opens the markdown source
    from the main branch with jupytext).
+3. The student notebook of every chapter (solutions stripped, `scripts/student.py`), written
+   into the built site and offered in the page's download menu beside the full notebook.
+4. Each inline script once per page (Sphinx 7.4 writes an inline script that an extension
+   registers twice; sphinx-thebe's `const THEBE_JS_URL` then throws on its second copy).
+5. For the kernels that execute the chapters, `RANKCOLLAPSE_BOOK_BUILD=1`: the exercise checks
+   then say that they ran the reference solution the page prints (`rc.checks.in_book_build`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import unicodedata
 from collections import Counter
+from pathlib import Path
 
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
@@ -108,7 +117,89 @@ def _add_colab_button(app, pagename, templatename, context, doctree):
     )
 
 
+# --- 3. student notebooks -------------------------------------------------------------------
+
+STUDENT_DIR = "student"  # in the built site: student/chapters/<name>.ipynb
+
+
+def student_notebook_path(pagename: str) -> str:
+    """Where page ``pagename``'s student notebook lies in the built site (a relative path)."""
+    return f"{STUDENT_DIR}/{pagename}.ipynb"
+
+
+def _write_student_notebooks(app):
+    """Write every chapter's student notebook (no solutions, not executed) into the site."""
+    if app.builder.format != "html":
+        return
+    import jupytext
+
+    root = Path(app.srcdir)
+    sys.path.insert(0, str(root / "scripts"))
+    try:
+        from student import strip_solutions
+    finally:
+        sys.path.remove(str(root / "scripts"))
+    for docname in app.env.found_docs:
+        source = root / f"{docname}.md"
+        if not docname.startswith("chapters/") or not source.is_file():
+            continue
+        text = source.read_text()
+        if "{solution-start}" not in text and "jupytext" not in text:
+            continue
+        target = Path(app.outdir) / student_notebook_path(docname)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        jupytext.write(jupytext.reads(strip_solutions(text), fmt="md:myst"), target)
+
+
+def _add_student_download(app, pagename, templatename, context, doctree):
+    group = next((b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"), None)
+    if group is None or not pagename.startswith("chapters/"):
+        return
+    if not (Path(app.srcdir) / f"{pagename}.md").is_file():
+        return
+    full = next((i for i, b in enumerate(group["buttons"]) if b.get("label") == "download-notebook-button"), -1)
+    group["buttons"].insert(full + 1, {
+        "type": "link",
+        "url": context["pathto"](student_notebook_path(pagename), 1),
+        "text": "student .ipynb",
+        "icon": "fas fa-user-graduate",
+        "tooltip": "Download the student notebook (exercises without their solutions)",
+        "label": "download-student-notebook-button",
+    })
+
+
+# --- 4. each inline script once ---------------------------------------------------------------
+
+
+def _script_key(script):
+    attrs = getattr(script, "attributes", {}) or {}
+    return (getattr(script, "filename", None) or str(script) or "", tuple(sorted((k, str(v)) for k, v in attrs.items())))
+
+
+def dedupe_scripts(scripts: list) -> list:
+    """``scripts`` without repeats: an inline script (no file name, a ``body``) and a file
+    each appear once, in their first place."""
+    seen, out = set(), []
+    for script in scripts:
+        key = _script_key(script)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(script)
+    return out
+
+
+def _dedupe_page_scripts(app, pagename, templatename, context, doctree):
+    if "script_files" in context:
+        context["script_files"] = dedupe_scripts(context["script_files"])
+
+
 def setup(app):
     app.add_config_value("colab_branch", "notebooks", "html")
     app.connect("html-page-context", _add_colab_button, priority=502)
+    app.connect("html-page-context", _add_student_download, priority=503)
+    app.connect("html-page-context", _dedupe_page_scripts, priority=999)
+    app.connect("build-finished", lambda app, exc: exc is None and _write_student_notebooks(app))
+    # 5. the kernels myst-nb starts inherit this process's environment
+    os.environ["RANKCOLLAPSE_BOOK_BUILD"] = "1"
     return {"parallel_read_safe": True, "parallel_write_safe": True}

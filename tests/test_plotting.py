@@ -53,3 +53,118 @@ def test_geometric_mean():
     # exact zeros and values below the floor count as the floor
     assert np.isclose(geometric_mean([0.0, 1e-20, 1e-2], floor=1e-17), (1e-17 * 1e-17 * 1e-2) ** (1 / 3))
     assert np.isclose(geometric_mean([0.0, 0.0]), 1e-300, rtol=1e-12, atol=0)
+
+
+# ------------------------------------------------------------------ the page's figure style
+
+
+@pytest.fixture
+def book_style():
+    import matplotlib as mpl
+
+    saved = dict(mpl.rcParams)
+    rc.plotting.use_book_style()
+    yield
+    mpl.rcParams.update(saved)
+
+
+def test_svg_output_is_deterministic(book_style):
+    """Two renders of the same figure give the same bytes: no date, no random ids."""
+
+    def draw():
+        fig, ax = plt.subplots(layout="constrained")
+        rc.plotting.curve_with_band(ax, np.arange(4), np.array([[1.0, 0.1, 0.01, 1e-3], [2.0, 0.2, 0.02, 2e-3]]),
+                                    label="a")
+        ax.legend()
+        data = rc.plotting.svg_bytes(fig)
+        plt.close(fig)
+        return data
+
+    first, second = draw(), draw()
+    assert first == second
+    assert b"<dc:date>" not in first
+    assert b'width="504pt"' in first  # the figure's own size (7 inches), not a tight crop
+
+
+def test_figure_problems_finds_small_clipped_and_overlapping_text(book_style):
+    fig, ax = plt.subplots(figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend()
+    assert rc.plotting.figure_problems(fig) == []
+    ax.text(0.5, 0.5, "tiny", fontsize=7)
+    ax.text(0.1, 0.9, "one label", fontsize=10)
+    ax.text(0.1, 0.9, "another", fontsize=10)
+    fig.text(0.99, 0.5, "running off the edge", fontsize=10)
+    problems = rc.plotting.figure_problems(fig)
+    assert any("'tiny' is 7.0 pt" in p for p in problems)
+    assert any("overlap" in p and "one label" in p for p in problems)
+    assert any("outside the figure" in p for p in problems)
+    with pytest.raises(ValueError, match="not legible"):
+        rc.book.glue_figure("fig-test", fig)
+    plt.close("all")
+
+
+def test_a_wide_figure_is_shrunk_on_the_page_and_its_text_with_it(book_style):
+    fig, ax = plt.subplots(figsize=(2 * rc.plotting.COLUMN_INCHES, 3.0), layout="constrained")
+    ax.set_xlabel("ten points", fontsize=10)  # shown at half size: 5 pt
+    assert any("'ten points' is 5.0 pt" in p for p in rc.plotting.figure_problems(fig))
+    plt.close(fig)
+
+
+def test_the_book_figures_are_legible(book_style):
+    """The drawings the chapters share, at the book's width, pass the page's check (the rank
+    panel's 7-point labels, the real-models panels' colliding titles and the 9.6-inch MLP figure
+    did not)."""
+    rng = np.random.default_rng(0)
+    fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.6), layout="constrained",
+                             gridspec_kw=dict(width_ratios=[1.4, 1]))
+    before = rng.integers(1, 9, 300)
+    rc.plotting.rank_before_after(before, np.minimum(before, rng.integers(1, 9, 300)), ax=axes[1])
+    assert rc.plotting.figure_problems(fig) == []
+    ticks = axes[1].get_xticks()
+    assert np.allclose(ticks, np.round(ticks))  # ranks are whole numbers
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
+    lam = np.logspace(0, 3, 6)
+    rc.plotting.mlp_tradeoff(lam, rng.random((4, 6)), rng.random((10, 6)) * lam, lam ** 2, axes=axes)
+    assert rc.plotting.figure_problems(fig) == []
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 2.6), sharey=True, layout="constrained")
+    for ax, surgery in zip(axes, ("paper", "clean")):
+        curves = {v: rng.random((3, 7)) for v in ("san", "san+mlp", "san+skip", "full")}
+        rc.plotting.ablation_panel(ax, curves, title=f"xlnet-base-cased (at initialisation), {surgery} surgery")
+    assert rc.plotting.figure_problems(fig) == []
+    plt.close(fig)
+
+
+def test_integer_ticks_and_sweep_helpers(book_style):
+    fig, ax = plt.subplots()
+    ax.plot([0, 9], [0, 3])
+    rc.plotting.integer_ticks(ax, "both")
+    fig.canvas.draw()
+    for t in list(ax.get_xticks()) + list(ax.get_yticks()):
+        assert float(t).is_integer()
+    plt.close(fig)
+    assert rc.plotting.spread_indices(9, 5) == [0, 2, 4, 6, 8]
+    assert rc.plotting.spread_indices(3, 5) == [0, 1, 2]
+    with pytest.raises(ValueError, match="at least 1"):
+        rc.plotting.spread_indices(0)
+    colours = rc.plotting.sequential_colours(5)
+    assert len(set(colours)) == 5
+
+
+# ------------------------------------------------------------------ tables (rc.book)
+
+
+def test_table_renders_as_markdown_html_and_text():
+    t = rc.book.Table(["model", "layers", "a|b"], [["BERT", 12, "x"], ["GPT-3", 96, "y"]])
+    md = t._repr_markdown_()
+    assert md.splitlines()[:2] == ["| model | layers | a\\|b |", "|:--|--:|--:|"]
+    assert "<table>" in t._repr_html_() and "<td style=\"text-align:right\">96</td>" in t._repr_html_()
+    assert repr(t).splitlines()[2].startswith("BERT ")
+    with pytest.raises(ValueError, match="3 cells"):
+        rc.book.Table(["a", "b", "c"], [[1, 2]])
+    with pytest.raises(ValueError, match="align"):
+        rc.book.Table(["a"], [[1]], align="x")

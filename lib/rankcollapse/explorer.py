@@ -120,7 +120,7 @@ _CSS = """
   align-items: center; font-size: .9rem; }
 .rc-explorer input[type=range] { width: 100%; }
 .rc-explorer output { font-variant-numeric: tabular-nums; }
-.rc-explorer svg { width: 100%; max-width: 672px; height: auto; display: block; }
+.rc-explorer svg { display: block; }
 .rc-explorer .rc-note { font-size: .9rem; min-height: 2.6em; }
 .rc-explorer text { font-family: inherit; font-size: 12px; fill: currentColor; }
 """
@@ -225,7 +225,8 @@ def explorer_html(grid: dict, uid: str = "rc-explorer") -> str:
         f'<div class="rc-explorer" id="{uid}"><style>{_CSS}</style>'
         f'<div class="rc-controls">{controls}</div>'
         f'<div class="rc-axis-label">{label}</div>'
-        f'<svg viewBox="0 0 672 300" role="img" aria-label="residual against layer"></svg>'
+        f'<div class="rc-plot"><svg viewBox="0 0 672 300" width="672" height="300" role="img" '
+        f'aria-label="residual against layer"></svg></div>'
         f'<p class="rc-note" aria-live="polite"></p>'
         f'<script type="application/json">{payload}</script>'
         f"<script>{_JS % {'uid': json.dumps(uid)}}</script></div>"
