@@ -49,15 +49,9 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
 # JavaScript errors we accept, each with the reason. A message matching any pattern is allowed.
 # Add an entry only with a reason; the test reports every allowed message it met (pytest -rP shows them).
 ALLOWED_JS_ERRORS: dict[str, str] = {
-    r"Identifier 'THEBE_JS_URL' has already been declared": (
-        "Sphinx 7.4 writes an inline script that an extension registers after the builder started "
-        "twice into every page (registered as filename None, re-added as '', and the two do not compare "
-        "equal). sphinx-thebe's config script (const THEBE_JS_URL = ...; jupyter-book always loads "
-        "sphinx-thebe) is such a script, so its second copy throws on redeclaring the const. The first "
-        "copy has already defined the same values, so nothing is lost (sphinx-togglebutton's inline "
-        "script is doubled the same way, harmlessly: it uses var). The cause is Sphinx's asset "
-        "handling, which the book cannot change: jupyter-book 1.0.4 requires sphinx~=7.0."
-    ),
+    # (none: sphinx-thebe's config script, which Sphinx 7.4 wrote twice into every page and whose
+    # second copy threw "Identifier 'THEBE_JS_URL' has already been declared", is now written
+    # once: _ext/bookext.py removes repeated inline scripts)
 }
 
 # TeX that must never reach the reader as text (outside code blocks and MathJax output)
@@ -226,13 +220,72 @@ out.overflowing = Array.from(document.querySelectorAll('div.cell_input div.highl
 return out;
 """
 
+WIDTHS = (1280, 390)  # a laptop window and a phone, in CSS pixels
+PHONE_HEIGHT = 844
+
+# What may not be wider than the text column unless it scrolls inside its own box, and how
+# large each figure is shown against its natural size. The column is the article's content box.
+_LAYOUT = r"""
+const article = document.querySelector('article.bd-article') || document.querySelector('main');
+const box = article.getBoundingClientRect();
+const pad = parseFloat(getComputedStyle(article).paddingLeft) + parseFloat(getComputedStyle(article).paddingRight);
+const column = {left: box.left + parseFloat(getComputedStyle(article).paddingLeft), width: article.clientWidth - pad};
+column.right = column.left + column.width;
+const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+const fits = r => r.left >= column.left - 1 && r.right <= column.right + 1;
+const out = {column: column.width, wide: [], figures: [], pageScroll: document.documentElement.scrollWidth - window.innerWidth};
+const describe = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+  (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\s+/).join('.') : '') +
+  ' "' + (el.textContent || el.getAttribute('src') || '').trim().slice(0, 50) + '"';
+const selectors = 'figure, figure img, table, div.cell_output, div.cell_output pre, div.math, ' +
+  'mjx-container[display="true"], .rc-explorer, .rc-explorer svg, article img';
+for (const el of article.querySelectorAll(selectors)) {
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 || fits(r)) continue;
+  // wider than the column: fine only inside a box of its own that fits the column and scrolls
+  let ok = false;
+  for (let a = el; a && a !== article; a = a.parentElement) {
+    if (a !== el || true) {
+      const ar = a.getBoundingClientRect();
+      if (scrolls(a) && fits(ar)) { ok = true; break; }
+    }
+  }
+  if (!ok) out.wide.push(describe(el) + ' is ' + Math.round(r.width) + ' px wide, ' +
+                         'the column ' + Math.round(column.width) + ' px');
+}
+for (const img of article.querySelectorAll('figure img')) {
+  if (!img.naturalWidth) continue;
+  out.figures.push({src: img.getAttribute('src'), natural: img.naturalWidth,
+                    shown: img.getBoundingClientRect().width});
+}
+return out;
+"""
+
+# The explorer: move each control and read the measured curve before and after.
+_MOVE_EXPLORER = r"""
+const root = document.querySelector('.rc-explorer');
+if (!root) return null;
+const curve = () => root.querySelector('path.rc-measured').getAttribute('d');
+const changes = {};
+for (const input of root.querySelectorAll('input[type=range]')) {
+  const before = curve(), old = input.value;
+  input.value = String(+input.value === +input.min ? +input.max : +input.min);
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  changes[input.name] = {before, after: curve(), from: old, to: input.value};
+  input.value = old;
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+}
+return changes;
+"""
+
+
 _FIGURE_BACKING = """
 return Array.from(document.querySelectorAll('figure img, .figure img, img.glue-figure, .cell_output img'))
   .map(img => [img.getAttribute('src'), getComputedStyle(img).backgroundColor]);
 """
 
 
-def _screenshot(driver, path: Path) -> None:
+def _screenshot(driver, path: Path, width: int = 1280) -> None:
     """A full-page PNG: the viewport made as tall as the page, then one shot (DevTools protocol).
 
     (Plain Selenium shoots only the viewport; ``captureBeyondViewport`` alone sometimes shoots a
@@ -241,7 +294,7 @@ def _screenshot(driver, path: Path) -> None:
     import base64
 
     size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-    width, height = 1280, min(int(size["height"]), 16000)
+    height = min(int(size["height"]), 16000)
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
     try:
@@ -292,7 +345,7 @@ def report(browser, html_dir, server):
 
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {},
-             "overflow": []}
+             "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}}
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     browser.get(server + "/intro.html")
     for mode in ("light", "dark"):
@@ -328,6 +381,35 @@ def report(browser, html_dir, server):
                         found["dark"].append(f"{rel}: figure {src} has no backing in dark mode")
             _screenshot(browser, SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"))
     _set_mode(browser, "light")
+    # every page at both widths: what is wider than the column, how large figures are shown
+    for width in WIDTHS:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": PHONE_HEIGHT if width < 600 else 900,
+                                 "deviceScaleFactor": 1, "mobile": False})
+        try:
+            for rel in pages:
+                browser.get(server + "/" + rel)
+                browser.execute_async_script(_WAIT_FOR_PAGE)
+                layout = browser.execute_script(_LAYOUT)
+                found["columns"][(rel, width)] = layout["column"]
+                found["wide"] += [f"{rel} at {width} px: {w}" for w in layout["wide"]]
+                if layout["pageScroll"] > 1:
+                    found["wide"].append(f"{rel} at {width} px: the page itself scrolls sideways by "
+                                         f"{layout['pageScroll']} px")
+                for fig in layout["figures"]:
+                    found["figures"][(rel, width, fig["src"])] = fig
+                    if fig["shown"] < 0.9 * fig["natural"]:
+                        found["small_figures"].append(
+                            f"{rel} at {width} px: {fig['src']} shown at {fig['shown'] / fig['natural']:.0%} "
+                            f"of its natural size ({fig['natural']} px)")
+                moved = browser.execute_script(_MOVE_EXPLORER)
+                if moved is not None:
+                    found["explorer"][(rel, width)] = moved
+                if width != 1280 and _is_chapter(rel):
+                    _screenshot(browser, SCREENSHOTS / f"w{width}" / (rel.removesuffix(".html").replace("/", "__") + ".png"),
+                                width=width)
+        finally:
+            browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     return found
 
 
@@ -364,6 +446,49 @@ PAGE_PROBLEMS = {
 @pytest.mark.parametrize("problem", PAGE_PROBLEMS)
 def test_pages_have_no(report, problem):
     assert not report[problem], f"{PAGE_PROBLEMS[problem]}, except:\n" + "\n".join(report[problem])
+
+
+@pytest.mark.build
+def test_nothing_is_wider_than_the_column_unless_it_scrolls_in_its_own_box(report):
+    """At 1280 and 390 px: no figure, table, output area or display equation runs past the
+    text column, unless it sits in a box of its own that fits and scrolls (_static/book.css)."""
+    assert report["columns"], "no page was measured"
+    assert not report["wide"], "\n".join(report["wide"])
+
+
+@pytest.mark.build
+def test_figures_are_shown_at_their_natural_size(report):
+    """Every figure at no less than 90% of its natural size, at both widths; and at least at the
+    scale the legibility check of rc.plotting assumed (its 9-point minimum is then what shows)."""
+    import rankcollapse as rc
+
+    assert report["figures"], "no figure was found on any page"
+    assert not report["small_figures"], "\n".join(report["small_figures"])
+    column_px = rc.plotting.COLUMN_INCHES * 96
+    for (rel, width, src), fig in report["figures"].items():
+        assumed = min(1.0, column_px / fig["natural"])
+        assert fig["shown"] >= assumed * fig["natural"] - 1, (rel, width, src, fig)
+
+
+@pytest.mark.build
+def test_the_column_is_as_wide_as_the_figures_are_drawn(report):
+    """rc.plotting draws figures 7 inches wide for a column at least that wide at 1280 px."""
+    import rankcollapse as rc
+
+    widths = {w for (rel, width), w in report["columns"].items() if width == 1280 and _is_chapter(rel)}
+    print("text column at 1280 px:", sorted(widths))
+    assert widths and min(widths) >= rc.plotting.WIDTH * 96 - 1, widths
+
+
+@pytest.mark.build
+def test_the_explorer_responds_to_its_controls(report):
+    """The skip chapter's explorer: moving each slider redraws the measured curve."""
+    pages = {rel for rel, _ in report["explorer"]}
+    assert "chapters/skip.html" in pages, f"no explorer found (pages with one: {sorted(pages)})"
+    for (rel, width), moved in report["explorer"].items():
+        assert set(moved) == {"depth", "scale", "strength"}, moved
+        for name, change in moved.items():
+            assert change["after"] != change["before"], f"{rel} at {width} px: moving {name} changed nothing"
 
 
 @pytest.mark.build

@@ -168,3 +168,18 @@ def test_table_renders_as_markdown_html_and_text():
         rc.book.Table(["a", "b", "c"], [[1, 2]])
     with pytest.raises(ValueError, match="align"):
         rc.book.Table(["a"], [[1]], align="x")
+
+
+def test_fit_to_page_applies_the_width_and_the_minimum_size(book_style):
+    """glue_figure mends what a chapter got wrong in size (an 8-inch figure, a 7-point legend),
+    so every glued figure is shown at 100% with 9-point text; what it cannot mend raises."""
+    fig, ax = plt.subplots(figsize=(8.0, 3.0), layout="constrained")
+    ax.plot([0, 1], [0, 1], label="seven points")
+    ax.legend(fontsize=7)
+    ax.tick_params(labelsize=6)
+    before = rc.plotting.figure_problems(fig)
+    assert any("7.0 pt" in p or "6.1 pt" in p or "pt as shown" in p for p in before)
+    changes = rc.plotting.fit_to_page(fig)
+    assert fig.get_figwidth() == rc.plotting.WIDTH and changes
+    assert rc.plotting.figure_problems(fig) == []
+    plt.close(fig)

@@ -102,16 +102,18 @@ def glue_figure(name: str, fig) -> None:
 
     The figure is also shown as the cell's output (so a reader running the notebook sees it);
     tag the cell ``remove-output`` so the built page shows it once, where the directive puts it.
-    First the figure is checked for the page (:func:`rankcollapse.plotting.check_figure`: no
-    text below 9 pt at the size the page shows it, none clipped, none overlapping): a figure
-    that fails raises ``ValueError``, so every figure the book makes is checked when the
-    chapters run.
+    First the page's size rules are applied (:func:`rankcollapse.plotting.fit_to_page`: at
+    most the column's width, so shown at 100%; no text below 9 pt), then the figure is checked
+    (:func:`rankcollapse.plotting.check_figure`: no text below 9 pt at the size the page shows
+    it, none clipped, none overlapping): a figure that fails raises ``ValueError``, so every
+    figure the book makes is checked when the chapters run.
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import check_figure
+    from .plotting import check_figure, fit_to_page
 
     try:
+        fit_to_page(fig)
         check_figure(fig)
     except ValueError:
         plt.close(fig)

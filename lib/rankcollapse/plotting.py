@@ -148,6 +148,35 @@ def figure_problems(fig, column_inches: float = COLUMN_INCHES, min_points: float
     return problems
 
 
+def fit_to_page(fig, column_inches: float = COLUMN_INCHES, min_points: float = MIN_POINTS) -> list[str]:
+    """Apply the page's two size rules to ``fig`` in place, and say what was changed.
+
+    A figure wider than the column is made ``WIDTH`` inches wide (its height kept; a
+    constrained layout re-flows its panels), so the page shows it at 100%; a text smaller than
+    ``min_points`` is set to ``min_points``. What neither rule can mend (text that overlaps or
+    is clipped) is left to :func:`figure_problems`.
+    """
+    from matplotlib.text import Text
+
+    changes = []
+    width, height = fig.get_size_inches()
+    if width > column_inches + 1e-9:
+        fig.set_size_inches(WIDTH, height)
+        changes.append(f"width {width:g} in -> {WIDTH:g} in")
+    for t in fig.findobj(Text):
+        if t.get_text().strip() and t.get_fontsize() < min_points - 1e-9:
+            changes.append(f"{t.get_text()!r}: {t.get_fontsize():g} pt -> {min_points:g} pt")
+            t.set_fontsize(min_points)
+    for ax in fig.axes:  # tick labels made later from the axis's own size
+        for axis in (ax.xaxis, ax.yaxis):
+            for which in ("major", "minor"):
+                sizes = [t.label1.get_fontsize() for t in (axis.get_major_ticks() if which == "major"
+                                                            else axis.get_minor_ticks())]
+                if sizes and min(sizes) < min_points - 1e-9:
+                    axis.set_tick_params(which=which, labelsize=min_points)
+    return changes
+
+
 def check_figure(fig, **kw) -> None:
     """Raise ``ValueError`` listing :func:`figure_problems` of ``fig``, if it has any."""
     problems = figure_problems(fig, **kw)
@@ -173,7 +202,7 @@ def svg_bytes(fig) -> bytes:
     return buf.getvalue()
 
 
-__all__ += ["COLUMN_INCHES", "WIDTH", "MIN_POINTS", "figure_problems", "check_figure", "integer_ticks",
+__all__ += ["COLUMN_INCHES", "WIDTH", "MIN_POINTS", "figure_problems", "fit_to_page", "check_figure", "integer_ticks",
             "svg_options", "svg_bytes"]
 
 
