@@ -16,8 +16,15 @@ On every page the test waits for MathJax to finish typesetting and fails on
 - a JavaScript error (uncaught exceptions, rejected promises, ``console.error``, failed
   resource loads) other than the documented ones in ``ALLOWED_JS_ERRORS``.
 
+Then every page is opened at 1280 and at 390 CSS pixels (a laptop, a phone): nothing (figure,
+table, output area, display equation, the explorer) may be wider than the text column unless
+it scrolls inside a box of its own that fits; every figure is shown at no less than 90% of its
+natural size (the figures are drawn as wide as the column, rc.plotting.WIDTH); and the skip
+chapter's explorer must redraw its curve when each of its controls moves. The search page's
+snippets must show no raw TeX.
+
 It saves a screenshot of every page in light mode, and of every chapter in dark mode too, to
-``_build/screenshots/``. In dark mode figure images must sit on a light backing: the figures
+``_build/screenshots/`` (and of every chapter at 390 px, ``_build/screenshots/w390/``). In dark mode figure images must sit on a light backing: the figures
 are drawn in mid-grey ink on a transparent background, and pydata-sphinx-theme (under
 sphinx-book-theme) gives content images a white background in dark mode; the test guards it.
 
@@ -245,10 +252,7 @@ for (const el of article.querySelectorAll(selectors)) {
   // wider than the column: fine only inside a box of its own that fits the column and scrolls
   let ok = false;
   for (let a = el; a && a !== article; a = a.parentElement) {
-    if (a !== el || true) {
-      const ar = a.getBoundingClientRect();
-      if (scrolls(a) && fits(ar)) { ok = true; break; }
-    }
+    if (scrolls(a) && fits(a.getBoundingClientRect())) { ok = true; break; }
   }
   if (!ok) out.wide.push(describe(el) + ' is ' + Math.round(r.width) + ' px wide, ' +
                          'the column ' + Math.round(column.width) + ' px');
@@ -521,6 +525,21 @@ def test_the_checks_catch_problems(browser):
     seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
     assert len(seen["rawTex"]) == 2 and seen["untypeset"] == ["\\(z\\)"] and len(seen["images"]) == 1
     assert seen["overflowing"] == ["x" * 100]
+
+
+@pytest.mark.build
+def test_search_snippets_show_no_raw_tex(browser, server):
+    """The search page's snippets are cut from the pages' text, where formulas are TeX until
+    MathJax runs: _static/search-math.js turns them into plain text first."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    browser.get(server + "/search.html?q=residual")
+    WebDriverWait(browser, PAGE_TIMEOUT).until(
+        lambda d: len(d.find_elements("css selector", "#search-results li p.context")) >= 3)
+    snippets = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#search-results li p.context')).map(p => p.textContent)")
+    raw = [t[:160] for t in snippets if RAW_TEX.search(t)]
+    assert not raw, "\n".join(raw)
 
 
 @pytest.mark.build

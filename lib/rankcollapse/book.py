@@ -110,8 +110,9 @@ def glue_figure(name: str, fig) -> None:
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import check_figure, fit_to_page
+    from .plotting import _svg_output, check_figure, fit_to_page
 
+    _svg_output()  # SVG, deterministic, whatever the set-up cell did
     try:
         fit_to_page(fig)
         check_figure(fig)
