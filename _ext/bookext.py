@@ -172,8 +172,13 @@ def _add_student_download(app, pagename, templatename, context, doctree):
 
 
 def _script_key(script):
+    """What makes two scripts the same: the file (``None`` and ``""`` alike: inline) and the
+    attributes (an inline script's ``body``). Sphinx's own comparison also weighs the priority
+    and tells ``None`` from ``""``, which is how the doubles got in."""
+    if isinstance(script, str):  # a plain file name (older Sphinx, or an extension)
+        return (script, ())
     attrs = getattr(script, "attributes", {}) or {}
-    return (getattr(script, "filename", None) or str(script) or "", tuple(sorted((k, str(v)) for k, v in attrs.items())))
+    return (getattr(script, "filename", None) or "", tuple(sorted((k, str(v)) for k, v in attrs.items())))
 
 
 def dedupe_scripts(scripts: list) -> list:

@@ -95,3 +95,36 @@ def test_cross_references_do_not_double_their_label(built_book):
         page = (built_book / "html" / (f.removesuffix(".md") + ".html")).read_text()
         found += [f"{f}: {m.group(0)[:120]}" for m in doubled.finditer(page)]
     assert not found, "\n".join(found)
+
+
+def test_each_inline_script_is_written_once():
+    """Sphinx 7.4 registers some inline scripts twice (file name None, then ""): the page got
+    sphinx-thebe's `const THEBE_JS_URL` twice and threw on the second. bookext keeps one."""
+    import sys
+
+    from chapters_util import ROOT
+    from sphinx.builders.html._assets import _JavaScript
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import bookext
+
+    thebe = "const THEBE_JS_URL = 'x';"
+    scripts = [_JavaScript("a.js"), _JavaScript(None, body=thebe), _JavaScript("", priority=501, body=thebe),
+               _JavaScript("a.js"), _JavaScript(None, body="var y = 1;")]
+    kept = bookext.dedupe_scripts(scripts)
+    assert [(s.filename, s.attributes.get("body")) for s in kept] == [("a.js", None), (None, thebe), (None, "var y = 1;")]
+
+
+@pytest.mark.build
+def test_pages_load_thebe_once_and_offer_the_student_notebook(built_book):
+    import json
+
+    from chapters_util import toc_notebooks
+
+    for path in toc_notebooks():
+        page = (built_book / "html" / "chapters" / (path.stem + ".html")).read_text()
+        assert page.count("const THEBE_JS_URL") <= 1, path.name
+        assert f"../student/chapters/{path.stem}.ipynb" in page, path.name
+        student = json.loads((built_book / "html" / "student" / "chapters" / (path.stem + ".ipynb")).read_text())
+        source = "".join("".join(c["source"]) for c in student["cells"])
+        assert "solution-start" not in source and "exercise-start" in source, path.name

@@ -387,11 +387,12 @@ def report(browser, html_dir, server):
     _set_mode(browser, "light")
     # every page at both widths: what is wider than the column, how large figures are shown
     for width in WIDTHS:
-        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                {"width": width, "height": PHONE_HEIGHT if width < 600 else 900,
-                                 "deviceScaleFactor": 1, "mobile": False})
         try:
             for rel in pages:
+                # per page: the screenshot below resets the emulated size when it is done
+                browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                        {"width": width, "height": PHONE_HEIGHT if width < 600 else 900,
+                                         "deviceScaleFactor": 1, "mobile": False})
                 browser.get(server + "/" + rel)
                 browser.execute_async_script(_WAIT_FOR_PAGE)
                 layout = browser.execute_script(_LAYOUT)

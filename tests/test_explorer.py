@@ -72,3 +72,9 @@ def test_html_is_self_contained(grid):
         rc.explorer.explorer_html(grid, uid="a b")
     with pytest.raises(ValueError, match="grid lacks"):
         rc.explorer.explorer_html({"L": 2})
+
+
+def test_show_displays_once_and_returns_nothing(grid, capsys):
+    """A cell ending with show(...) must not display the explorer a second time (as the cell's
+    value): the second copy's script would draw into the first and leave itself empty."""
+    assert rc.explorer.show(grid) is None

@@ -244,8 +244,9 @@ class _HTML:
         return "(an interactive figure: open the book's page, or a notebook that renders HTML)"
 
 
-def show(grid: dict, uid: str = "rc-explorer"):
-    """Display the explorer as a cell's output (HTML) and return it."""
+def show(grid: dict, uid: str = "rc-explorer") -> None:
+    """Display the explorer as the cell's output (HTML). Returns nothing, so that a cell
+    ending with this call shows the explorer once (a page can hold each ``uid`` once)."""
     obj = _HTML(explorer_html(grid, uid))
     try:
         from IPython.display import display
@@ -253,4 +254,3 @@ def show(grid: dict, uid: str = "rc-explorer"):
         print(repr(obj))
     else:
         display(obj)
-    return obj

@@ -403,7 +403,7 @@ def rank_before_after(before, after, ax=None):
     before, after = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     pairs, counts = np.unique(np.stack([before, after], axis=1), axis=0, return_counts=True)
     lo, hi = min(before.min(), after.min()), max(before.max(), after.max())
-    ax.plot([lo - 0.6, hi + 0.6], [lo - 0.6, hi + 0.6], ls="--", color=_INK, lw=1, label="rank after = rank before",
+    ax.plot([lo - 0.6, hi + 0.6], [lo - 0.6, hi + 0.6], ls="--", color=_INK, lw=1, label="after = before",
             zorder=1)
     # disc area grows with the count; the count itself is written inside (a fixed 9 pt)
     size = 160 + 340 * counts / counts.max()
@@ -414,7 +414,9 @@ def rank_before_after(before, after, ax=None):
            ylabel=r"numerical rank of LN$(Y)$")
     integer_ticks(ax, "both")
     ax.set_aspect("equal", adjustable="box")
-    ax.legend(loc="upper left")
+    # the lower right corner (high rank before, low after) is where the argument allows points
+    # but LayerNorm hardly ever puts them: the key goes there
+    ax.legend(loc="lower right")
     return ax
 
 
