@@ -128,3 +128,18 @@ def test_pages_load_thebe_once_and_offer_the_student_notebook(built_book):
         student = json.loads((built_book / "html" / "student" / "chapters" / (path.stem + ".ipynb")).read_text())
         source = "".join("".join(c["source"]) for c in student["cells"])
         assert "solution-start" not in source and "exercise-start" in source, path.name
+
+
+@pytest.mark.build
+def test_checks_in_the_book_say_they_ran_the_reference_solution(built_book):
+    """In the book every check runs on the solution printed above it: the page must say so,
+    not show the reader a pass ("✔ paths.count: correct.") before any attempt."""
+    import re
+
+    from chapters_util import toc_notebooks
+
+    for path in toc_notebooks():
+        page = (built_book / "html" / "chapters" / (path.stem + ".html")).read_text()
+        n_checks = path.read_text().count("rc.checks.check(")
+        assert page.count("checked against the reference solution") == n_checks, path.name
+        assert not re.search(r"✔ [\w.]+: correct", page), path.name
