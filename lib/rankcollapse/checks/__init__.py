@@ -63,8 +63,8 @@ class CheckResult:
         if self.status == "correct" and in_book_build():
             # the book runs the check on the solution printed above it: say so, so that a reader
             # does not take it for their own pass (in a notebook the check runs their function)
-            return (f"{mark} {self.exercise}: checked against the reference solution above, which passes. "
-                    "In a notebook this cell checks your own function.")
+            return (f"{mark} {self.exercise}: checked against the reference solution.\n"
+                    "  It passes; in a notebook this cell checks your own function.")
         return f"{mark} {self.exercise}: {self.status}. {self.message}".rstrip()
 
 
