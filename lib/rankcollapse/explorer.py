@@ -151,7 +151,7 @@ _JS = r"""
     const meas = data.measured[i][j].slice(0, L + 1);
     const bnd = alpha === 0 ? data.bound[i].slice(0, L + 1) : null;
     let lo = Math.min(...meas), hi = Math.max(0, ...meas);
-    if (bnd) { hi = Math.max(hi, ...bnd); lo = Math.min(lo, Math.max(Math.min(...bnd), lo - 20)); }
+    if (bnd) { hi = Math.max(hi, Math.min(...bnd.slice(1).concat([hi]))); lo = Math.min(lo, Math.max(Math.min(...bnd), lo - 20)); }
     hi = Math.min(hi, 40);
     lo = Math.floor(Math.max(lo, -320)) - 1; hi = Math.ceil(hi) + 1;
     const x = l => m.l + (W - m.l - m.r) * l / Math.max(L, 1);
@@ -168,13 +168,27 @@ _JS = r"""
     el('line', {x1: m.l, x2: m.l, y1: m.t, y2: Hh - m.b, stroke: 'currentColor', 'stroke-opacity': .5});
     el('line', {x1: m.l, x2: W - m.r, y1: Hh - m.b, y2: Hh - m.b, stroke: 'currentColor', 'stroke-opacity': .5});
     const path = vals => vals.map((v, l) => (l ? 'L' : 'M') + x(l).toFixed(1) + ' ' + y(v).toFixed(1)).join(' ');
-    if (bnd) el('path', {d: path(bnd), fill: 'none', stroke: '#D55E00', 'stroke-width': 2, 'stroke-dasharray': '6 4',
+    // the bound where it is drawn; past the top of the plot it is vacuous: stop at the edge
+    const clipped = vals => {
+      let d = '';
+      for (let l = 0; l < vals.length; l++) {
+        if (vals[l] > hi) {
+          if (l > 0) d += ' L' + (x(l - 1) + (x(l) - x(l - 1)) * (hi - vals[l - 1]) / (vals[l] - vals[l - 1])).toFixed(1) +
+                         ' ' + y(hi).toFixed(1);
+          break;
+        }
+        d += (l ? ' L' : 'M') + x(l).toFixed(1) + ' ' + y(vals[l]).toFixed(1);
+      }
+      return d || 'M0 0';
+    };
+    if (bnd) el('path', {d: clipped(bnd), fill: 'none', stroke: '#D55E00', 'stroke-width': 2, 'stroke-dasharray': '6 4',
                          'class': 'rc-bound'});
     el('path', {d: path(meas), fill: 'none', stroke: '#0072B2', 'stroke-width': 2.5, 'class': 'rc-measured'});
     meas.forEach((v, l) => el('circle', {cx: x(l), cy: y(v), r: 3, fill: '#0072B2'}));
     const key = [['measured', '#0072B2', '']].concat(bnd ? [['bound (paper\u2019s Theorem 2.2)', '#D55E00', '6 4']] : []);
     key.forEach(([name, colour, dash], k) => {
-      const ky = m.t + 10 + 18 * k, kx = W - m.r - 250;
+      // bottom left: the curves start at the top left and fall to the right
+      const ky = Hh - m.b - 14 - 18 * (key.length - 1 - k), kx = m.l + 14;
       el('line', {x1: kx, x2: kx + 28, y1: ky, y2: ky, stroke: colour, 'stroke-width': 2.5, 'stroke-dasharray': dash});
       el('text', {x: kx + 36, y: ky + 4}, name);
     });
