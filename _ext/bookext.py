@@ -12,10 +12,10 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections import Counter
 
+from booktools.config import github_repo  # the reading of the address the Colab notebooks share
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
@@ -72,12 +72,6 @@ register_plugin("pybtex.style.formatting", "plain_authoryear", PlainAuthorYear)
 
 
 # --- 2. the Colab button --------------------------------------------------------------------
-
-
-def github_repo(url: str) -> tuple[str, str] | None:
-    """``(owner, name)`` of a GitHub repository address (``.git`` and a final ``/`` allowed), else None."""
-    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", url or "")
-    return match.groups() if match else None
 
 
 def colab_link(repository_url: str, branch: str, pagename: str) -> str:

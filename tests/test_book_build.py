@@ -2,7 +2,8 @@
 
 import pytest
 
-from chapters_util import toc_files
+from booktools import ROOT
+from booktools.toc import chapter_key, toc_files, toc_notebooks
 
 
 @pytest.mark.build
@@ -24,8 +25,6 @@ def test_math_is_served_offline(built_book):
 
 @pytest.mark.build
 def test_glued_numbers_and_figures_are_in_the_pages(built_book):
-    from chapters_util import ROOT, toc_notebooks
-
     for path in toc_notebooks():
         source = path.read_text()
         page = (built_book / "html" / path.relative_to(ROOT).with_suffix(".html")).read_text()
@@ -50,13 +49,8 @@ def test_bibliography_labels_are_author_year(built_book):
 
 def test_author_year_labels_disambiguate():
     """Two entries that would share a label get a and b; two authors are both named."""
-    import sys
-
-    from chapters_util import ROOT
+    import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
     from pybtex.database import parse_string
-
-    sys.path.insert(0, str(ROOT / "_ext"))
-    import bookext
 
     bib = parse_string(
         "@article{a, author={Noci, L. and Li, C.}, year={2023}, title={x}}"
@@ -71,8 +65,6 @@ def test_author_year_labels_disambiguate():
 
 def test_landing_page_maps_every_chapter():
     """The landing page's chapter map has a row for every chapter in _toc.yml."""
-    from chapters_util import ROOT, chapter_key, toc_notebooks
-
     intro = (ROOT / "intro.md").read_text()
     chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
     for path in toc_notebooks():
@@ -85,8 +77,6 @@ def test_cross_references_do_not_double_their_label(built_book):
     """A reference renders its own label ("Theorem 1.1", "Fig. 2.3"): the prose must not also
     write the word before it ("Theorem Theorem 1.1")."""
     import re
-
-    from chapters_util import toc_files
 
     doubled = re.compile(r"\b(Theorem|Proposition|Definition|Lemma|Corollary|Exercise|Fig\.|Figure|Section|Equation)"
                          r"\s*(?:<[^>]+>\s*)+\1\b")
