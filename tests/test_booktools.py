@@ -202,3 +202,26 @@ def test_differences_by_name_with_a_tolerance():
                                  "figure 'fig-x': pixels differ (shape [100, 100, 4] vs [100, 100, 4])"]
     d = results(hand_made_notebook(printed="residual 1.0 and more"))
     assert differences(a, d)[0].startswith("text line 1:")
+
+
+def test_compare_outputs_records_and_compares(tmp_path, capsys):
+    """scripts/compare_outputs.py's two steps on hand-made executed notebooks (read with --from)."""
+    from booktools.compare import main
+
+    for name, value in (("before", "0.12"), ("same", "0.12"), ("after", "0.13")):
+        (tmp_path / name).mkdir()
+        nbformat.write(hand_made_notebook(value=value), tmp_path / name / "paths.ipynb")
+        assert main(["record", str(tmp_path / f"{name}.json"), "--chapters", "paths",
+                     "--from", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "same.json")]) == 0
+    assert capsys.readouterr().out.startswith("0 difference(s) in 1 chapter(s), 4 values, lines and figures")
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "after.json")]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
+    with pytest.raises(SystemExit):
+        main(["record", str(tmp_path / "x.json"), "--chapters", "no-such-chapter"])
+    # the script runs as a script, without any path set-up
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_outputs.py"), "compare",
+                             str(tmp_path / "before.json"), str(tmp_path / "after.json")],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 1 and "x-value" in result.stdout, result.stderr
