@@ -162,11 +162,12 @@ def hand_made_notebook(value="0.12", printed="residual 1.000000000000", color=0.
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(1, 1))
-    ax.plot([0, 1], [0, 1], color=(color, 0, 0))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
+    with matplotlib.style.context("default"):  # whatever style an earlier test set
+        fig, ax = plt.subplots(figsize=(1, 1), dpi=100)
+        ax.plot([0, 1], [0, 1], color=(color, 0, 0))
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
     png = base64.b64encode(buf.getvalue()).decode()
     v4 = nbformat.v4
     params = v4.new_code_cell("mode = 'fast'", metadata={"tags": ["injected-parameters"]})
@@ -225,3 +226,22 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
                              str(tmp_path / "before.json"), str(tmp_path / "after.json")],
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 1 and "x-value" in result.stdout, result.stderr
+
+
+def test_a_build_notebook_is_read_with_its_glue_file(tmp_path):
+    """myst-nb takes the values glued without display out of the notebook it saves and writes
+    them to <name>.glue.json: read_executed puts them back, so a build's run reads as papermill's."""
+    import json
+
+    nb = hand_made_notebook()
+    cell = nb.cells[1]
+    glued = [o for o in cell.outputs if o.get("metadata", {}).get("scrapbook")]
+    cell.outputs = [o for o in cell.outputs if o not in glued[:1]]  # as myst-nb saves it
+    nbformat.write(nb, tmp_path / "paths.ipynb")
+    (tmp_path / "paths.glue.json").write_text(json.dumps({"x-value": {
+        "output_type": "display_data", "data": {"text/plain": "0.12"},
+        "metadata": {"scrapbook": {"name": "x-value", "mime_prefix": "application/papermill.record/"}}}}))
+    assert results(nbformat.read(tmp_path / "paths.ipynb", as_version=4))["glue"] == {}
+    from booktools.outputs import read_executed
+
+    assert differences(results(read_executed(tmp_path / "paths.ipynb")), results(hand_made_notebook()), rtol=0) == []

@@ -12,7 +12,7 @@ import pytest
 
 from booktools import ROOT
 from booktools.execute import EXECUTED, execute
-from booktools.outputs import differences, results
+from booktools.outputs import differences, read_executed, results
 from booktools.toc import toc_notebooks
 
 CHAPTERS = toc_notebooks()
@@ -50,9 +50,7 @@ def _seed0_run(path):
 def test_chapter_shows_the_same_results_as_the_book_build(path, built_book):
     """Same seed, same mode: the papermill run and the book build's run glue the same values,
     print the same text and draw the same pixels."""
-    import nbformat
-
-    theirs = nbformat.read(built_book / "jupyter_execute" / path.relative_to(ROOT).with_suffix(".ipynb"), as_version=4)
+    theirs = read_executed(built_book / "jupyter_execute" / path.relative_to(ROOT).with_suffix(".ipynb"))
     ours = results(_seed0_run(path))
     assert ours["glue"], f"{path.name}: no glued value found"
     assert len(ours["figures"]) >= path.read_text().count("{glue:figure}"), f"{path.name}: a figure is missing"

@@ -19,14 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .outputs import differences, results
+from .outputs import differences, read_executed, results
 from .toc import chapter_key, toc_notebooks
 
 
 def record(chapters=None, mode: str = "fast", seed: int = 0, from_dir: Path | None = None) -> dict:
     """Every chapter's (or those named by stem) results, with the run's mode and seed."""
-    import nbformat
-
     from .execute import execute
 
     toc = toc_notebooks()
@@ -39,7 +37,7 @@ def record(chapters=None, mode: str = "fast", seed: int = 0, from_dir: Path | No
     with tempfile.TemporaryDirectory() as tmp:
         for path in toc:
             if from_dir is not None:
-                nb = nbformat.read(Path(from_dir) / (path.stem + ".ipynb"), as_version=4)
+                nb = read_executed(Path(from_dir) / (path.stem + ".ipynb"))
             else:
                 print(f"  executing {chapter_key(path)} ({mode}, seed {seed}) ...", file=sys.stderr, flush=True)
                 nb = execute(path, mode=mode, seed=seed, out_dir=Path(tmp))

@@ -6,7 +6,8 @@ tolerance. The determinism tests and ``scripts/compare_outputs.py`` use both.
 
 - **glue**: every output myst-nb's ``glue`` wrote (it carries ``metadata.scrapbook``), by name:
   its text representations (``text/plain``, ``text/markdown``, ...), which are what the prose
-  shows. A glued figure is listed under ``figures`` instead.
+  shows. A glued figure is listed under ``figures`` instead. Read a book build's notebook with
+  :func:`read_executed`, which finds the values myst-nb took out of it.
 - **text**: per code cell, the lines it printed (stdout) and the ``text/plain`` of its other
   results (not figures, not glued values); trailing whitespace dropped. The line in which a chapter
   announces that ``RANKCOLLAPSE_MODE`` overrides its mode is left out: the book build sets the
@@ -24,6 +25,7 @@ import re
 
 GLUE_PREFIX = "application/papermill.record/"  # myst-nb's prefix for a value glued without display
 OVERRIDE_MARK = "overrides mode="  # rc.presets.resolve_mode's announcement of RANKCOLLAPSE_MODE
+GLUE_DATA_KEY = "booktools_glue"  # where read_executed puts the values of a build's <name>.glue.json
 
 
 def _code_cells(nb):
@@ -74,18 +76,44 @@ def text_outputs(nb) -> list[list[str]]:
     return cells
 
 
+def _glue_outputs(nb):
+    for cell in _code_cells(nb):
+        for out in cell.get("outputs", []):
+            if _glue_name(out) is not None:
+                yield out
+    yield from nb.get("metadata", {}).get(GLUE_DATA_KEY, {}).values()
+
+
 def glued_values(nb) -> dict[str, dict[str, str]]:
     """Every glued value that is not a figure: name -> {mime type: text}."""
     values = {}
-    for cell in _code_cells(nb):
-        for out in cell.get("outputs", []):
-            name = _glue_name(out)
-            data = _data(out)
-            if name is None or "image/png" in data:
-                continue
-            values[name] = {mime: _join(v) for mime, v in sorted(data.items())
-                            if mime.startswith("text/") or mime.endswith("json")}
+    for out in _glue_outputs(nb):
+        data = _data(out)
+        if "image/png" not in data:
+            values[_glue_name(out)] = {mime: _join(v) for mime, v in sorted(data.items())
+                                       if mime.startswith("text/") or mime.endswith("json")}
     return values
+
+
+def read_executed(path):
+    """An executed notebook from its file, with the values myst-nb glued in it.
+
+    The book build's notebooks (``_build/jupyter_execute/**/<name>.ipynb``) have lost the values
+    glued without display: myst-nb moves them to ``<name>.glue.json`` beside the notebook. They
+    are put back here (under the notebook's metadata), so that a papermill run and a build's run
+    read alike.
+    """
+    import json
+    from pathlib import Path
+
+    import nbformat
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    glue = path.with_name(path.stem + ".glue.json")
+    if glue.exists():
+        nb.metadata[GLUE_DATA_KEY] = json.loads(glue.read_text())
+    return nb
 
 
 def _png_outputs(nb):
@@ -94,6 +122,10 @@ def _png_outputs(nb):
             png = _data(out).get("image/png")
             if png is not None:
                 yield _glue_name(out) or f"cell {i} output {k}", base64.b64decode(_join(png))
+    for name, out in nb.get("metadata", {}).get(GLUE_DATA_KEY, {}).items():
+        png = _data(out).get("image/png")
+        if png is not None:
+            yield name, base64.b64decode(_join(png))
 
 
 def decode_png(png: bytes):
