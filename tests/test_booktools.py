@@ -219,6 +219,14 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("0 difference(s) in 1 chapter(s), 4 values, lines and figures")
     assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "after.json")]) == 1
     assert capsys.readouterr().out.splitlines()[0] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
+    # two seeds: compared all the same, the reader told first
+    assert main(["record", str(tmp_path / "seed1.json"), "--chapters", "paths", "--seed", "1",
+                 "--from", str(tmp_path / "after")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "seed1.json")]) == 1
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0].startswith("note: the runs differ: mode fast, seed 0 against mode fast, seed 1")
+    assert shown[1] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
     with pytest.raises(SystemExit):
         main(["record", str(tmp_path / "x.json"), "--chapters", "no-such-chapter"])
     # the script runs as a script, without any path set-up
