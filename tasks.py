@@ -9,63 +9,43 @@
 
 Every command installs first: `pip install` of pinned versions is a no-op when they are present.
 Extra arguments after `test` go to pytest (`python tasks.py test -k paths`).
+
+This file is what installs, so it uses the standard library alone; the steps after the install
+run in a new process, which imports what was installed (the book's tooling, `booktools`).
+Each step prints what it does and how long it took.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 PY = sys.executable
-# jupyter-book's command line, run by this Python (works in a venv, pyenv or the system Python)
-JUPYTER_BOOK = (PY, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())")
 
 
-def sh(*cmd: str) -> None:
-    print("+", " ".join(cmd), flush=True)
+def step(title: str, *cmd: str) -> None:
+    """Run one step, printing its title first and its time after; exit when it fails."""
+    print(f"==> {title}", flush=True)
+    start = time.monotonic()
     result = subprocess.run(cmd, cwd=ROOT)
+    seconds = time.monotonic() - start
     if result.returncode:
+        print(f"==> FAILED after {seconds:.0f} s: {title} (exit code {result.returncode})", flush=True)
         sys.exit(result.returncode)
+    print(f"==> done in {seconds:.0f} s: {title}", flush=True)
 
 
 def install() -> None:
     pip = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    sh(*pip, "-r", "requirements.txt")
+    step("install the pinned requirements (pip install -r requirements.txt)", *pip, "-r", "requirements.txt")
     nodeps = ROOT / "requirements-nodeps.txt"  # packages whose declared dependencies we must not pull
     if nodeps.exists():
-        sh(*pip, "--no-deps", "-r", str(nodeps))
-    sh(*pip, "--no-deps", "-e", ".")
-
-
-def clean_build() -> None:
-    """Remove everything a previous book build left (HTML, executed notebooks, Sphinx caches)."""
-    for name in ("html", "jupyter_execute", ".doctrees", ".jupyter_cache"):
-        shutil.rmtree(ROOT / "_build" / name, ignore_errors=True)
-
-
-def build_command() -> list[str]:
-    """jupyter-book build of the whole book, failing on any warning (-W -n) or cell error."""
-    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(ROOT), str(ROOT)]
-
-
-def run_build(mode: str, **run_options) -> subprocess.CompletedProcess:
-    """Build the book from a clean _build with every chapter executed in ``mode``
-    (``run_options`` go to ``subprocess.run``, e.g. ``capture_output=True``)."""
-    clean_build()
-    return subprocess.run(build_command(), cwd=ROOT, env={**os.environ, "RANKCOLLAPSE_MODE": mode}, **run_options)
-
-
-def build_book(mode: str = "full") -> None:
-    """Build the book from a clean _build with every chapter executed in ``mode``; exit on failure."""
-    print("+", " ".join(build_command()), flush=True)
-    result = run_build(mode)
-    if result.returncode:
-        sys.exit(result.returncode)
-    print(f"\nThe book is in {ROOT / '_build' / 'html' / 'index.html'}")
+        step("install the packages whose dependencies are not pulled (requirements-nodeps.txt)",
+             *pip, "--no-deps", "-r", str(nodeps))
+    step("install the library and the book's tools (pip install -e .)", *pip, "--no-deps", "-e", ".")
 
 
 def main(argv: list[str]) -> None:
@@ -75,11 +55,12 @@ def main(argv: list[str]) -> None:
     cmd, rest = argv[0], argv[1:]
     install()
     if cmd == "book":
-        build_book("full")
+        # booktools.build prints one line per chapter with its time, and the failing cell if any
+        step("build the book (full mode)", PY, "-m", "booktools.build", "--mode", "full")
     elif cmd == "test":
-        sh(PY, "-m", "pytest", *rest)
+        step("run the tests (pytest)", PY, "-m", "pytest", *rest)
     elif cmd == "student":
-        sh(PY, "scripts/student.py", *rest)
+        step("write the student version", PY, "scripts/student.py", *rest)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
+from booktools.config import github_repo  # the reading of the address the Colab notebooks share
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
@@ -83,12 +84,6 @@ register_plugin("pybtex.style.formatting", "plain_authoryear", PlainAuthorYear)
 # --- 2. the Colab button --------------------------------------------------------------------
 
 
-def github_repo(url: str) -> tuple[str, str] | None:
-    """``(owner, name)`` of a GitHub repository address (``.git`` and a final ``/`` allowed), else None."""
-    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", url or "")
-    return match.groups() if match else None
-
-
 def colab_link(repository_url: str, branch: str, pagename: str) -> str:
     """The Colab address of the notebook `scripts/notebooks.py` writes for page `pagename`."""
     repo = github_repo(repository_url)
@@ -133,12 +128,9 @@ def _write_student_notebooks(app):
         return
     import jupytext
 
+    from booktools.student import strip_solutions
+
     root = Path(app.srcdir)
-    sys.path.insert(0, str(root / "scripts"))
-    try:
-        from student import strip_solutions
-    finally:
-        sys.path.remove(str(root / "scripts"))
     for docname in app.env.found_docs:
         source = root / f"{docname}.md"
         if not docname.startswith("chapters/") or not source.is_file():

@@ -2,7 +2,7 @@
 """Measure the book's run times and write the status page's data.
 
 For every chapter (notebook) in _toc.yml: execute it with papermill in ``fast`` and in ``full``
-mode, as the tests do (``tests/chapters_util.execute``), and time each run (kernel start
+mode, as the tests do (``booktools.execute``), and time each run (kernel start
 included: what a reader waits for). Then time the whole book build from a clean ``_build`` in
 both modes (fast: the tests' build; full: the README's ``python3 tasks.py book``), and run the library benchmark
 (``benchmarks/paths.py --json``). Record the machine. Everything goes to ``status/status.json``,
@@ -33,11 +33,10 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
-
-from chapters_util import chapter_key, execute, toc_notebooks  # noqa: E402  (tests/: how the tests run chapters)
+from booktools import ROOT
+from booktools.build import run_build
+from booktools.execute import execute
+from booktools.toc import chapter_key, toc_notebooks
 
 STATUS_DIR = ROOT / "status"
 JSON_PATH = STATUS_DIR / "status.json"
@@ -119,11 +118,9 @@ def time_chapter(path: Path, mode: str) -> dict:
 def time_book_build(mode: str) -> dict:
     """A whole book build from a clean _build in ``mode``: ``fast`` is the tests' build, ``full``
     the README's ``python3 tasks.py book`` (without its install step)."""
-    import tasks
-
     print(f"  book build [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
-    result = tasks.run_build(mode, capture_output=True, text=True)
+    result = run_build(mode, capture_output=True, text=True)
     seconds = time.perf_counter() - t
     ok = result.returncode == 0
     print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))

@@ -1,13 +1,25 @@
 """Shared fixtures. The test suite runs from the repository root (see README)."""
 
-import sys
-from pathlib import Path
+import shutil
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tasks.py: the build command the README uses
+from booktools import ROOT
+
+# Folders a reader's tools leave in the repository, each holding markdown Sphinx must not read
+# (broken MyST: reading it would fail the -W build). The book build of the session runs with
+# them present (see `built_book`); _ext/booksources.py excludes them by rule.
+DECOY_MD = "# Card\n\n```{no-such-directive}\n:broken: [\n```\n\n{no-such-role}`x`\n"
+DECOYS = (
+    ".venv/lib/python3.11/site-packages/x/templates/card.md",  # the README's venv (hidden)
+    "my-env/lib/python3.11/site-packages/x/templates/card.md",  # a venv by another name ...
+    "my-env/pyvenv.cfg",  # ... found by its pyvenv.cfg
+    "chapters/.ipynb_checkpoints/paths-checkpoint.md",  # Jupyter Lab
+    "chapters/__pycache__/card.md",
+    "node_modules/x/CHANGELOG.md",
+    ".mypy_cache/3.11/card.md",
+)
 
 
 @pytest.fixture
@@ -20,19 +32,53 @@ def random_tokens(gen, *shape, dtype=torch.float64):
     return torch.randn(*shape, generator=gen, dtype=dtype)
 
 
+def plant_decoys(root=ROOT, decoys=DECOYS) -> list:
+    """Create the decoy files under ``root``; returns what to remove afterwards (the topmost
+    folder or file each decoy created, nothing that was there before)."""
+    created = []
+    for rel in decoys:
+        path = root / rel
+        if path.exists():
+            continue
+        top = root
+        for part in path.relative_to(root).parts:
+            top = top / part
+            if not top.exists():
+                break
+        if not any(top == c or top.is_relative_to(c) for c in created):
+            created.append(top)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("" if path.name == "pyvenv.cfg" else DECOY_MD)
+    return created
+
+
+def remove_decoys(created) -> None:
+    for top in created:
+        if top.is_dir():
+            shutil.rmtree(top)
+        else:
+            top.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
 def built_book():
-    """The whole book built once per test session, in fast mode, from a clean _build.
+    """The whole book built once per test session, in fast mode, from a clean _build, with the
+    decoy folders of ``DECOYS`` present in the repository (removed again after the build).
 
     Returns the build folder (``_build``); the build fails on any warning or cell error. A
     session fixture runs once: when it fails, pytest reports the stored failure to every later
     test that asks for it, without building again.
     """
-    import tasks
+    import io
 
-    result = tasks.run_build("fast", capture_output=True, text=True)
-    if result.returncode != 0:
-        lines = (result.stdout + result.stderr).splitlines()
-        problems = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
-        pytest.fail("jupyter-book build failed:\n" + "\n".join(problems[-30:] + lines[-15:]))
+    from booktools.build import build
+
+    created = plant_decoys()
+    report = io.StringIO()
+    try:
+        code = build("fast", out=report)
+    finally:
+        remove_decoys(created)
+    if code != 0:
+        pytest.fail("jupyter-book build failed:\n" + report.getvalue())
     return ROOT / "_build"

@@ -16,15 +16,78 @@ def test_formatted_shows_its_text():
     assert repr(f) == "0.12" and f.value == 0.123456
 
 
-def test_setup_seeds_and_validates():
+def _draws():
+    import random
+
+    import numpy as np
     import torch
 
-    rc.book.setup(5)
-    a = torch.rand(3)
-    rc.book.setup(5)
-    assert torch.equal(a, torch.rand(3))
-    with pytest.raises(ValueError, match="seed"):
-        rc.book.setup(-2)
+    return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+
+def test_start_seeds_every_generator_from_the_seed(monkeypatch):
+    """The seed passed to start (the parameters cell's) seeds Python, numpy and torch."""
+    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
+    run = rc.book.start("paths", "fast", 5)
+    assert (run.chapter, run.mode, run.seed) == ("paths", "fast", 5)
+    first = _draws()
+    rc.book.start("paths", "fast", 5)
+    assert _draws() == first
+    rc.book.start("paths", "fast", 6)
+    assert all(a != b for a, b in zip(_draws(), first))
+
+
+def test_start_applies_the_mode_override_threads_and_style(monkeypatch, capsys):
+    import matplotlib as mpl
+    import torch
+
+    monkeypatch.setenv(rc.presets.ENV_VAR, "fast")
+    monkeypatch.setenv("RANKCOLLAPSE_THREADS", "1")
+    before = torch.get_num_threads()
+    mpl.rcParams["figure.figsize"] = (1.0, 1.0)
+    try:
+        assert rc.book.start("skip", "full", 0).mode == "fast"
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert "overrides mode='full'" in capsys.readouterr().out
+    assert tuple(mpl.rcParams["figure.figsize"]) == (7.0, 3.6)  # the book's style
+    monkeypatch.setenv("RANKCOLLAPSE_THREADS", "two")
+    with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
+        rc.book.start("skip", "full", 0)
+
+
+@pytest.mark.parametrize("seed, error", [(-2, ValueError), (2**32, ValueError), (2**70, ValueError),
+                                         (1.5, TypeError), ("0", TypeError), (True, TypeError)])
+def test_start_refuses_a_bad_seed_before_seeding(seed, error, monkeypatch):
+    import torch
+
+    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
+    state = torch.random.get_rng_state()
+    with pytest.raises(error, match="seed"):
+        rc.book.start("paths", "fast", seed)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_one_seed_range_for_presets_start_and_numpy(monkeypatch):
+    """The largest seed the library accepts is one numpy accepts; one more is refused by both."""
+    import numpy as np
+
+    from rankcollapse._validate import SEED_LIMIT, check_seed
+
+    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
+    top = SEED_LIMIT - 1
+    np.random.seed(top)
+    assert rc.presets.get("paths", "fast", top).seed == top == rc.book.start("paths", "fast", top).seed
+    with pytest.raises(ValueError):
+        np.random.seed(SEED_LIMIT)
+    for call in (lambda: check_seed("seed", SEED_LIMIT), lambda: rc.presets.get("paths", "fast", SEED_LIMIT)):
+        with pytest.raises(ValueError, match=r"seed must be <= 4294967295"):
+            call()
+    with pytest.raises(ValueError, match="mode"):
+        rc.book.start("paths", "medium", 0)
+    with pytest.raises(ValueError, match="chapter"):
+        rc.book.start("no-such-chapter", "fast", 0)
 
 
 def test_glue_formats_and_hands_the_value_to_myst_nb(monkeypatch):

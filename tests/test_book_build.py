@@ -2,7 +2,8 @@
 
 import pytest
 
-from chapters_util import toc_files
+from booktools import ROOT
+from booktools.toc import chapter_key, toc_files, toc_notebooks
 
 
 @pytest.mark.build
@@ -24,8 +25,6 @@ def test_math_is_served_offline(built_book):
 
 @pytest.mark.build
 def test_glued_numbers_and_figures_are_in_the_pages(built_book):
-    from chapters_util import ROOT, toc_notebooks
-
     for path in toc_notebooks():
         source = path.read_text()
         page = (built_book / "html" / path.relative_to(ROOT).with_suffix(".html")).read_text()
@@ -50,13 +49,8 @@ def test_bibliography_labels_are_author_year(built_book):
 
 def test_author_year_labels_disambiguate():
     """Two entries that would share a label get a and b; two authors are both named."""
-    import sys
-
-    from chapters_util import ROOT
+    import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
     from pybtex.database import parse_string
-
-    sys.path.insert(0, str(ROOT / "_ext"))
-    import bookext
 
     bib = parse_string(
         "@article{a, author={Noci, L. and Li, C.}, year={2023}, title={x}}"
@@ -71,8 +65,6 @@ def test_author_year_labels_disambiguate():
 
 def test_landing_page_maps_every_chapter():
     """The landing page's chapter map has a row for every chapter in _toc.yml."""
-    from chapters_util import ROOT, chapter_key, toc_notebooks
-
     intro = (ROOT / "intro.md").read_text()
     chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
     for path in toc_notebooks():
@@ -86,8 +78,6 @@ def test_cross_references_do_not_double_their_label(built_book):
     write the word before it ("Theorem Theorem 1.1")."""
     import re
 
-    from chapters_util import toc_files
-
     doubled = re.compile(r"\b(Theorem|Proposition|Definition|Lemma|Corollary|Exercise|Fig\.|Figure|Section|Equation)"
                          r"\s*(?:<[^>]+>\s*)+\1\b")
     found = []
@@ -100,13 +90,8 @@ def test_cross_references_do_not_double_their_label(built_book):
 def test_each_inline_script_is_written_once():
     """Sphinx 7.4 registers some inline scripts twice (file name None, then ""): the page got
     sphinx-thebe's `const THEBE_JS_URL` twice and threw on the second. bookext keeps one."""
-    import sys
-
-    from chapters_util import ROOT
+    import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
     from sphinx.builders.html._assets import _JavaScript
-
-    sys.path.insert(0, str(ROOT / "_ext"))
-    import bookext
 
     thebe = "const THEBE_JS_URL = 'x';"
     scripts = [_JavaScript("a.js"), _JavaScript(None, body=thebe), _JavaScript("", priority=501, body=thebe),
@@ -118,8 +103,6 @@ def test_each_inline_script_is_written_once():
 @pytest.mark.build
 def test_pages_load_thebe_once_and_offer_the_student_notebook(built_book):
     import json
-
-    from chapters_util import toc_notebooks
 
     for path in toc_notebooks():
         page = (built_book / "html" / "chapters" / (path.stem + ".html")).read_text()
@@ -135,8 +118,6 @@ def test_checks_in_the_book_say_they_ran_the_reference_solution(built_book):
     """In the book every check runs on the solution printed above it: the page must say so,
     not show the reader a pass ("✔ paths.count: correct.") before any attempt."""
     import re
-
-    from chapters_util import toc_notebooks
 
     for path in toc_notebooks():
         page = (built_book / "html" / "chapters" / (path.stem + ".html")).read_text()

@@ -47,7 +47,8 @@ from pathlib import Path
 
 import pytest
 
-from chapters_util import ROOT, toc_files
+from booktools import ROOT
+from booktools.toc import toc_files
 
 CHROMIUM = next((p for p in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
                              shutil.which("google-chrome")) if p), None)

@@ -13,7 +13,7 @@ MINIMUM = {"paths": 2, "collapse": 3, "skip": 3, "mlp": 3, "layernorm": 3, "real
 
 
 def test_every_chapter_has_its_exercises():
-    from chapters_util import toc_notebooks
+    from booktools.toc import toc_notebooks
 
     for path in toc_notebooks():
         ids = [e for e in EXERCISES if e.split(".")[0] == path.stem]

@@ -2,19 +2,16 @@
 
 import html
 import re
-import sys
 
 import jupytext
 import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from chapters_util import ROOT, chapter_key, execute, toc_notebooks
-
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "_ext"))
-import bookext  # noqa: E402
-import notebooks  # noqa: E402
+import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
+from booktools import ROOT, notebooks
+from booktools.execute import execute
+from booktools.toc import chapter_key, toc_notebooks
 
 CHAPTERS = toc_notebooks()
 

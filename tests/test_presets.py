@@ -1,7 +1,9 @@
+import re
+
 import pytest
 
 import rankcollapse as rc
-from chapters_util import toc_notebooks
+from booktools.toc import toc_notebooks
 
 
 def test_every_chapter_has_both_modes():
@@ -10,12 +12,26 @@ def test_every_chapter_has_both_modes():
         assert set(modes["fast"]) == set(modes["full"]), f"{chapter}: fast and full must set the same sizes"
 
 
-def test_every_toc_chapter_uses_a_preset_and_a_parameters_cell():
+# a global generator seeded (a torch.Generator's own manual_seed is not global)
+GLOBAL_SEEDING = re.compile(r"\btorch\.manual_seed\(|\bnp\.random\.seed\(|(?<![.\w])random\.seed\(")
+
+
+def test_every_toc_chapter_starts_after_its_parameters_cell():
+    """The first code cell only imports; the next is the parameters cell; the next starts the
+    chapter with the parameters (so the reader's seed is the one that seeds)."""
+    import jupytext
+
     for path in toc_notebooks():
-        text = path.read_text()
-        assert ":tags: [parameters]" in text, path.name
-        assert 'mode = "full"' in text and "seed = 0" in text, path.name
-        assert "rc.presets.get(" in text, path.name
+        code = [c for c in jupytext.read(path).cells if c.cell_type == "code"]
+        imports, params, start = code[:3]
+        assert "hide-cell" in imports.metadata.get("tags", []), path.name
+        assert all(line.startswith(("import ", "from ")) for line in imports.source.splitlines() if line.strip()), \
+            f"{path.name}: the first code cell must only import (nothing seeds before the parameters cell)"
+        assert params.metadata.get("tags") == ["parameters"], path.name
+        assert 'mode = "full"' in params.source and "seed = 0" in params.source, path.name
+        assert start.source.splitlines()[0] == f'run = rc.book.start("{path.stem}", mode, seed)', path.name
+        rest = "\n".join(c.source for c in code[3:])
+        assert "rc.book.start(" not in rest and not GLOBAL_SEEDING.search(rest), f"{path.name} seeds twice"
 
 
 def test_get_and_attributes(monkeypatch):
@@ -34,6 +50,8 @@ def test_bad_mode_chapter_seed(monkeypatch):
         rc.presets.get("no-such-chapter", "fast")
     with pytest.raises(ValueError, match="seed"):
         rc.presets.get("paths", "fast", -1)
+    with pytest.raises(ValueError, match="seed"):
+        rc.presets.get("paths", "fast", 2**70)  # numpy refuses it: the presets do too
 
 
 def test_environment_override_is_announced(monkeypatch, capsys):

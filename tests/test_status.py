@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from chapters_util import ROOT, chapter_key, toc_files, toc_notebooks
+from booktools import ROOT
+from booktools.toc import chapter_key, toc_files, toc_notebooks
 
 STATUS_JSON = ROOT / "status" / "status.json"
 

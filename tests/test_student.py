@@ -1,15 +1,11 @@
 """The student version: solutions stripped, and each chapter still executes to the end,
 with every exercise check answering "not attempted" (the stubs are the only things left undone)."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from chapters_util import ROOT, execute, toc_notebooks
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import student  # noqa: E402
+from booktools import student
+from booktools.execute import execute
+from booktools.toc import toc_notebooks
 
 CHAPTERS = toc_notebooks()
 

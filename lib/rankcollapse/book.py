@@ -1,7 +1,11 @@
-"""What every chapter's hidden setup cell and prose need: seeding, figure style, glued numbers.
+"""What a chapter's start and prose need: its run (mode, seed, sizes), seeding, figure style, glued numbers.
 
-``rc.book.setup(seed)`` is the one place a chapter seeds the global generators; library
-functions take their own seeds. ``rc.book.glue(name, value, fmt)`` inserts a computed number
+``run = rc.book.start("<chapter>", mode, seed)``, in the cell right after the chapter's
+``parameters`` cell, is a chapter's one entry point: it checks ``mode`` and ``seed``, applies the
+``RANKCOLLAPSE_MODE`` override, seeds Python's, numpy's and torch's global generators from
+``seed`` (the one place anything seeds them; library functions take their own seeds), sets
+torch's thread count from ``RANKCOLLAPSE_THREADS`` and the book's figure style, and returns the
+chapter's :class:`rankcollapse.presets.Run`. ``rc.book.glue(name, value, fmt)`` inserts a computed number
 into the prose with myst-nb's ``glue`` (written ``{glue}`name``` in the text), formatted here so
 the prose never types a number by hand. Where myst-nb is not installed (a chapter run on Colab),
 there is no prose to glue into: ``glue`` keeps quiet (or shows the value when asked to display
@@ -15,20 +19,41 @@ import random
 import numpy as np
 import torch
 
-from ._validate import check_int
+from ._env import threads_from_env
+from ._validate import check_seed
 
-__all__ = ["setup", "glue", "glue_figure", "Formatted", "fmt_sci", "Table", "markdown_table", "glue_table"]
+__all__ = ["start", "glue", "glue_figure", "Formatted", "fmt_sci", "Table", "markdown_table", "glue_table"]
 
 
-def setup(seed: int = 0) -> None:
-    """Seed Python, numpy and torch, and set the book's figure style (called once per chapter)."""
-    seed = check_int("seed", seed, minimum=0)
+def _seed_globally(seed: int) -> None:
+    """Seed Python's, numpy's and torch's global generators (only :func:`start` calls this)."""
+    seed = check_seed("seed", seed)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    from .plotting import use_book_style
 
+
+def start(chapter: str, mode: str = "full", seed: int = 0):
+    """A chapter's start: its :class:`~rankcollapse.presets.Run` in ``mode`` with ``seed``, every
+    global generator seeded from ``seed``, torch's threads and the figure style set.
+
+    Call it in the cell right after the ``parameters`` cell, with that cell's ``mode`` and
+    ``seed`` (``run = rc.book.start("paths", mode, seed)``), so that the seed a reader passes
+    (papermill's ``parameters={"seed": 1}``) is the one that seeds. ``chapter`` is a key of
+    ``rc.presets.PRESETS``; ``mode`` is ``"fast"`` or ``"full"`` (``RANKCOLLAPSE_MODE`` overrides
+    it, saying so); ``seed`` an integer with ``0 <= seed < 2**32``. Bad values raise before
+    anything is seeded.
+    """
+    from .plotting import use_book_style
+    from .presets import get
+
+    run = get(chapter, mode, seed)
+    threads = threads_from_env()
+    _seed_globally(run.seed)
+    if threads is not None:
+        torch.set_num_threads(threads)
     use_book_style()
+    return run
 
 
 class Formatted:

@@ -1,9 +1,9 @@
 """Run sizes of every chapter: a ``fast`` mode (CI, papermill) and a ``full`` mode (the paper's scale).
 
-A chapter's ``parameters`` cell holds ``mode`` and ``seed``; the next cell asks this module for
-its sizes::
+A chapter's ``parameters`` cell holds ``mode`` and ``seed``; the next cell starts the chapter,
+which asks this module for its sizes::
 
-    run = rc.presets.get("paths", mode, seed)
+    run = rc.book.start("paths", mode, seed)   # calls rc.presets.get("paths", mode, seed)
     run.L, run.H, ...
 
 so that no size is scattered through a chapter's cells. The environment variable
@@ -19,7 +19,7 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from ._validate import check_choice, check_int
+from ._validate import check_choice, check_seed
 
 _REPR_WIDTH = 80  # characters: what a chapter's output box shows
 
@@ -178,9 +178,9 @@ class Run:
 def get(chapter: str, mode: str = "full", seed: int = 0) -> Run:
     """The sizes of ``chapter`` in ``mode`` (``"fast"`` or ``"full"``), with ``seed``.
 
-    Unknown chapters or modes and negative seeds raise ``ValueError`` here, before any work.
+    Unknown chapters or modes and seeds outside ``0 <= seed < 2**32`` raise here, before any work.
     """
     check_choice("chapter", chapter, tuple(PRESETS))
+    seed = check_seed("seed", seed)
     mode = resolve_mode(mode)
-    seed = check_int("seed", seed, minimum=0)
     return Run(chapter, mode, seed, PRESETS[chapter][mode])

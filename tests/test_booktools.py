@@ -1,0 +1,255 @@
+"""The book's tooling (tools/booktools, _ext/booksources.py, tasks.py), without a book build.
+
+The build's progress report is tested on recorded jupyter-book logs (tests/data/build_log_*.txt:
+a two-chapter book, one chapter whose second cell fails, recorded with ``{ROOT}`` for its folder).
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from booktools import ROOT
+from booktools.build import BuildProgress, cell_location
+from booktools.outputs import differences, figure_pixels, results
+
+DATA = Path(__file__).parent / "data"
+
+
+# --------------------------------------------------------------------------- which files are sources
+
+
+def test_tool_folders_are_excluded_by_rule(tmp_path):
+    """A venv by any name (pyvenv.cfg, conda-meta), hidden folders and tool caches are left out;
+    the sources, and a folder merely named like an environment without being one, stay."""
+    import booksources  # _ext/ is on pytest's pythonpath
+    from sphinx.util.matching import get_matching_files
+
+    files = [
+        "intro.md", "chapters/paths.md", "envelope/notes.md",  # sources ("envelope" is no venv)
+        ".venv/lib/python3.11/site-packages/x/templates/card.md",
+        "venv/lib/python3.11/site-packages/x/card.md", "env/x.md", "tools-env/deep/x.md",
+        "conda/lib/x.md", "chapters/.ipynb_checkpoints/paths-checkpoint.md",
+        "chapters/__pycache__/x.md", "node_modules/pkg/CHANGELOG.md", ".mypy_cache/3.11/x.md",
+    ]
+    for f in files:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("# x\n")
+    for env in ("venv", "env", "tools-env", ".venv"):
+        (tmp_path / env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "conda" / "conda-meta").mkdir()
+    assert sorted(booksources.environment_folders(tmp_path)) == ["conda", "env", "tools-env", "venv"]
+    patterns = booksources.tool_folder_patterns(tmp_path)
+    kept = sorted(f for f in get_matching_files(tmp_path, ["**.md"], patterns))
+    assert kept == ["chapters/paths.md", "envelope/notes.md", "intro.md"]
+
+
+def test_the_book_build_reads_the_rule():
+    """_config.yml loads the extension, and no longer lists the folders one by one."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["local_extensions"]["booksources"] == "_ext"
+    assert not {".pytest_cache", "**/.ipynb_checkpoints", ".venv"} & set(config["exclude_patterns"])
+
+
+@pytest.mark.build
+def test_decoy_tool_folders_do_not_reach_the_book(built_book):
+    """The session's build ran with the decoys of conftest.DECOYS present (broken MyST, which
+    would have failed the -W build) and built no page from them; the decoys are gone again."""
+    from conftest import DECOYS
+
+    html = built_book / "html"
+    pages = {p.relative_to(html).as_posix() for p in html.rglob("*.html")}
+    assert not [p for p in pages if "card" in p or "CHANGELOG" in p or "checkpoint" in p]
+    assert not any((ROOT / d).exists() for d in DECOYS if not d.startswith(".venv/"))
+
+
+# --------------------------------------------------------------------------- tasks.py
+
+
+def test_tasks_runs_on_the_standard_library_alone():
+    """tasks.py is what installs: it imports nothing outside the standard library, and runs (here:
+    prints its usage) in a Python that sees no installed package at all (-S -I)."""
+    tree = ast.parse((ROOT / "tasks.py").read_text())
+    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert modules <= set(sys.stdlib_module_names) | {"__future__"}, modules
+    result = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "tasks.py")], capture_output=True, text=True)
+    assert result.returncode == 2 and "python tasks.py book" in result.stdout, result.stderr
+
+
+# --------------------------------------------------------------------------- the build's progress report
+
+
+def _recorded(name, root):
+    text = (DATA / name).read_text().replace("{ROOT}", str(root))
+    return text.splitlines(keepends=True)
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        self.t += 2.5
+        return self.t
+
+
+def test_progress_of_a_build_that_succeeds(tmp_path):
+    progress = BuildProgress(root=tmp_path, clock=_Clock())
+    shown = "".join(progress.feed(line) for line in _recorded("build_log_ok.txt", tmp_path))
+    shown += progress.finish(0)
+    assert shown == "  chapters/good ... 1.4 s\n  writing the HTML pages ... 2.5 s\n"
+    assert progress.chapters == {"chapters/good": 1.45}
+
+
+def test_progress_of_a_build_whose_cell_fails_names_chapter_and_cell(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "bad.md").write_text((DATA / "bad_chapter.md").read_text())
+    progress = BuildProgress(root=tmp_path)
+    shown = "".join(progress.feed(line) for line in _recorded("build_log_fail.txt", tmp_path))
+    shown += progress.finish(1, log=tmp_path / "build.log")
+    lines = shown.splitlines()
+    assert lines[0] == "  chapters/bad ..."
+    assert lines[1] == "FAILED: chapters/bad, code cell 2 (line 19 of chapters/bad.md):"
+    assert "    np.zeros(3) @ np.zeros(4)" in lines
+    assert any(line.strip().startswith("ValueError: matmul: Input operand 1 has a mismatch") for line in lines)
+    assert lines[-1] == f"The whole log: {tmp_path / 'build.log'}"
+    # the report, not the log: no Sphinx traceback, no kernel warning
+    assert len(lines) < 20 and "sphinx" not in shown.lower() and "IPKernelApp" not in shown
+    assert cell_location(tmp_path / "chapters" / "bad.md", "x = 1") == (1, 15)
+    assert cell_location(tmp_path / "chapters" / "bad.md", "y = 2") is None
+
+
+def test_progress_shows_each_warning_on_one_line(tmp_path):
+    lines = [f"{tmp_path}/chapters/paths.md: Executing notebook using local CWD [mystnb]\n",
+             f"{tmp_path}/chapters/paths.md:206: WARNING: No key 'paths-error' found in glue data "
+             "for this document. [mystnb.glue]\n",
+             f"{tmp_path}/chapters/paths.md: Executed notebook in 12.00 seconds [mystnb]\n",
+             "build finished with problems, 1 warning.\n"]
+    progress = BuildProgress(root=tmp_path)
+    shown = "".join(progress.feed(line) for line in lines) + progress.finish(1)
+    assert shown.splitlines() == [
+        "  chapters/paths ...",
+        "  warning: chapters/paths.md:206: No key 'paths-error' found in glue data for this document. [mystnb.glue]",
+        "  chapters/paths: 12.0 s",
+        "FAILED: 1 warning(s) (the build fails on any warning), listed above.",
+    ]
+
+
+def test_progress_of_an_unexplained_failure_shows_the_log_tail(tmp_path):
+    progress = BuildProgress(root=tmp_path, tail=2)
+    for line in ["Running Sphinx\n", "Extension error:\n", "Could not import extension bookext\n"]:
+        progress.feed(line)
+    assert progress.finish(2).splitlines() == ["FAILED; the log's last lines:", "    Extension error:",
+                                               "    Could not import extension bookext"]
+
+
+# --------------------------------------------------------------------------- a chapter's results
+
+
+def hand_made_notebook(value="0.12", printed="residual 1.000000000000", color=0.0):
+    """A notebook as myst-nb and papermill leave it: a glued value, a glued figure, printed text."""
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with matplotlib.style.context("default"):  # whatever style an earlier test set
+        fig, ax = plt.subplots(figsize=(1, 1), dpi=100)
+        ax.plot([0, 1], [0, 1], color=(color, 0, 0))
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+    png = base64.b64encode(buf.getvalue()).decode()
+    v4 = nbformat.v4
+    params = v4.new_code_cell("mode = 'fast'", metadata={"tags": ["injected-parameters"]})
+    cell = v4.new_code_cell("...", outputs=[
+        v4.new_output("stream", name="stdout", text=printed + "\nRANKCOLLAPSE_MODE=fast overrides mode='full' from x\n"),
+        v4.new_output("display_data", data={"application/papermill.record/text/plain": value},
+                      metadata={"scrapbook": {"name": "x-value", "mime_prefix": "application/papermill.record/"}}),
+        v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"},
+                      metadata={"scrapbook": {"name": "fig-x", "mime_prefix": ""}}),
+        v4.new_output("execute_result", data={"text/plain": "Run('x')"}, execution_count=1),
+    ])
+    return v4.new_notebook(cells=[params, cell])
+
+
+def test_results_of_a_notebook():
+    got = results(hand_made_notebook())
+    assert got["glue"] == {"x-value": {"text/plain": "0.12"}}
+    assert got["text"] == [["residual 1.000000000000", "Run('x')"]]  # the override line left out
+    assert set(got["figures"]) == {"fig-x"} and len(got["figures"]["fig-x"]["sha256"]) == 64
+    (pixels,) = figure_pixels(hand_made_notebook()).values()
+    assert pixels.shape[:2] == (100, 100)
+
+
+def test_differences_by_name_with_a_tolerance():
+    a = results(hand_made_notebook())
+    assert differences(a, results(hand_made_notebook()), rtol=0) == []
+    # 1e-13 relative: within the default tolerance, not within 0
+    b = results(hand_made_notebook(printed="residual 1.000000000000100"))
+    assert differences(a, b) == []
+    assert differences(a, b, rtol=0) == ["text line 1: 'residual 1.000000000000' != 'residual 1.000000000000100'"]
+    c = results(hand_made_notebook(value="0.13", color=1.0))
+    assert differences(a, c) == ["glue 'x-value': '0.12' != '0.13'",
+                                 "figure 'fig-x': pixels differ (shape [100, 100, 4] vs [100, 100, 4])"]
+    d = results(hand_made_notebook(printed="residual 1.0 and more"))
+    assert differences(a, d)[0].startswith("text line 1:")
+
+
+def test_compare_outputs_records_and_compares(tmp_path, capsys):
+    """scripts/compare_outputs.py's two steps on hand-made executed notebooks (read with --from)."""
+    from booktools.compare import main
+
+    for name, value in (("before", "0.12"), ("same", "0.12"), ("after", "0.13")):
+        (tmp_path / name).mkdir()
+        nbformat.write(hand_made_notebook(value=value), tmp_path / name / "paths.ipynb")
+        assert main(["record", str(tmp_path / f"{name}.json"), "--chapters", "paths",
+                     "--from", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "same.json")]) == 0
+    assert capsys.readouterr().out.startswith("0 difference(s) in 1 chapter(s), 4 values, lines and figures")
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "after.json")]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
+    # two seeds: compared all the same, the reader told first
+    assert main(["record", str(tmp_path / "seed1.json"), "--chapters", "paths", "--seed", "1",
+                 "--from", str(tmp_path / "after")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "seed1.json")]) == 1
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0].startswith("note: the runs differ: mode fast, seed 0 against mode fast, seed 1")
+    assert shown[1] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
+    with pytest.raises(SystemExit):
+        main(["record", str(tmp_path / "x.json"), "--chapters", "no-such-chapter"])
+    # the script runs as a script, without any path set-up
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_outputs.py"), "compare",
+                             str(tmp_path / "before.json"), str(tmp_path / "after.json")],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 1 and "x-value" in result.stdout, result.stderr
+
+
+def test_a_build_notebook_is_read_with_its_glue_file(tmp_path):
+    """myst-nb takes the values glued without display out of the notebook it saves and writes
+    them to <name>.glue.json: read_executed puts them back, so a build's run reads as papermill's."""
+    import json
+
+    nb = hand_made_notebook()
+    cell = nb.cells[1]
+    glued = [o for o in cell.outputs if o.get("metadata", {}).get("scrapbook")]
+    cell.outputs = [o for o in cell.outputs if o not in glued[:1]]  # as myst-nb saves it
+    nbformat.write(nb, tmp_path / "paths.ipynb")
+    (tmp_path / "paths.glue.json").write_text(json.dumps({"x-value": {
+        "output_type": "display_data", "data": {"text/plain": "0.12"},
+        "metadata": {"scrapbook": {"name": "x-value", "mime_prefix": "application/papermill.record/"}}}}))
+    assert results(nbformat.read(tmp_path / "paths.ipynb", as_version=4))["glue"] == {}
+    from booktools.outputs import read_executed
+
+    assert differences(results(read_executed(tmp_path / "paths.ipynb")), results(hand_made_notebook()), rtol=0) == []

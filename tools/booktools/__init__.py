@@ -1,0 +1,26 @@
+"""The book's tooling: what the tests, the scripts and ``tasks.py`` share.
+
+Not the library (``rankcollapse``, which readers import in the chapters): this package reads the
+table of contents, executes chapters with papermill, builds the book and reports its progress,
+extracts a chapter's results (glued values, printed text, figures) and compares them between
+runs, and writes the student and Colab versions. It is installed with the library
+(``pip install -e .``; pyproject's ``[tool.setuptools.packages.find]``) so that the tests and the
+scripts import it like any package, without editing ``sys.path``. It works from a checkout of the
+book's repository: :data:`ROOT` is the checkout.
+
+- :mod:`booktools.toc`: the chapters listed in ``_toc.yml``;
+- :mod:`booktools.execute`: a chapter executed with papermill;
+- :mod:`booktools.outputs`: a notebook's glued values, printed text and figures, and their comparison;
+- :mod:`booktools.build`: the book build, with one progress line per chapter (``python -m booktools.build``);
+- :mod:`booktools.compare`: results of chapters written to JSON and compared (``scripts/compare_outputs.py``);
+- :mod:`booktools.student`, :mod:`booktools.notebooks`: the student version and the Colab notebooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # tools/booktools/__init__.py -> the checkout
+
+if not (ROOT / "_toc.yml").exists():  # pragma: no cover  (installed without the book's sources)
+    raise ImportError(f"booktools works from a checkout of the book (pip install -e .); no _toc.yml in {ROOT}")

@@ -1,0 +1,257 @@
+"""The book build: one command, used by ``tasks.py book``, the tests' fixture and the status page.
+
+jupyter-book executes every chapter itself (myst-nb) while Sphinx reads the sources, and prints
+some hundred lines of Sphinx log. :func:`build` runs it and prints, instead, one line per chapter
+with its execution time, each warning in one line, the time spent writing the pages and, when
+a cell fails, which chapter and which cell failed and the cell's error (myst-nb reports the
+failing cell's code, which is matched to its place in the chapter's source). The whole log is
+kept in ``_build/build.log``.
+
+    python -m booktools.build --mode full     # what `python3 tasks.py book` runs after installing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import ROOT
+
+# jupyter-book's command line, run by this Python (works in a venv, pyenv or the system Python)
+JUPYTER_BOOK = (sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())")
+LOG = ROOT / "_build" / "build.log"
+
+
+def clean_build() -> None:
+    """Remove everything a previous book build left (HTML, executed notebooks, Sphinx caches)."""
+    for name in ("html", "jupyter_execute", ".doctrees", ".jupyter_cache"):
+        shutil.rmtree(ROOT / "_build" / name, ignore_errors=True)
+
+
+def build_command() -> list[str]:
+    """jupyter-book build of the whole book, failing on any warning (-W -n) or cell error."""
+    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(ROOT), str(ROOT)]
+
+
+def _env(mode: str) -> dict:
+    # unbuffered: the chapters' lines arrive while the build runs, not at its end
+    return {**os.environ, "RANKCOLLAPSE_MODE": mode, "PYTHONUNBUFFERED": "1"}
+
+
+def run_build(mode: str, **run_options) -> subprocess.CompletedProcess:
+    """Build the book from a clean _build with every chapter executed in ``mode``
+    (``run_options`` go to ``subprocess.run``, e.g. ``capture_output=True``)."""
+    clean_build()
+    return subprocess.run(build_command(), cwd=ROOT, env=_env(mode), **run_options)
+
+
+# --------------------------------------------------------------------------- reading the log
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_EXECUTING = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): Executing notebook using .*\[mystnb\]\s*$")
+_EXECUTED = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): Executed notebook in (?P<seconds>[\d.]+) seconds \[mystnb\]\s*$")
+_WARNING = re.compile(r"^(?P<where>.*?):?\s*(?P<kind>WARNING|ERROR|CRITICAL): (?P<message>.*)$")
+_EXECUTION_ERROR = re.compile(r"ExecutionError: (?P<path>\S+\.(?:md|ipynb))\s*$")
+_CELL_FAILED = ("An error occurred while executing the following cell:", "A cell timed out while it was being executed")
+_RULE = re.compile(r"^-{10,}$")
+_KERNEL_NOISE = ("[IPKernelApp] WARNING", "Kernel is running over TCP")
+
+
+def cell_location(path: Path, source: str) -> tuple[int, int | None] | None:
+    """``(n, line)``: the failing cell is the chapter's ``n``-th code cell (from 1), starting at
+    ``line`` of its source file; ``None`` when no code cell has that source."""
+    import jupytext
+
+    source = source.strip()
+    try:
+        nb = jupytext.read(path)
+        text = Path(path).read_text()
+    except (OSError, ValueError):
+        return None
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for n, cell in enumerate(code, start=1):
+        if cell.source.strip() == source:
+            at = text.find(source)
+            return n, (text.count("\n", 0, at) + 1 if at >= 0 else None)
+    return None
+
+
+class BuildProgress:
+    """Turns jupyter-book's log, line by line, into a short report (see the module).
+
+    ``feed(line)`` returns what to print now; ``finish(returncode)`` what to print at the end.
+    ``locate(path, source)`` places a failing cell (default :func:`cell_location`); ``clock``
+    gives seconds (for the time spent writing the pages).
+    """
+
+    def __init__(self, root: Path = ROOT, locate=cell_location, clock=time.monotonic, tail: int = 25):
+        self.root, self.locate, self.clock, self.tail_size = Path(root), locate, clock, tail
+        self.open_chapter: str | None = None  # a chapter line printed without its time yet
+        self.chapters: dict[str, float] = {}
+        self.warnings: list[str] = []
+        self.failed_path: str | None = None
+        self.cell_source: list[str] | None = None
+        self.cell_error: list[str] = []
+        self._state = None  # None, "source", "error"
+        self._writing_since: float | None = None
+        self._writing_done: float | None = None
+        self._tail: list[str] = []
+
+    def _key(self, path: str) -> str:
+        p = Path(path)
+        try:
+            p = p.resolve().relative_to(self.root.resolve())
+        except ValueError:
+            pass
+        return p.with_suffix("").as_posix()
+
+    def _rel(self, where: str) -> str:
+        return where.replace(str(self.root.resolve()) + "/", "").replace(str(self.root) + "/", "")
+
+    def _close_line(self) -> str:
+        if self.open_chapter is None:
+            return ""
+        self.open_chapter = None
+        return "\n"
+
+    def feed(self, line: str) -> str:
+        line = _ANSI.sub("", line).rstrip("\n")
+        self._tail = (self._tail + [line])[-self.tail_size:]
+        if any(noise in line for noise in _KERNEL_NOISE):
+            return ""
+        # the failing cell's report (nbclient's CellExecutionError or CellTimeoutError)
+        if any(line.startswith(s) or s in line for s in _CELL_FAILED) and self.cell_source is None:
+            self._state, self.cell_source = "before-source", []
+            if "timed out" in line:
+                self.cell_error.append(line.split("CellTimeoutError: ")[-1])
+            return ""
+        if self._state == "before-source":
+            if _RULE.match(line):
+                self._state = "source"
+            elif line.strip():
+                self.cell_error.append(line)
+            return ""
+        if self._state == "source":
+            if _RULE.match(line):
+                self._state = "error"
+            else:
+                self.cell_source.append(line)
+            return ""
+        if self._state == "error":
+            if line.startswith("The above exception was the direct cause") or line.startswith("Traceback (most recent"):
+                self._state = "done"
+            else:
+                self.cell_error.append(line)
+            return ""
+        m = _EXECUTION_ERROR.search(line)
+        if m:
+            self.failed_path = self.failed_path or m["path"]
+            return ""
+        m = _EXECUTING.match(line)
+        if m:
+            key = self._key(m["path"])
+            text = self._close_line() + f"  {key} ..."
+            self.open_chapter = key
+            return text
+        m = _EXECUTED.match(line)
+        if m:
+            key = self._key(m["path"])
+            self.chapters[key] = float(m["seconds"])
+            if self.open_chapter == key:
+                self.open_chapter = None
+                return f" {float(m['seconds']):.1f} s\n"
+            return self._close_line() + f"  {key}: {float(m['seconds']):.1f} s\n"
+        m = _WARNING.match(line)
+        if m and self._state is None:
+            text = f"{self._rel(m['where'])}: {m['message']}" if m["where"] else m["message"]
+            self.warnings.append(text)
+            return self._close_line() + f"  {m['kind'].lower()}: {text}\n"
+        if line.startswith("writing output... [") and self._writing_since is None:
+            self._writing_since = self.clock()
+            return self._close_line() + "  writing the HTML pages ..."
+        if line.startswith("build succeeded") or line.startswith("build finished with problems"):
+            if self._writing_since is not None and self._writing_done is None:
+                self._writing_done = self.clock()
+                return f" {self._writing_done - self._writing_since:.1f} s\n"
+        return ""
+
+    def failure(self) -> str | None:
+        """The failed chapter and cell, with the cell's code and error, or ``None``."""
+        if self.cell_source is None and self.failed_path is None:
+            return None
+        path = self.failed_path or (str(self.root / (self.open_chapter + ".md")) if self.open_chapter else None)
+        chapter = self._key(path) if path else "a chapter"
+        where = ""
+        if path and self.cell_source:
+            found = self.locate(Path(path), "\n".join(self.cell_source))
+            if found:
+                n, line = found
+                where = f", code cell {n}" + (f" (line {line} of {self._rel(str(path))})" if line else "")
+        lines = [f"FAILED: {chapter}{where}:"]
+        if self.cell_source:
+            lines += ["  the cell:"] + [f"    {s}" for s in self.cell_source if s.strip()]
+        error = [e for e in self.cell_error if e.strip()]
+        if error:
+            lines += ["  its error:"] + [f"    {e}" for e in error[-40:]]
+        return "\n".join(lines) + "\n"
+
+    def finish(self, returncode: int, log: Path | None = None) -> str:
+        """What to print once the build has ended with ``returncode``."""
+        out = self._close_line()
+        if self._writing_since is not None and self._writing_done is None:
+            out += "\n"
+        if returncode == 0:
+            return out
+        failure = self.failure()
+        if failure:
+            out += failure
+        elif self.warnings:
+            out += f"FAILED: {len(self.warnings)} warning(s) (the build fails on any warning), listed above.\n"
+        else:
+            out += "FAILED; the log's last lines:\n" + "\n".join(f"    {t}" for t in self._tail) + "\n"
+        if log is not None:
+            out += f"The whole log: {log}\n"
+        return out
+
+
+def build(mode: str = "full", out=None, log: Path = LOG) -> int:
+    """Build the book from a clean _build with every chapter executed in ``mode``, printing
+    progress to ``out`` (default stdout) and the whole log to ``log``; returns the exit code."""
+    out = out or sys.stdout
+    clean_build()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    progress = BuildProgress()
+    out.write(f"Building the book ({mode} mode): each chapter is executed, then the pages are written.\n")
+    out.flush()
+    start = time.monotonic()
+    with open(log, "w") as keep, subprocess.Popen(build_command(), cwd=ROOT, env=_env(mode), text=True,
+                                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
+        for line in proc.stdout:
+            keep.write(line)
+            text = progress.feed(line)
+            if text:
+                out.write(text)
+                out.flush()
+    out.write(progress.finish(proc.returncode, log))
+    seconds = time.monotonic() - start
+    if proc.returncode == 0:
+        out.write(f"The book built in {seconds:.0f} s: {ROOT / '_build' / 'html' / 'index.html'}\n")
+    out.flush()
+    return proc.returncode
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mode", choices=("fast", "full"), default="full",
+                    help="the chapters' run sizes (RANKCOLLAPSE_MODE for every chapter)")
+    return build(ap.parse_args(argv).mode)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

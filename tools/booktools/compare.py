@@ -1,0 +1,97 @@
+"""A chapter's results written to JSON, and two such files compared: does a change keep the results?
+
+    python scripts/compare_outputs.py record before.json                 # execute every chapter (fast, seed 0)
+    python scripts/compare_outputs.py record after.json --chapters paths skip --mode full --seed 1
+    python scripts/compare_outputs.py record built.json --from _build/jupyter_execute/chapters
+    python scripts/compare_outputs.py compare before.json after.json     # numbers within 1e-12 (relative)
+
+``record`` executes the chapters of _toc.yml with papermill (or reads already executed notebooks,
+``<name>.ipynb``, from a folder) and writes, per chapter, its glued values, printed text and
+figure digests (:func:`booktools.outputs.results`). ``compare`` lists every difference by
+chapter and name and exits 1 when there is one (it says so first when the two runs' mode or seed
+differ: comparing seeds shows what a chapter draws at random).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from .outputs import differences, read_executed, results
+from .toc import chapter_key, toc_notebooks
+
+
+def record(chapters=None, mode: str = "fast", seed: int = 0, from_dir: Path | None = None) -> dict:
+    """Every chapter's (or those named by stem) results, with the run's mode and seed."""
+    from .execute import execute
+
+    toc = toc_notebooks()
+    if chapters:
+        unknown = set(chapters) - {p.stem for p in toc}
+        if unknown:
+            raise ValueError(f"not a chapter in _toc.yml: {', '.join(sorted(unknown))}")
+        toc = [p for p in toc if p.stem in chapters]
+    out = {"mode": mode, "seed": seed, "source": str(from_dir) if from_dir else "papermill", "chapters": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in toc:
+            if from_dir is not None:
+                nb = read_executed(Path(from_dir) / (path.stem + ".ipynb"))
+            else:
+                print(f"  executing {chapter_key(path)} ({mode}, seed {seed}) ...", file=sys.stderr, flush=True)
+                nb = execute(path, mode=mode, seed=seed, out_dir=Path(tmp))
+            out["chapters"][chapter_key(path)] = results(nb)
+    return out
+
+
+def compare(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
+    """Every difference between two records, ``"<chapter>: <difference>"``."""
+    found = []
+    for key in sorted(set(a["chapters"]) | set(b["chapters"])):
+        if key not in a["chapters"] or key not in b["chapters"]:
+            found.append(f"{key}: only in the {'first' if key in a['chapters'] else 'second'}")
+            continue
+        found += [f"{key}: {d}" for d in differences(a["chapters"][key], b["chapters"][key], rtol)]
+    return found
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="write the chapters' results to a JSON file")
+    rec.add_argument("out", type=Path)
+    rec.add_argument("--chapters", nargs="+", metavar="NAME", help="file stems in _toc.yml (default: all)")
+    rec.add_argument("--mode", choices=("fast", "full"), default="fast")
+    rec.add_argument("--seed", type=int, default=0)
+    rec.add_argument("--from", dest="from_dir", type=Path, metavar="DIR",
+                     help="read executed notebooks <DIR>/<name>.ipynb instead of executing")
+    cmp = sub.add_parser("compare", help="compare two JSON files written by record")
+    cmp.add_argument("first", type=Path)
+    cmp.add_argument("second", type=Path)
+    cmp.add_argument("--rtol", type=float, default=1e-12, help="relative tolerance on numbers (default 1e-12)")
+    args = ap.parse_args(argv)
+    if args.command == "record":
+        try:
+            data = record(args.chapters, args.mode, args.seed, args.from_dir)
+        except ValueError as exc:
+            ap.error(str(exc))
+        args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {args.out}: {len(data['chapters'])} chapter(s)")
+        return 0
+    a, b = (json.loads(p.read_text()) for p in (args.first, args.second))
+    if (a["mode"], a["seed"]) != (b["mode"], b["seed"]):
+        print(f"note: the runs differ: mode {a['mode']}, seed {a['seed']} against mode {b['mode']}, seed {b['seed']}")
+    found = compare(a, b, args.rtol)
+    for line in found:
+        print(line)
+    n = sum(len(c["glue"]) + sum(map(len, c["text"])) + len(c["figures"]) for c in a["chapters"].values())
+    print(f"{len(found)} difference(s) in {len(a['chapters'])} chapter(s), {n} values, lines and figures compared"
+          f" (relative tolerance {args.rtol:g})")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

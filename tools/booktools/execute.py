@@ -1,0 +1,40 @@
+"""A chapter executed with papermill, as the tests and the status page run it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import ROOT
+
+EXECUTED = ROOT / "_build" / "papermill"  # executed fast-mode notebooks, kept for inspection
+
+
+def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECUTED, nb=None, name: str | None = None):
+    """Execute a chapter with papermill in ``mode`` with ``seed`` and return the executed notebook.
+
+    The notebook is written to ``out_dir / (name or the chapter's stem) + ".ipynb"``. ``nb``: a
+    variant of the chapter to run instead of ``path`` converted by jupytext (the student
+    version, the Colab notebook); it runs where the chapter would, from ``path``'s folder. The
+    mode is the one asked for: ``RANKCOLLAPSE_MODE``, which would override it inside the kernel,
+    is not passed on.
+    """
+    import jupytext
+    import papermill
+
+    path = Path(path)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = os.environ.pop("RANKCOLLAPSE_MODE", None)  # the kernel inherits os.environ
+    try:
+        return papermill.execute_notebook(
+            jupytext.read(path) if nb is None else nb,
+            str(out_dir / ((name or path.stem) + ".ipynb")),
+            parameters={"mode": mode, "seed": seed},
+            kernel_name="python3",
+            cwd=str(path.parent),
+            progress_bar=False,
+        )
+    finally:
+        if saved is not None:
+            os.environ["RANKCOLLAPSE_MODE"] = saved

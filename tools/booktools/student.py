@@ -1,0 +1,47 @@
+"""The student version of the book: every chapter with its solutions removed.
+
+The blocks from ``solution-start`` to ``solution-end`` (the dropdowns holding the executed
+solutions) are removed; the exercise statements, the stubs that raise ``NotImplementedError`` and
+the check cells stay. A student notebook still executes from top to bottom: each check answers
+"not attempted" until the student replaces the stub. ``scripts/student.py`` writes it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import ROOT
+from .toc import toc_notebooks
+
+# a solution block: an opening fence of 3+ backticks or colons with {solution-start}, up to the
+# matching {solution-end} fence and its closing fence
+SOLUTION = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{solution-start\}.*?^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n",
+    re.S | re.M,
+)
+
+
+def strip_solutions(text: str) -> str:
+    """The chapter's MyST source without its solution blocks."""
+    out = SOLUTION.sub("", text)
+    if "{solution-start}" in out or "{solution-end}" in out:
+        raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
+    return out
+
+
+def write(out: Path, ipynb: bool = False) -> list[Path]:
+    """Write every chapter of the toc without its solutions to ``out/chapters/<name>.md`` (and
+    ``.ipynb`` with ``ipynb``); returns the files written."""
+    out = Path(out)
+    written = []
+    for path in toc_notebooks():
+        target = out / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(strip_solutions(path.read_text()))
+        written.append(target)
+        if ipynb:
+            import jupytext
+
+            jupytext.write(jupytext.read(target), target.with_suffix(".ipynb"))
+    return written
