@@ -51,7 +51,7 @@ def test_start_applies_the_mode_override_threads_and_style(monkeypatch, capsys):
     finally:
         torch.set_num_threads(before)
     assert "overrides mode='full'" in capsys.readouterr().out
-    assert tuple(mpl.rcParams["figure.figsize"]) == (7.0, 3.6)  # the book's style
+    assert tuple(mpl.rcParams["figure.figsize"]) == (rc.plotting.WIDTH, 3.4)  # the book's style (rc.plotting)
     monkeypatch.setenv("RANKCOLLAPSE_THREADS", "two")
     with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
         rc.book.start("skip", "full", 0)
