@@ -201,7 +201,7 @@ def test_evaluation_needs_float64(trained):
 def test_circle_rollout(cache):
     task = rc.toy.ToyTask("circle", 1, 2, 8, 2, 40, 1, epochs=2, batch=10, lr=1e-3, variant="skip")
     tr = rc.toy.train(task, seed=0, progress=False)
-    assert tr.model.san.config.skip and tr.model.san.config.layernorm == "none"
+    assert tr.model.san.config.skip and tr.model.san.config.layernorm == "post"
     X0 = tr.data.X_train[0]
     traj = rc.toy.rollout(tr.exact, X0, 5)
     assert traj.shape == (6, 2, 2) and torch.equal(traj[0], X0)

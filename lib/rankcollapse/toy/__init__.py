@@ -8,11 +8,12 @@ networks use?".
 """
 
 from . import data
-from .data import TaskData, circle_pairs, convex_hull, hull_labels, memorization, sorting, words
+from .data import TaskData, baselines, circle_pairs, convex_hull, hull_labels, memorization, sorting, words
 from .model import ToyConfig, ToyModel, standardise
-from .train import (CIRCLE_VARIANTS, TASKS, TRAINING_CODE_VERSION, ToyTask, Trained, cache_dir, checkpoint_path,
+from .train import (CIRCLE_VARIANTS, OFFICIAL, OFFICIAL_LINES, TASKS, TRAINING_CODE_VERSION, ToyTask, Trained, cache_dir, checkpoint_path,
                     task_data, token_accuracy, toy_config, train)
 from .evaluate import (PathEvaluation, all_path_terms, by_length, evaluate_paths, path_index, sample_paths)
 from .circle import rollout
+from . import figures
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -26,7 +26,7 @@ import torch
 
 from .._validate import check_int, check_positive_float
 
-__all__ = ["TaskData", "sorting", "convex_hull", "memorization", "hull_labels", "words", "circle_pairs"]
+__all__ = ["TaskData", "baselines", "sorting", "convex_hull", "memorization", "hull_labels", "words", "circle_pairs"]
 
 
 @dataclass
@@ -132,3 +132,10 @@ def circle_pairs(n_points: int = 1000, radius: float = 0.3):
     X = torch.stack([p[i], p[i + m]], dim=1)
     Y = torch.stack([p[i + 1], p[i + m + 1]], dim=1)
     return X, Y
+
+
+def baselines(data: TaskData) -> dict[str, float]:
+    """Trivial predictors' token accuracy on the evaluation set: ``chance`` (uniform over the
+    labels, ``1 / n_labels``) and ``majority`` (always the training set's most frequent label)."""
+    top = torch.bincount(data.y_train.flatten(), minlength=data.n_labels).argmax()
+    return {"chance": 1 / data.n_labels, "majority": float((data.y_eval == top).double().mean())}

@@ -151,7 +151,7 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
             counts = torch.zeros(draws, K, dtype=torch.float64)
             counts.scatter_add_(1, idx, torch.ones_like(idx, dtype=torch.float64))
             rows.append(counts)
-    counts = torch.cat(rows)  # (len(ks) * (L+1) * draws, K)
+    counts = torch.cat(rows)  # (len(ks) * (L+1) * draws, K), at most max(ks) non-zeros a row
 
     E_all = model.embed(X)
     n, d = E_all.shape[-2:]
@@ -165,16 +165,17 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     chunk = max(1, int(budget_mb // per_seq))
     path_correct = torch.zeros(K, dtype=torch.long)
     sampled_correct = torch.zeros(len(counts), dtype=torch.long)
-    row_group = max(1, int(budget_mb * 2**20 // (8 * chunk * n * d)))
+    group = max(1, int(budget_mb * 2**20 // (8 * chunk * n * d)) // 2)  # rows of draws summed at once
+    groups = [(r, counts[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
     for start in range(0, n_sampled, chunk):
         E, yc = E_all[start:start + chunk], y[start:start + chunk]
         terms = all_path_terms(san, E)  # (K, b, n, d)
         for i in range(0, K, 256):
             path_correct[i:i + 256] += _correct(model, terms[i:i + 256], yc)
         flat = terms.flatten(1)
-        for r in range(0, len(counts), row_group):
-            S = (counts[r:r + row_group] @ flat).view(-1, *terms.shape[1:])
-            sampled_correct[r:r + row_group] += _correct(model, S, yc)
+        for r, rows_r in groups:  # each draw's sum of its k path terms, a group of draws at a time
+            S = torch.sparse.mm(rows_r, flat).view(-1, *terms.shape[1:])
+            sampled_correct[r:r + len(S)] += _correct(model, S, yc)
         del terms, flat
     tok_all, tok_s = N * n, n_sampled * n
     sampled = sampled_correct.double().div(tok_s).view(len(ks), L + 1, draws).numpy()
