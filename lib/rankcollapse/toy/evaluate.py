@@ -21,7 +21,7 @@ both can be compared with the exact values.
 
 from __future__ import annotations
 
-import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,7 +166,9 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     path_correct = torch.zeros(K, dtype=torch.long)
     sampled_correct = torch.zeros(len(counts), dtype=torch.long)
     group = max(1, int(budget_mb * 2**20 // (8 * chunk * n * d)) // 2)  # rows of draws summed at once
-    groups = [(r, counts[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": only its matrix product is used
+        warnings.simplefilter("ignore", UserWarning)
+        groups = [(r, counts[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
     for start in range(0, n_sampled, chunk):
         E, yc = E_all[start:start + chunk], y[start:start + chunk]
         terms = all_path_terms(san, E)  # (K, b, n, d)

@@ -198,7 +198,7 @@ def _loss(task, out, y):
 
 
 def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool) -> dict:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # a plain bar on stderr: never part of a notebook's compared output
 
     X, y = data.X_train, data.y_train
     if task.task == "circle":
