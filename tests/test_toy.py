@@ -39,6 +39,10 @@ def test_hull_labels_mark_the_vertices():
     data = rc.toy.convex_hull(20, 5, seq_len=10, seed=0)
     assert data.X_train.shape == (20, 10, 2)
     assert (data.y_train.sum(-1) >= 3).all()  # a hull has at least three vertices
+    from scipy.spatial import ConvexHull  # an independent hull (Qhull)
+
+    for x, y in zip(data.X_train, data.y_train):
+        assert set(torch.nonzero(y).flatten().tolist()) == set(ConvexHull(x.numpy()).vertices.tolist())
 
 
 def test_memorization_uses_the_books_prose():
