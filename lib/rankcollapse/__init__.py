@@ -27,6 +27,7 @@ _MODULES = (
     "checks",
     "models",
     "tasks",
+    "toy",
     "book",
     "explorer",
 )

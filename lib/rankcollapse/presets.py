@@ -65,6 +65,40 @@ PRESETS: dict[str, dict[str, dict]] = {
             explorer_strengths=(0.0, 0.25, 0.5, 0.75, 1.0),
         ),
     },
+    "toy_tasks": {
+        # the paper's toy tasks (sorting, convex hull, memorization: ToyTask fields), trained with
+        # skips and post-LayerNorm, every path evaluated; n_sampled: sequences on which every single
+        # path and the draws of ks random paths (draws times) are evaluated; profile: sequences for
+        # the per-length profile; circle: the one-layer circle toy, rolled out for `steps`.
+        "fast": dict(
+            tasks=dict(
+                sorting=dict(n_layers=4, n_heads=2, d_model=16, seq_len=8, vocab=10, n_train=300,
+                             n_eval=40, epochs=6, batch=50, lr=3e-3),
+                convex_hull=dict(n_layers=4, n_heads=3, d_model=24, seq_len=10, n_train=400, n_eval=40,
+                                 epochs=3, batch=50, lr=3e-3, weight_decay=1e-3),
+                memorization=dict(n_layers=4, n_heads=2, d_model=32, seq_len=32, n_train=6, n_eval=6,
+                                  epochs=20, batch=3, lr=1e-3, schedule="linear"),
+            ),
+            n_sampled=dict(sorting=40, convex_hull=20, memorization=2), ks=(5, 20), draws=50, profile=8,
+            circle=dict(n_layers=1, n_heads=2, d_model=16, seq_len=2, n_train=200, n_eval=1, epochs=10,
+                        batch=20, lr=3e-3),
+            steps=60,
+        ),
+        "full": dict(
+            tasks=dict(
+                sorting=dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000,
+                             n_eval=200, epochs=25, batch=50, lr=1e-3),
+                convex_hull=dict(n_layers=6, n_heads=3, d_model=84, seq_len=10, n_train=10000,
+                                 n_eval=300, epochs=4, batch=100, lr=1e-3, weight_decay=1e-3),
+                memorization=dict(n_layers=6, n_heads=2, d_model=250, seq_len=128, n_train=32,
+                                  n_eval=32, epochs=50, batch=8, lr=3e-4, schedule="linear"),
+            ),
+            n_sampled=dict(sorting=100, convex_hull=50, memorization=2), ks=(5, 20), draws=200, profile=8,
+            circle=dict(n_layers=1, n_heads=2, d_model=32, seq_len=2, n_train=1000, n_eval=1, epochs=70,
+                        batch=30, lr=1e-3),
+            steps=300,
+        ),
+    },
     "real_models": {
         # the paper's Figure 2 on real transformers: n_seq windows of n_tokens tokens of the
         # book's prose; every model, variant and surgery; the optimal centre (an LP per matrix,

@@ -152,6 +152,7 @@ def check(exercise_id: str, fn: Callable, *, quiet: bool = False) -> CheckResult
 from . import paths as _paths  # noqa: E402,F401
 from . import collapse as _collapse  # noqa: E402,F401
 from . import skip as _skip  # noqa: E402,F401
+from . import toy_tasks as _toy_tasks  # noqa: E402,F401
 from . import mlp as _mlp  # noqa: E402,F401
 from . import layernorm as _layernorm  # noqa: E402,F401
 from . import real_models as _real_models  # noqa: E402,F401

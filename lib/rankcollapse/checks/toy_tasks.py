@@ -1,0 +1,169 @@
+"""Exercises of the chapter "Which paths do trained networks use?"."""
+
+import math
+
+import torch
+
+from . import Exercise, register
+from ..toy.model import standardise
+
+
+# ------------------------------------------------------------------ one path's term
+
+
+def _path_term(E, layers, path):
+    Y = E
+    for (P, sigma, W_V, W_O, gain), c in zip(layers, path):
+        Z = Y if c is None else P[:, c] @ Y @ W_V[c] @ W_O[c]
+        Y = (Z - Z.mean(-1, keepdim=True)) / sigma.unsqueeze(-1) * gain
+    return Y
+
+
+def _path_term_ln_only_on_heads(E, layers, path):
+    Y = E
+    for (P, sigma, W_V, W_O, gain), c in zip(layers, path):
+        if c is not None:
+            Z = P[:, c] @ Y @ W_V[c] @ W_O[c]
+            Y = (Z - Z.mean(-1, keepdim=True)) / sigma.unsqueeze(-1) * gain
+    return Y
+
+
+def _path_term_no_centring(E, layers, path):
+    Y = E
+    for (P, sigma, W_V, W_O, gain), c in zip(layers, path):
+        Z = Y if c is None else P[:, c] @ Y @ W_V[c] @ W_O[c]
+        Y = Z / sigma.unsqueeze(-1) * gain
+    return Y
+
+
+def _path_term_attention_on_the_right(E, layers, path):
+    Y = E
+    for (P, sigma, W_V, W_O, gain), c in zip(layers, path):
+        Z = Y if c is None else P[:, c].transpose(-1, -2) @ Y @ W_V[c] @ W_O[c]
+        Y = (Z - Z.mean(-1, keepdim=True)) / sigma.unsqueeze(-1) * gain
+    return Y
+
+
+def _layers_case(seed, B=2, n=4, d=6, H=2, L=3):
+    g = torch.Generator().manual_seed(seed)
+    f = dict(generator=g, dtype=torch.float64)
+    layers = []
+    for _ in range(L):
+        P = torch.softmax(torch.randn(B, H, n, n, **f) * 2, dim=-1)
+        sigma = torch.rand(B, n, **f) + 0.5
+        layers.append((P, sigma, torch.randn(H, d, d // H, **f), torch.randn(H, d // H, d, **f),
+                       torch.rand(d, **f) + 0.5))
+    return torch.randn(B, n, d, **f), layers
+
+
+def _path_cases():
+    return [(*_layers_case(1), (None, 1, 0)), (*_layers_case(2), (0, None, None)), (*_layers_case(3), (1, 1, 1))]
+
+
+register(
+    Exercise(
+        id="toy_tasks.path_term",
+        reference=_path_term,
+        cases=_path_cases,
+        hint="In every layer the path passes the branch it takes (the input itself, or P_h Y W_V,h W_O,h) "
+             "through the post-LayerNorm's linear part: centre each token, divide by its frozen sigma, times the gain.",
+        mistakes=[
+            (_path_term_ln_only_on_heads,
+             "The LayerNorm sits after the sum X + SA(X): a skipped layer is normalised too, so skips are not the identity."),
+            (_path_term_no_centring, "LayerNorm first subtracts each token's mean over features; you only scaled."),
+            (_path_term_attention_on_the_right,
+             "Attention mixes tokens from the left: row i of P_h Y is the average of the rows of Y weighted by row i of P_h."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ one path's accuracy
+
+
+def _path_accuracy(R, W, b, y):
+    return float(((standardise(R) @ W + b).argmax(-1) == y).double().mean())
+
+
+def _accuracy_cases():
+    g = torch.Generator().manual_seed(7)
+    f = dict(generator=g, dtype=torch.float64)
+    cases = []
+    for B, n, d, C, scale in ((3, 5, 6, 4, 1e-3), (4, 6, 8, 3, 1e-2), (2, 7, 5, 5, 1e-3)):
+        W, b = torch.randn(d, C, **f), torch.randn(C, **f)
+        R = torch.randn(B, n, d, **f) * scale + torch.randn(d, **f) * scale * 3  # small, with a common mean
+        y = ((R - R.mean(-1, keepdim=True)) @ W).argmax(-1)
+        y[0] = (y[0] + 1) % C  # not every token right
+        cases.append((R, W, b, y))
+    return cases
+
+
+register(
+    Exercise(
+        id="toy_tasks.path_accuracy",
+        reference=_path_accuracy,
+        cases=_accuracy_cases,
+        hint="Standardise each token of R (subtract its mean over features, divide by its standard deviation), "
+             "apply the classifier, take the arg-max class, and count the tokens where it equals y.",
+        mistakes=[
+            (lambda R, W, b, y: float(((R @ W + b).argmax(-1) == y).double().mean()),
+             "A single path's term is far smaller than the full output: without standardising it first, the "
+             "classifier's bias decides every prediction."),
+            (lambda R, W, b, y: float(((standardise(R) @ W + b).argmax(-1) == y).all(-1).double().mean()),
+             "That is the fraction of sequences with every token right; the paper's accuracy is per token."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ what a sample sees
+
+
+def _distinct(L, H, length, k):
+    N = math.comb(L, length) * H**length
+    return N * (1 - (1 - 1 / N) ** k)
+
+
+register(
+    Exercise(
+        id="toy_tasks.distinct_paths",
+        reference=_distinct,
+        cases=lambda: [(6, 2, 3, 5), (6, 3, 3, 20), (6, 3, 0, 20), (6, 2, 6, 20), (4, 3, 1, 5)],
+        hint="There are N = C(L, l) H^l paths of length l, drawn independently and uniformly with replacement: "
+             "a given path is missed by all k draws with probability (1 - 1/N)^k.",
+        mistakes=[
+            (lambda L, H, length, k: float(min(k, math.comb(L, length) * H**length)),
+             "The official code draws paths independently, with replacement: the same path can come twice."),
+            (lambda L, H, length, k: (H + 1) ** L * (1 - (1 - 1 / (H + 1) ** L) ** k),
+             "The draw is among the paths of length l only, C(L, l) H^l of them, not all (H+1)^L."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ which length carries a task
+
+
+def _shortest(cumulative, full, fraction):
+    for l, acc in enumerate(cumulative):
+        if acc >= fraction * full:
+            return l
+    return None
+
+
+register(
+    Exercise(
+        id="toy_tasks.shortest_sufficient_length",
+        reference=_shortest,
+        cases=lambda: [([0.3, 0.55, 0.6], 0.6, 0.9), ([0.1, 0.5, 0.93, 0.97, 0.98], 0.98, 0.95), ([0.2, 0.9, 0.85, 0.99], 0.99, 0.9),
+                       ([0.5, 0.6, 0.7], 0.8, 0.95), ([0.96, 0.9, 1.0], 1.0, 0.95)],
+        hint="Walk l = 0, 1, ... through the accuracies of the paths up to each length and return the first l "
+             "at which it reaches fraction * full (None if no length does).",
+        mistakes=[
+            (lambda c, full, fraction: max(range(len(c)), key=lambda l: c[l]),
+             "The question is the shortest sufficient length, not the length of the best accuracy."),
+            (lambda c, full, fraction: next((l for l, a in enumerate(c) if a >= fraction), None),
+             "Compare with a fraction of the full model's accuracy (fraction * full), not with the fraction itself."),
+        ],
+    )
+)

@@ -1,0 +1,19 @@
+"""The paper's toy tasks, trained, and every path of the trained networks evaluated exactly.
+
+Above the core: ``data`` (seeded task generators), ``model`` (embedding, ``rc.san.SAN``,
+readout), ``train`` (deterministic CPU training with cached checkpoints), ``evaluate``
+(path-restricted accuracy: every single path, the sum of each length, the paper's sampled
+estimate) and ``circle`` (the circle toy's rollouts). Book: chapter "Which paths do trained
+networks use?".
+"""
+
+from . import data
+from .data import TaskData, baselines, circle_pairs, convex_hull, hull_labels, memorization, sorting, words
+from .model import ToyConfig, ToyModel, standardise
+from .train import (CIRCLE_VARIANTS, OFFICIAL, OFFICIAL_LINES, TASKS, TRAINING_CODE_VERSION, ToyTask, Trained, cache_dir, checkpoint_path,
+                    task_data, token_accuracy, toy_config, train)
+from .evaluate import (PathEvaluation, all_path_terms, by_length, evaluate_paths, path_index, sample_paths)
+from .circle import rollout
+from . import figures
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,77 @@
+"""Drawings of the chapter "Which paths do trained networks use?" (each on an ``Axes`` it is given).
+
+They compute nothing: every value comes from :func:`rankcollapse.toy.evaluate_paths`,
+``rc.paths.length_profile`` or :func:`rankcollapse.toy.rollout`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["accuracy_by_length", "single_paths", "profile", "trajectories"]
+
+
+def _palette():
+    from ..plotting import PALETTE
+
+    return PALETTE
+
+
+def accuracy_by_length(ax, ev, full: float, baseline: float, baseline_label: str, title: str = ""):
+    """The paper's figure with the exact value beside it: for each path length, the accuracy of
+    ``k`` sampled paths (mean and standard deviation over the draws, for each ``k``), of all
+    paths of that length (exact), the full model's and a trivial predictor's."""
+    C = _palette()
+    x = np.arange(ev.L + 1)
+    ks = sorted(ev.sampled)
+    offsets = np.linspace(-0.15, 0.15, len(ks))
+    for k, off, color in zip(ks, offsets, (C[1], C[2], C[4])):
+        s = ev.sampled[k]
+        ax.errorbar(x + off, s.mean(1), yerr=s.std(1), fmt="o", ms=3, capsize=2, color=color, lw=1,
+                    label=f"{k} sampled paths")
+    ax.plot(x, ev.length_accuracy, "s-", ms=4, color=C[0], label="all paths of the length (exact)")
+    ax.axhline(full, ls="--", lw=1, color=C[7], label="full model")
+    ax.axhline(baseline, ls=":", lw=1.2, color=C[3], label=baseline_label)
+    ax.set(xlabel="path length", ylim=(0, 1.03), title=title)
+    ax.set_xticks(x)
+    return ax
+
+
+def single_paths(ax, ev, full: float, title: str = ""):
+    """Every single path's accuracy, by length (mean, and the band from worst to best), and the
+    accuracy of all paths up to each length."""
+    C = _palette()
+    st = ev.per_length()
+    x = st["length"]
+    ax.fill_between(x, st["worst"], st["best"], color=C[1], alpha=0.25, lw=0, label="one path: worst to best")
+    ax.plot(x, st["mean"], "o-", ms=3, color=C[1], label="one path: mean")
+    ax.plot(x, ev.cumulative_accuracy, "s-", ms=4, color=C[2], label="all paths up to the length")
+    ax.axhline(full, ls="--", lw=1, color=C[7], label="full model")
+    ax.set(xlabel="path length", ylim=(0, 1.03), title=title)
+    ax.set_xticks(x)
+    return ax
+
+
+def profile(ax, trained: dict, initial: dict, key: str = "residual_share", title: str = ""):
+    """One quantity of ``rc.paths.length_profile`` (averaged over sequences and tokens' batch axis)
+    against path length, for the trained network and the same network at initialisation."""
+    C = _palette()
+    for prof, label, color, style in ((trained, "trained", C[0], "o-"), (initial, "at initialisation", C[3], "s--")):
+        v = np.asarray(prof[key])
+        v = v.reshape(v.shape[0], -1).mean(1)
+        ax.plot(np.arange(len(v)), v, style, ms=3, color=color, label=label)
+    ax.set(xlabel="path length", title=title)
+    ax.set_xticks(np.arange(len(v)))
+    return ax
+
+
+def trajectories(ax, traj, title: str = "", lim: float = 0.56):
+    """The two points of a circle rollout ``(steps + 1, 2, 2)`` through depth, start marked."""
+    C = _palette()
+    t = np.asarray(traj)
+    for i, color in ((0, C[0]), (1, C[3])):
+        ax.plot(t[:, i, 0], t[:, i, 1], "-", lw=1, color=color, label=f"point {i + 1}")
+        ax.plot(t[0, i, 0], t[0, i, 1], "o", ms=4, color=color)
+        ax.plot(t[-1, i, 0], t[-1, i, 1], "x", ms=5, color=color)
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", title=title, xlabel="$x$", ylabel="$y$")
+    return ax

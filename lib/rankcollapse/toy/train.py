@@ -1,0 +1,279 @@
+"""Training the toy networks on CPU, deterministically, with checkpoints cached on disk.
+
+``rc.toy.train(task, seed)`` trains the network of a :class:`ToyTask` (or loads it: the
+checkpoint of the same settings, seed and :data:`TRAINING_CODE_VERSION` is reused), showing a
+tqdm progress bar on stderr and returning a :class:`Trained` whose ``log`` is the same whether
+the model was trained now or loaded. The cache folder is ``~/.cache/rankcollapse/toy/``, or
+``$RANKCOLLAPSE_CACHE/toy/`` when that environment variable is set; delete the folder to clear
+it. ``retrain=True`` trains again and overwrites the checkpoint.
+
+Training runs on one torch thread, whatever the machine: results then do not depend on the
+thread count (reductions split across threads add in another order), and on a shared 2-core
+machine one thread is as fast as two for these small matrices. Data are not shuffled (as in the
+official code) and the networks have no dropout, so two runs from scratch give the same
+checkpoint bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from .._validate import check_choice, check_int, check_positive_float
+from . import data as _data
+from .model import ToyConfig, ToyModel
+
+__all__ = ["TRAINING_CODE_VERSION", "ToyTask", "Trained", "cache_dir", "checkpoint_path", "train",
+           "task_data", "toy_config", "TASKS", "CIRCLE_VARIANTS", "token_accuracy", "OFFICIAL",
+           "OFFICIAL_LINES"]
+
+# Raise when a change to this module, the model or the data generators changes what training
+# produces: old checkpoints are then ignored (their key no longer matches).
+TRAINING_CODE_VERSION = 1
+
+TASKS = ("sorting", "convex_hull", "memorization", "circle")
+
+# The official code's settings (the commands of its README, arguments.py's defaults, the scripts'
+# optimisers), for comparison with the book's presets. Memorization: 500 RTE sequences of up to
+# 128 WordPiece tokens, evaluated on the training set.
+OFFICIAL = {
+    "sorting": dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000, n_eval=200,
+                    epochs=65, batch=30, lr=1e-5),
+    "convex_hull": dict(n_layers=6, n_heads=3, d_model=84, seq_len=10, n_train=10000, n_eval=300, epochs=70,
+                        batch=30, lr=1e-5, weight_decay=1e-3, schedule="step", milestones=(15, 30, 40, 50, 60),
+                        gamma=0.91),
+    "memorization": dict(n_layers=6, n_heads=2, d_model=250, seq_len=128, n_train=500, n_eval=500, epochs=50,
+                         batch=8, lr=3e-4, schedule="linear"),
+    "circle": dict(n_layers=1, n_heads=2, d_model=32, seq_len=2, n_train=1000, n_eval=1, epochs=70, batch=30,
+                   lr=1e-5),
+}
+# The constant lines of the official figures ("obtained by running the model and using all
+# paths", typed into run_sort.py, run_convex_hull.py and trainer.py): (full model, baseline, its name).
+OFFICIAL_LINES = {"sorting": (0.98, 0.1, "random predictor"), "convex_hull": (0.9, 0.54, "majority predictor"),
+                  "memorization": (0.85, 0.5, "random predictor")}
+CIRCLE_VARIANTS = ("attention", "skip", "mlp")
+
+
+@dataclass(frozen=True)
+class ToyTask:
+    """Settings of one toy task: data, network and optimiser (every field enters the cache key).
+
+    task: one of :data:`TASKS`. n_train/n_eval: sequences (memorization evaluates on its
+    training set; circle: ``n_train`` points on the circle). seq_len: tokens per sequence.
+    vocab: sorting's number of values. epochs, batch, lr: Adam's. weight_decay: Adam's L2
+    term. schedule: ``"constant"``, ``"step"`` (multiply by ``gamma`` at each epoch in
+    ``milestones``) or ``"linear"`` (decay to 0 over training, as the Hugging Face Trainer).
+    variant: circle only, one of :data:`CIRCLE_VARIANTS`.
+    """
+
+    task: str
+    n_layers: int
+    n_heads: int
+    d_model: int
+    seq_len: int
+    n_train: int
+    n_eval: int
+    epochs: int
+    batch: int
+    lr: float
+    vocab: int = 10
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    milestones: tuple = ()
+    gamma: float = 1.0
+    variant: str = ""
+
+    def __post_init__(self):
+        check_choice("task", self.task, TASKS)
+        for name in ("n_layers", "n_heads", "d_model", "seq_len", "n_train", "n_eval", "epochs", "batch"):
+            check_int(name, getattr(self, name), minimum=0 if name == "epochs" else 1)
+        check_positive_float("lr", self.lr)
+        check_choice("schedule", self.schedule, ("constant", "step", "linear"))
+        object.__setattr__(self, "milestones", tuple(self.milestones))
+        if self.task == "circle":
+            check_choice("variant", self.variant, CIRCLE_VARIANTS)
+        elif self.variant:
+            raise ValueError(f"variant is for the circle task only, got {self.variant!r} for {self.task!r}")
+
+    def replace(self, **changes) -> "ToyTask":
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+def task_data(task: ToyTask, seed: int) -> _data.TaskData:
+    """The seeded data of ``task`` (circle: the pairs, as ``X_train``/``y_train`` float)."""
+    if task.task == "sorting":
+        return _data.sorting(task.n_train, task.n_eval, task.seq_len, task.vocab, seed=seed)
+    if task.task == "convex_hull":
+        return _data.convex_hull(task.n_train, task.n_eval, task.seq_len, seed=seed)
+    if task.task == "memorization":
+        return _data.memorization(task.n_train, task.seq_len, seed=seed)
+    X, Y = _data.circle_pairs(task.n_train)
+    return _data.TaskData(X, Y, X, Y, 2, 0)
+
+
+def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
+    """The network for ``task``: the official code's embedding for it, ``rc.san`` in the middle."""
+    common = dict(n_layers=task.n_layers, n_heads=task.n_heads, d_model=task.d_model, n_out=data.n_labels)
+    if task.task == "sorting":
+        return ToyConfig(**common, vocab=data.vocab, positions=task.seq_len)
+    if task.task == "memorization":  # the official memorization model has no position embeddings
+        return ToyConfig(**common, vocab=data.vocab)
+    if task.task == "convex_hull":
+        return ToyConfig(**common, inputs="points", ffn2=True)
+    # circle: Linear(2, d), LayerNorm, one post-LN attention layer (with a skip or an MLP, or neither),
+    # Linear(d, 2): the official circle model always normalises, which keeps the rollout bounded
+    v = task.variant
+    return ToyConfig(**common, inputs="points", standardise=False, skip=v == "skip",
+                     mlp=task.d_model if v == "mlp" else 0)
+
+
+def cache_dir() -> Path:
+    """``$RANKCOLLAPSE_CACHE/toy`` if the variable is set, else ``~/.cache/rankcollapse/toy``."""
+    root = os.environ.get("RANKCOLLAPSE_CACHE", "").strip()
+    return (Path(root).expanduser() if root else Path.home() / ".cache" / "rankcollapse") / "toy"
+
+
+def _key(task: ToyTask, seed: int) -> str:
+    blob = json.dumps({"task": asdict(task), "seed": seed, "version": TRAINING_CODE_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def checkpoint_path(task: ToyTask, seed: int) -> Path:
+    """Where the checkpoint of ``task`` trained from ``seed`` is cached."""
+    name = task.task + (f"-{task.variant}" if task.variant else "")
+    return cache_dir() / f"{name}-{_key(task, seed)}.pt"
+
+
+@dataclass
+class Trained:
+    """A trained toy network. ``model``: float32 as trained; ``exact``: its float64 twin (for
+    path sums); ``log``: epochs, steps, loss per epoch, accuracies (identical for a trained and
+    a loaded model); ``from_cache``: whether it was loaded."""
+
+    task: ToyTask
+    seed: int
+    data: _data.TaskData
+    model: ToyModel
+    log: dict
+    path: Path
+    from_cache: bool
+    exact: ToyModel = field(init=False)
+
+    def __post_init__(self):
+        self.exact = self.model.twin(torch.float64)
+
+    def initial(self) -> ToyModel:
+        """The same network at initialisation (float64): the weights training started from."""
+        return ToyModel(self.model.config, seed=self.seed, dtype=torch.float64).eval()
+
+    def summary(self) -> str:
+        """One line: the task, its training and the full model's accuracies."""
+        lg, t = self.log, self.task
+        name = t.task + (f" ({t.variant})" if t.variant else "")
+        loss = lg["loss"]
+        text = f"{name}: {lg['epochs']} epochs x {lg['steps_per_epoch']} steps, loss {loss[0]:.3g} -> {loss[-1]:.3g}"
+        if "eval_accuracy" in lg:
+            text += f"; accuracy train {lg['train_accuracy']:.3f}, eval {lg['eval_accuracy']:.3f}"
+        return text
+
+
+def token_accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of tokens whose arg-max class is the label (the official code's token accuracy)."""
+    return float((logits.argmax(-1) == y).double().mean())
+
+
+def _loss(task, out, y):
+    if task.task == "circle":  # the official circle script: squared error summed over the batch
+        return ((out - y) ** 2).sum()
+    return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool) -> dict:
+    from tqdm import tqdm  # a plain bar on stderr: never part of a notebook's compared output
+
+    X, y = data.X_train, data.y_train
+    if task.task == "circle":
+        X, y = X.to(model.dtype), y.to(model.dtype)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=task.lr, weight_decay=task.weight_decay)
+    steps = (len(X) + task.batch - 1) // task.batch
+    total = max(1, steps * task.epochs)
+    if task.schedule == "linear":
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / total))
+    else:
+        sched = None
+    losses = []
+    bar = tqdm(range(task.epochs), desc=task.task + (f"-{task.variant}" if task.variant else ""),
+               file=sys.stderr, disable=not progress, leave=False)
+    for epoch in bar:
+        if task.schedule == "step" and epoch in task.milestones:
+            for group in opt.param_groups:
+                group["lr"] *= task.gamma
+        total_loss = 0.0
+        for i in range(0, len(X), task.batch):
+            loss = _loss(task, model(X[i:i + task.batch]), y[i:i + task.batch])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if sched is not None:
+                sched.step()
+            total_loss += float(loss.detach()) * len(X[i:i + task.batch])
+        losses.append(total_loss / len(X))
+        bar.set_postfix(loss=f"{losses[-1]:.3g}")
+    return {"epochs": task.epochs, "steps_per_epoch": steps, "loss": losses}
+
+
+def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool = True) -> Trained:
+    """Train ``task``'s network from ``seed`` (or load its cached checkpoint) and return it.
+
+    The checkpoint lives in :func:`checkpoint_path`: its name holds a hash of every field of
+    ``task``, ``seed`` and :data:`TRAINING_CODE_VERSION`. ``retrain=True`` ignores it and
+    trains again. The data are drawn from ``seed`` too (:func:`task_data`).
+    """
+    if not isinstance(task, ToyTask):
+        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    seed = check_int("seed", seed, minimum=0)
+    if not isinstance(retrain, bool):
+        raise TypeError(f"retrain must be True or False, got {retrain!r}")
+    data = task_data(task, seed)
+    model = ToyModel(toy_config(task, data), seed=seed)
+    path = checkpoint_path(task, seed)
+    if path.exists() and not retrain:
+        try:
+            saved = torch.load(path, weights_only=True)
+            model.load_state_dict(saved["state"])
+        except (RuntimeError, KeyError, EOFError) as err:  # unreadable, or from other code: train again
+            print(f"ignoring {path} ({type(err).__name__}); training again", file=sys.stderr)
+        else:
+            print(f"loaded {path}", file=sys.stderr)
+            return Trained(task, seed, data, model.eval(), saved["log"], path, True)
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    try:
+        model.train()
+        log = _fit(task, model, data, progress)
+    finally:
+        torch.set_num_threads(prev)
+    model.eval()
+    trained = Trained(task, seed, data, model, log, path, False)
+    if task.task != "circle":
+        with torch.no_grad():
+            log["train_accuracy"] = token_accuracy(trained.exact(data.X_train), data.y_train)
+            log["eval_accuracy"] = token_accuracy(trained.exact(data.X_eval), data.y_eval)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    torch.save({"state": model.state_dict(), "log": log, "task": asdict(task), "seed": seed,
+                "version": TRAINING_CODE_VERSION}, tmp)
+    os.replace(tmp, path)
+    print(f"trained in {time.perf_counter() - start:.1f} s, saved {path}", file=sys.stderr)
+    return trained
