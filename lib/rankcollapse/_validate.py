@@ -14,6 +14,7 @@ import torch
 
 __all__ = [
     "as_tokens",
+    "check_bool",
     "check_choice",
     "check_int",
     "check_positive_float",
@@ -30,6 +31,17 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
+
+
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (a numpy bool too); a ``TypeError`` otherwise.
+
+    Strings, numbers and ``None`` are refused: ``skip="no"`` is truthy, so accepting it would
+    silently turn the option on.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
 
 
 def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float:
