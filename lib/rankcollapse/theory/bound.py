@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .._validate import check_choice, check_int
+from .._validate import check_bool, check_choice, check_int
 from ..residual import composite_norm, norm_1, norm_inf, res
 from .weights import check_pure_attention, qk_matrices, value_matrices
 
@@ -87,6 +87,37 @@ def gamma_details(model, X) -> dict[str, torch.Tensor]:
     }
 
 
+def _log_kappa(eps: torch.Tensor) -> torch.Tensor:
+    r""":math:`\log\kappa = \log(\sinh(2\varepsilon)/(2\varepsilon)) + \varepsilon`, finite where ``kappa`` overflows.
+
+    For ``2 eps >= 20``: :math:`\log\sinh t = t - \log 2 + \log(1 - e^{-2t})`.
+    """
+    t = 2 * eps
+    small = torch.where(t < 20, t, torch.zeros_like(t))
+    sinhc = torch.where(small > 0, torch.sinh(small) / torch.where(small > 0, small, torch.ones_like(small)),
+                        torch.ones_like(small))
+    big = torch.where(t >= 20, t, torch.full_like(t, 20.0))
+    log_big = big - math.log(2) + torch.log1p(-torch.exp(-2 * big)) - torch.log(big)
+    return torch.where(t < 20, torch.log(sinhc), log_big) + eps
+
+
+def _log_layer_constants(model, det) -> torch.Tensor:
+    r""":math:`\log c_l`, ``(L, ...)``: the log of the product where it is a finite float, else the sum
+    of the factors' logs (``kappa`` overflows float64 once :math:`\varepsilon` passes about 236)."""
+    cfg = model.config
+    c = _layer_constants(model, det)
+    beta_b = det["beta"].reshape((-1,) + (1,) * (det["gamma"].ndim - 1))
+    nu_b = det["nu"].reshape(beta_b.shape)
+    log_sum = (math.log(4 * cfg.n_heads / math.sqrt(cfg.d_qk)) + _log_kappa(det["eps"])
+               + 0.5 * torch.log(det["column_sum"]) + torch.log(nu_b) + torch.log(beta_b))
+    return torch.where(torch.isfinite(c), torch.log(c), log_sum)
+
+
+def _layer_constants(model, det) -> torch.Tensor:
+    b = det["beta"].reshape((-1,) + (1,) * (det["gamma"].ndim - 1))
+    return 4 * det["gamma"] * b * model.config.n_heads / math.sqrt(model.config.d_qk)
+
+
 def gamma(model, X) -> torch.Tensor:
     """The book's ``gamma`` of every layer, shape ``(L,)`` for ``X`` of shape ``(n, d)`` (``(L, ...)`` batched).
 
@@ -109,10 +140,7 @@ def layer_constants(model, X) -> torch.Tensor:
     inputs with :math:`\lVert\operatorname{res}(X)\rVert \le 1` (chapter "Pure attention
     collapses", section 2).
     """
-    det = gamma_details(model, X)
-    extra = det["gamma"].ndim - 1
-    b = det["beta"].reshape((-1,) + (1,) * extra)
-    return 4 * det["gamma"] * b * model.config.n_heads / math.sqrt(model.config.d_qk)
+    return _layer_constants(model, gamma_details(model, X))
 
 
 def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=torch.float64) -> torch.Tensor:
@@ -135,13 +163,14 @@ def depth_profile(model, X) -> dict[str, torch.Tensor]:
     :func:`collapse_bound` in those forms; and ``"c"``: the largest layer constant of
     :func:`layer_constants` (a scalar). For ``X`` of shape ``(n, d)``.
     """
-    hidden = model(X).hidden_states
+    det = gamma_details(model, X)  # one forward pass for every entry but the tracked residual
+    logc = _log_layer_constants(model, det)
     return {
-        "forward": torch.stack([torch.log10(composite_norm(res(h))) for h in hidden]),
+        "forward": torch.log10(det["residual"]),
         "tracked": tracked_residual(model, X, log10=True),
-        "paper": collapse_bound(model, X, "paper", log10=True),
-        "layerwise": collapse_bound(model, X, "layerwise", log10=True),
-        "c": layer_constants(model, X).max(),
+        "paper": _bound(logc, det, "paper") / math.log(10),
+        "layerwise": _bound(logc, det, "layerwise") / math.log(10),
+        "c": _layer_constants(model, det).max(),
     }
 
 
@@ -166,17 +195,20 @@ def collapse_bound(model, X, form: str = "paper", log10: bool = False) -> torch.
 
     Computed in log space (the bound over- and underflows doubly exponentially): ``log10=True``
     returns :math:`\\log_{10}` of the bound, which stays finite where the bound itself is 0 or inf
-    in float64. Residuals are mean-centred; the bound holds for the optimal residual too.
+    in float64, and wherever the bound is finite: each constant :math:`c_l` enters as its log,
+    taken factor by factor where :math:`c_l` itself overflows (large :math:`\\varepsilon_l`). Residuals are mean-centred; the bound holds for the optimal residual too.
     Book: chapter "Pure attention collapses", sections 2-3.
     """
     check_choice("form", form, BOUND_FORMS)
+    log10 = check_bool("log10", log10)
     det = gamma_details(model, X)
-    cfg = model.config
-    H, L = cfg.n_heads, cfg.n_layers
-    shape = det["residual"].shape[1:]
-    beta_b = det["beta"].reshape((-1,) + (1,) * len(shape))
-    c = 4 * det["gamma"] * beta_b * H / math.sqrt(cfg.d_qk)  # (L, ...)
-    logc = torch.log(c)
+    logb = _bound(_log_layer_constants(model, det), det, form)
+    return logb / math.log(10) if log10 else torch.exp(logb)
+
+
+def _bound(logc: torch.Tensor, det: dict, form: str) -> torch.Tensor:
+    """The natural log of the bound of :func:`collapse_bound`, ``(L+1, ...)``, from ``log c_l`` and the residuals."""
+    L = logc.shape[0]
     logr = torch.log(det["residual"])
     out = [logr[0]]
     running = None
@@ -186,14 +218,13 @@ def collapse_bound(model, X, form: str = "paper", log10: bool = False) -> torch.
             continue
         if form == "paper":
             running = logc[l - 1] if running is None else torch.maximum(running, logc[l - 1])
-            out.append((_pow3(l, c.dtype) - 1) / 2 * running + _pow3(l, c.dtype) * logr[0])
+            out.append((_pow3(l, logc.dtype) - 1) / 2 * running + _pow3(l, logc.dtype) * logr[0])
         else:  # layerwise
-            acc = _pow3(l, c.dtype) * logr[0]
+            acc = _pow3(l, logc.dtype) * logr[0]
             for k in range(l):
-                acc = acc + _pow3(l - 1 - k, c.dtype) * logc[k]
+                acc = acc + _pow3(l - 1 - k, logc.dtype) * logc[k]
             out.append(acc)
-    logb = torch.stack(out)
-    return logb / math.log(10) if log10 else torch.exp(logb)
+    return torch.stack(out)
 
 
 @torch.no_grad()
@@ -214,6 +245,7 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
     token to the same one can give an exact 0. Shape ``(L+1,)`` (``(L+1, ...)``
     batched); ``log10=True`` returns :math:`\\log_{10}` (``-inf`` after underflow).
     """
+    log10 = check_bool("log10", log10)
     check_pure_attention(model)
     X = model.check_input(X)
     cfg = model.config
