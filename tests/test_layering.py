@@ -51,8 +51,6 @@ def test_core_imports_only_core_and_torch(path):
             if level <= depth:  # a sibling inside the same core subpackage
                 continue
             top = module.split(".")[0]
-            if top == "centering" and name == "residual":
-                continue  # the optimal centre's LP, loaded lazily inside residual.center_of
             assert top in CORE, f"core module {name} imports .{module}, which is not core"
         else:
             assert module.split(".")[0] in ALLOWED_EXTERNAL, f"core module {name} imports {module}"

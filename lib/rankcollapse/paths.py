@@ -30,7 +30,7 @@ from itertools import product
 import torch
 
 from ._validate import check_bool, check_choice, check_int
-from .residual import CENTERS, NORMS, matrix_norm, res
+from .residual import NORMS, check_center, matrix_norm, res
 from .san import SAN, check_san
 
 __all__ = [
@@ -358,7 +358,7 @@ def _share(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def length_profile(model: SAN, X, *, norm: str = "l1inf", center: str = "mean") -> dict[str, torch.Tensor]:
+def length_profile(model: SAN, X, *, norm: str = "l1inf", center="mean") -> dict[str, torch.Tensor]:
     """Which path lengths carry a network's output, and which have collapsed.
 
     With ``T_l`` the sum of the length-``l`` path terms (:func:`decompose_by_length`) and ``Y``
@@ -369,14 +369,15 @@ def length_profile(model: SAN, X, *, norm: str = "l1inf", center: str = "mean") 
     - ``"residual_share"``: ``||res(T_l)|| / ||res(Y)||``, how much of the part of the output
       that differs between tokens each length carries.
 
-    Norms (``norm``: ``"l1inf"`` or ``"fro"``) and centring (``center``: ``"mean"`` or
-    ``"optimal"``) as in :mod:`rankcollapse.residual`. A ratio ``0 / 0`` (a zero output, a zero
+    Norms (``norm``: ``"l1inf"`` or ``"fro"``) and centring (``center``: ``"mean"`` or a
+    function ``X -> x`` such as ``rc.centering.optimal_center``) as in
+    :mod:`rankcollapse.residual`. A ratio ``0 / 0`` (a zero output, a zero
     term) is 0, as for :func:`rankcollapse.residual.relative_residual`; ``x / 0`` with ``x > 0``
     is ``inf``. The model may not add a constant term (no biases, LayerNorm shift zero): the
     constant belongs to no length.
     """
     check_choice("norm", norm, NORMS)
-    check_choice("center", center, CENTERS)
+    check_center(center)
     X, layers, Y = frozen_layers(model, X)
     T = _by_length(model, X, layers)
     try:
