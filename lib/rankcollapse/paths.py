@@ -53,6 +53,16 @@ __all__ = [
 MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and all_paths build
 MAX_BYTES = 2**30  # default cap (1 GiB) on the memory the terms of enumerate_paths hold
 MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
+MAX_COUNT_LAYERS = 10**5  # largest L for path_count: its exact integer has up to ~L log10(H+1) digits
+
+
+def _too_many(L: int, choices: int, cap: int) -> bool:
+    """``choices ** L > cap``, decided without building the integer when it is astronomically large."""
+    if choices <= 1:
+        return choices > cap
+    if L * math.log10(choices) > math.log10(cap) + 1:
+        return True
+    return choices**L > cap
 _EXACT_DISTRIBUTION = 1000  # up to this L, length_distribution divides exact integers
 
 
@@ -62,9 +72,10 @@ _EXACT_DISTRIBUTION = 1000  # up to this L, length_distribution divides exact in
 def path_count(L: int, H: int, length: int, skip: bool = True) -> int:
     """Number of paths of ``length`` heads through ``L`` layers of ``H`` heads: ``C(L, l) H^l``.
 
-    Without skip connections every path has length ``L`` (``H^L`` of them). Exact integer.
+    Without skip connections every path has length ``L`` (``H^L`` of them). Exact integer (for
+    ``L`` up to ``10**5``: beyond, the integer alone would take megabytes).
     """
-    L, H = check_int("L", L, minimum=0), check_int("H", H)
+    L, H = check_int("L", L, minimum=0, maximum=MAX_COUNT_LAYERS), check_int("H", H)
     length = check_int("length", length, minimum=0)
     if not check_bool("skip", skip):
         return H**L if length == L else 0
@@ -265,13 +276,13 @@ def _check_enumeration(model: SAN, X, max_paths, max_bytes) -> torch.Tensor:
     max_paths = check_int("max_paths", max_paths)
     max_bytes = check_int("max_bytes", max_bytes)
     cfg = model.config
-    count = (cfg.n_heads + cfg.skip) ** cfg.n_layers
     alternative = "decompose_by_length sums the terms of each length by dynamic programming without enumerating them"
-    if count > max_paths:
+    if _too_many(cfg.n_layers, cfg.n_heads + cfg.skip, max_paths):
         raise ValueError(
-            f"this model has {count} paths, more than max_paths={max_paths}; {alternative} "
-            "(or raise max_paths)"
+            f"this model has {cfg.n_heads + cfg.skip}^{cfg.n_layers} paths, more than max_paths={max_paths}; "
+            f"{alternative} (or raise max_paths)"
         )
+    count = (cfg.n_heads + cfg.skip) ** cfg.n_layers
     X = model.check_input(X)
     held = count * X.numel() * X.element_size()
     if held > max_bytes:
@@ -332,9 +343,8 @@ def all_paths(L: int, H: int, skip: bool = True, *, max_paths: int = MAX_PATHS):
     L, H = check_int("L", L, minimum=0), check_int("H", H)
     skip = check_bool("skip", skip)
     max_paths = check_int("max_paths", max_paths)
-    count = (H + skip) ** L
-    if count > max_paths:
-        raise ValueError(f"{L} layers of {H} heads have {count} paths, more than max_paths={max_paths}")
+    if _too_many(L, H + skip, max_paths):
+        raise ValueError(f"{L} layers of {H} heads have {H + skip}^{L} paths, more than max_paths={max_paths}")
     return list(product(_choices(H, skip), repeat=L))
 
 

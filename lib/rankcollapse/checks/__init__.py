@@ -81,8 +81,11 @@ def _close(got, want, rtol=1e-8, atol=1e-10) -> bool:
     if isinstance(want, dict):
         return isinstance(got, dict) and set(got) == set(want) and all(_close(got[k], want[k]) for k in want)
     if isinstance(want, torch.Tensor):
-        got = torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
-        return got.shape == want.shape and torch.allclose(got.to(want.dtype), want, rtol=rtol, atol=atol)
+        try:
+            got = torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
+            return got.shape == want.shape and torch.allclose(got.to(want.dtype), want, rtol=rtol, atol=atol)
+        except (TypeError, ValueError, RuntimeError):  # an answer that is no tensor at all
+            return False
     if isinstance(want, (int, float)):
         try:
             return math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
