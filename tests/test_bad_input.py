@@ -55,6 +55,8 @@ SKIP = rc.san.SAN(CFG.replace(skip=True), seed=0)
 MLP = rc.san.SAN(CFG.replace(mlp=8), seed=0)
 POST = rc.san.SAN(CFG.replace(layernorm="post"), seed=0)
 BIAS = rc.san.SAN(CFG.replace(bias=True), seed=0)
+DEPTH0 = rc.san.SAN(CFG.replace(n_layers=0), seed=0)
+DEPTH0_POST = rc.san.SAN(CFG.replace(n_layers=0, layernorm="post"), seed=0)
 ZERO = rc.san.SAN(CFG.replace(init_scale=0.0), seed=0)  # output exactly zero
 NAN = torch.tensor([[1.0, float("nan"), 0.0, 0.0]] * 3, dtype=torch.float64)
 INF = torch.tensor([[1.0, float("inf"), 0.0, 0.0]] * 3, dtype=torch.float64)
@@ -215,6 +217,14 @@ ROWS = [
     ("length_profile zero output", lambda: P.length_profile(ZERO, X), Returns(finite, "finite shares (0/0 is 0)")),
     ("frozen_layers NaN", lambda: P.frozen_layers(PURE, NAN), Raises(ValueError, "X")),
     # ------------------------------------------------------------------ theory
+    ("gamma depth 0", lambda: T.gamma(DEPTH0, X), Returns(lambda v: v.shape == (0,), "no layers: shape (0,)")),
+    ("collapse_bound depth 0", lambda: T.collapse_bound(DEPTH0, X),
+     Returns(lambda v: v.shape == (1,) and torch.isclose(v[0], R.composite_norm(R.res(X))), "[the input's residual]")),
+    ("depth_profile depth 0", lambda: T.depth_profile(DEPTH0, X)["paper"].shape, Returns(lambda v: v == (1,), "one entry")),
+    ("paper_rewriting depth 0", lambda: LN.paper_rewriting(DEPTH0_POST, X, 0), Raises(ValueError, "n_layers=0")),
+    ("search depth 0", lambda: T.search_smallest_ratio(CFG.replace(n_layers=0, skip=True), X, steps=1, restarts=1, seed=0),
+     Raises(ValueError, "n_layers")),
+    ("decompose_by_length depth 0", lambda: P.decompose_by_length(DEPTH0, X), Returns(lambda v: torch.equal(v[0], X), "[X]")),
     ("check_pure_attention skip", lambda: T.check_pure_attention(SKIP), Raises(ValueError, "skip=True")),
     ("check_pure_attention not a model", lambda: T.check_pure_attention(None), Raises(TypeError, "model")),
     ("beta not a model", lambda: T.beta(3), Raises(TypeError, "model")),

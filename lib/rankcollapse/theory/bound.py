@@ -55,8 +55,11 @@ def gamma_details(model, X) -> dict[str, torch.Tensor]:
     out = model(X)
     cfg = model.config
     Q, W = qk_matrices(model), value_matrices(model)
-    q = norm_1(Q)  # (L, H)
-    w1, winf = norm_1(W), norm_inf(W)
+    if cfg.n_layers == 0:  # a network of depth 0: no layer, no constant; the bound is the input's residual
+        q = w1 = winf = torch.zeros(0, cfg.n_heads, dtype=cfg.dtype)
+    else:
+        q = norm_1(Q)  # (L, H)
+        w1, winf = norm_1(W), norm_inf(W)
     b = q * torch.sqrt(w1 * winf)
     beta_l = b.amax(dim=-1)
     num = torch.sqrt((q * w1).amax(dim=-1) * (q * winf).amax(dim=-1))
@@ -161,16 +164,18 @@ def depth_profile(model, X) -> dict[str, torch.Tensor]:
     forward pass (it stops at the dtype's rounding floor); ``"tracked"``: the same followed
     exactly by :func:`tracked_residual`; ``"paper"`` and ``"layerwise"``: the bound of
     :func:`collapse_bound` in those forms; and ``"c"``: the largest layer constant of
-    :func:`layer_constants` (a scalar). For ``X`` of shape ``(n, d)``.
+    :func:`layer_constants` (a scalar; NaN for a network of depth 0, which has no layer). For
+    ``X`` of shape ``(n, d)``.
     """
     det = gamma_details(model, X)  # one forward pass for every entry but the tracked residual
     logc = _log_layer_constants(model, det)
+    c = _layer_constants(model, det)
     return {
         "forward": torch.log10(det["residual"]),
         "tracked": tracked_residual(model, X, log10=True),
         "paper": _bound(logc, det, "paper") / math.log(10),
         "layerwise": _bound(logc, det, "layerwise") / math.log(10),
-        "c": _layer_constants(model, det).max(),
+        "c": c.max() if c.numel() else torch.tensor(math.nan, dtype=c.dtype),
     }
 
 

@@ -108,6 +108,8 @@ def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, se
     restarts = check_int("restarts", restarts, maximum=MAX_RESTARTS)
     seed = check_int("seed", seed, minimum=0, maximum=SEED_LIMIT - restarts)  # seeds seed .. seed+restarts-1
     lr = check_positive_float("lr", lr)
+    if config.n_layers == 0:
+        raise ValueError("config.n_layers must be >= 1: a network of depth 0 has no weights to search")
     if config.init_scale == 0:
         raise ValueError("config.init_scale must be > 0: the search holds the weight scale fixed")
     lr = lr * config.init_scale / math.sqrt(config.d_model)
