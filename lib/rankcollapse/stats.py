@@ -14,11 +14,10 @@ Numpy in, Python numbers out; above the core (it imports neither torch's models 
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-from ._validate import check_bool, check_int
+from ._validate import check_bool, check_int, check_positive_float
 
 __all__ = ["geometric_mean", "first_below", "log_slope"]
 
@@ -40,15 +39,6 @@ def _array(name: str, values, *, ndim: int | None = None) -> np.ndarray:
     return v
 
 
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value}")
-    return value
-
-
 def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
     """Geometric mean of positive ``values`` (numpy or torch) along ``axis`` (over samples).
 
@@ -57,7 +47,7 @@ def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
     floor) count as ``floor``. Returns a numpy array (a numpy float for 1-D ``values``).
     """
     v = _array("values", values)
-    floor = _positive("floor", floor)
+    floor = check_positive_float("floor", floor)
     axis = check_int("axis", axis, minimum=-v.ndim, maximum=v.ndim - 1)
     return np.exp(np.log(np.clip(v, floor, None)).mean(axis))
 
@@ -69,7 +59,7 @@ def first_below(values, level: float, default=None):
     NaN entries never count as below (a comparison with NaN is false).
     """
     v = _array("values", values, ndim=1)
-    level = _positive("level", level)
+    level = check_positive_float("level", level)
     hit = np.nonzero(v < level)[0]
     return int(hit[0]) if hit.size else default
 
@@ -82,7 +72,7 @@ def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
     are 1-D, of the same length (at least 2), finite, and positive where their log is taken.
     """
     log_x = check_bool("log_x", log_x)
-    base = _positive("base", base)
+    base = check_positive_float("base", base)
     if base == 1:
         raise ValueError("base must not be 1")
     x, y = _array("x", x, ndim=1), _array("y", y, ndim=1)
