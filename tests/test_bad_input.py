@@ -333,6 +333,7 @@ ROWS = [
     ("log_slope zero y", lambda: S.log_slope([1.0, 2.0], [0.0, 1.0]), Raises(ValueError, "y", "positive")),
     # ------------------------------------------------------------------ checks
     ("check unknown id", lambda: C.check("paths.nothing", lambda: 0, quiet=True), Raises(ValueError, "unknown exercise")),
+    ("check quiet 'no'", lambda: C.check("paths.count", lambda *a: 0, quiet="no"), Raises(TypeError, "quiet")),
     ("check fn not callable", lambda: C.check("paths.count", 3, quiet=True), Raises(TypeError, "fn")),
     ("check crashing answer", lambda: C.check("paths.count", lambda *a: 1 / 0, quiet=True).status,
      Returns(lambda v: v == "error", "'error', not a crash")),

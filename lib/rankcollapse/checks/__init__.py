@@ -28,6 +28,8 @@ from typing import Callable
 
 import torch
 
+from .._validate import check_bool
+
 __all__ = ["Exercise", "CheckResult", "EXERCISES", "register", "check"]
 
 
@@ -198,6 +200,7 @@ def check(exercise_id: str, fn: Callable, *, quiet: bool = False) -> CheckResult
         raise ValueError(f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES)}")
     if not callable(fn):
         raise TypeError(f"fn must be the function you wrote, got {type(fn).__name__}")
+    quiet = check_bool("quiet", quiet)
     ex = EXERCISES[exercise_id]
     result, notes = None, set()
     for case in ex.cases():
