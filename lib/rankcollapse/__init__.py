@@ -5,9 +5,11 @@
 what the core needs (torch); plotting loads matplotlib, and so on.
 
 The mathematical core (``residual``, ``san``, ``paths``, ``theory``) depends on torch alone and
-knows nothing of plotting, real models or exercises; ``centering`` solves the linear programme
-of the exact residual with SciPy, loaded only when asked for. The layers on top (``presets``,
-``plotting``, ``checks``, ``models``, ``tasks``, ``glue``) import the core, never the other way round.
+knows nothing of plotting, real models or exercises. The layers on top import the core, never
+the other way round: ``centering`` (the exact centre of the residual, a linear programme solved
+with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
+``layernorm``, ``stats`` (small statistics of curves), ``presets``, ``plotting``, ``checks``,
+``models`` and ``book``. ``tests/test_init.py`` checks that this list is what exists.
 """
 
 import importlib
@@ -22,11 +24,11 @@ _MODULES = (
     "theory",
     "lipschitz",
     "layernorm",
+    "stats",
     "presets",
     "plotting",
     "checks",
     "models",
-    "tasks",
     "toy",
     "book",
     "explorer",

@@ -7,6 +7,7 @@ from deep inside torch.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -14,7 +15,10 @@ import torch
 
 __all__ = [
     "as_tokens",
+    "check_bool",
     "check_choice",
+    "check_dtype",
+    "check_finite_float",
     "check_int",
     "check_positive_float",
 ]
@@ -32,15 +36,47 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
     return value
 
 
-def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a finite ``float`` that is positive (or non-negative)."""
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (a numpy bool too); a ``TypeError`` otherwise.
+
+    Strings, numbers and ``None`` are refused: ``skip="no"`` is truthy, so accepting it would
+    silently turn the option on.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+
+
+def _real(name: str, value) -> float:
+    """``value`` as a ``float``, if it is a real number (not a bool, a string, a tensor...)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+    return float(value)
+
+
+def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` that is positive (or non-negative)."""
+    value = _real(name, value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite number {bound}, got {value}")
     return value
+
+
+def check_finite_float(name: str, value) -> float:
+    """Return ``value`` as a finite ``float`` of any sign; bools, strings, NaN and inf are refused."""
+    value = _real(name, value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def check_dtype(name: str, value) -> torch.dtype:
+    """``torch.float32`` or ``torch.float64`` (also given as ``"float32"``/``"float64"``); anything else is refused."""
+    dtype = {"float32": torch.float32, "float64": torch.float64}.get(value, value) if isinstance(value, str) else value
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"{name} must be torch.float32 or torch.float64, got {value!r}")
+    return dtype
 
 
 def check_choice(name: str, value, choices) -> str:
