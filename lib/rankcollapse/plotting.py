@@ -404,9 +404,9 @@ def rank_before_after(before, after, ax=None):
            ylabel=r"numerical rank of LN$(Y)$")
     integer_ticks(ax, "both")
     ax.set_aspect("equal", adjustable="box")
-    # the lower right corner (high rank before, low after) is where the argument allows points
-    # but LayerNorm hardly ever puts them: the key goes there
-    ax.legend(loc="lower right")
+    # the key where it covers fewest discs (LayerNorm's pairs leave the lower right corner empty;
+    # other data may not)
+    ax.legend(loc="best")
     return ax
 
 
