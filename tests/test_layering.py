@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "rankcollapse"
-CORE = ["_validate", "residual", "san", "paths", "theory"]
+CORE = ["_validate", "ops", "residual", "san", "paths", "theory"]
 ALLOWED_EXTERNAL = {"torch", "numpy", "math", "numbers", "itertools", "dataclasses", "typing", "__future__", "functools", "collections"}
 
 

@@ -26,6 +26,7 @@ _MODULES = (
     "plotting",
     "checks",
     "models",
+    "real",
     "tasks",
     "book",
 )
