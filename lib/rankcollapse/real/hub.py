@@ -51,12 +51,18 @@ class RealModel:
     source: str
     tokenizer: object = field(default=None, repr=False)
     cls_sep: tuple = (CLS, SEP)
+    position_dtype: object = "auto"
     _net: tuple = field(default=(None, None), repr=False)
 
     def network(self, dtype=torch.float64) -> Network:
-        """The converted network in ``dtype`` (the last one built is kept; float32 shares the weights)."""
-        if self._net[0] != dtype:
-            self._net = (dtype, convert(self.hf, self.family, self.name, dtype))
+        """The converted network in ``dtype`` (the last one built is kept; float32 shares the weights).
+
+        ``position_dtype`` (XLNet only): the dtype of the relative positions' sinusoids, ``"auto"``
+        for float32 as transformers computes them; ``torch.float64`` computes them exactly.
+        """
+        key = (dtype, self.position_dtype)
+        if self._net[0] != key:
+            self._net = (key, convert(self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype))
         return self._net[1]
 
     @property
