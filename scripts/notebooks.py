@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "_ext"))
 
-# what a chapter that uses `rc.models` needs beyond the library (pins read from the requirements)
+# what a chapter that uses `rc.real` needs beyond the library (pins read from the requirements)
 TRANSFORMERS_STACK = ("transformers", "tokenizers", "safetensors", "huggingface-hub")
 
 SETUP_TITLE = (
@@ -77,8 +77,8 @@ def pins(path: Path, names=None) -> list[str]:
 
 
 def needs_transformers(source: str) -> bool:
-    """A chapter that calls the real-model adapter (``rc.models``)."""
-    return "rc.models" in source
+    """A chapter that uses real transformers (``rc.real``)."""
+    return "rc.real." in source
 
 
 def install_commands(source: str, config: dict | None = None) -> list[list[str]]:

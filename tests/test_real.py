@@ -204,6 +204,7 @@ def test_threads_from_the_environment(monkeypatch):
     with measure._threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+    monkeypatch.setattr(measure, "THREADS", None)  # as read from an environment without the variable
     with measure._threads(None):  # None: leave torch's count as it is
         assert torch.get_num_threads() == before
 
@@ -225,3 +226,16 @@ def test_path_products_order_and_residuals():
     assert sampled == rc.real.sample_paths(12, 12, 4, 10, seed=1)
     prof = rc.real.path_profile(A, n_paths=4, seed=0)
     assert prof.shape == (4, 3) and (prof[:, 0] > 0).all()
+
+
+def test_presets_read_the_registry_without_transformers():
+    import subprocess
+    import sys
+
+    code = ("import sys, rankcollapse.presets as p\n"
+            "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]], 'transformers' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[('BERT-base', 12, 12), ('ALBERT-base', 12, 12), ('GPT-2 small', 12, 12)] False"
+    for a in rc.presets.ARCHITECTURES[:3]:
+        s = next(s for s in rc.real.MODELS.values() if s.architecture == a.name)
+        assert (s.n_layers, s.n_heads) == (a.n_layers, a.n_heads)

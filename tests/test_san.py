@@ -251,3 +251,9 @@ def test_from_weights_round_trip_sharing_and_errors(gen):
         rc.san.SAN.from_weights(cfg.replace(final_layernorm=True), layers)
     with pytest.raises(TypeError, match="config"):
         rc.san.SAN.from_weights({"n_layers": 3}, layers)
+
+
+def test_path_decomposition_refuses_a_final_layernorm(gen):
+    m = rc.san.SAN(small(skip=True, layernorm="pre", final_layernorm=True), seed=0)
+    with pytest.raises(ValueError, match="final_layernorm"):
+        rc.paths.decompose_by_length(m, random_tokens(gen, 4, 8))

@@ -7,7 +7,7 @@ what the core needs (torch); plotting loads matplotlib, and so on.
 The mathematical core (``residual``, ``san``, ``paths``, ``theory``) depends on torch alone and
 knows nothing of plotting, real models or exercises; ``centering`` solves the linear programme
 of the exact residual with SciPy, loaded only when asked for. The layers on top (``presets``,
-``plotting``, ``checks``, ``models``, ``tasks``, ``glue``) import the core, never the other way round.
+``plotting``, ``checks``, ``real``, ``tasks``, ``glue``) import the core, never the other way round.
 """
 
 import importlib
@@ -25,7 +25,6 @@ _MODULES = (
     "presets",
     "plotting",
     "checks",
-    "models",
     "real",
     "tasks",
     "book",

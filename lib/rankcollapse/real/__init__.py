@@ -18,6 +18,7 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 from .convert import Embedding, Network, ablation_config, convert
 from .hub import RealModel, hub_problem, hub_timeout, lineup, load, try_load
 from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
+from . import study
 from .products import path_products, path_profile, path_residuals, sample_paths
 from .registry import ABLATIONS, MODELS, SURGERIES, VARIANTS, ModelSpec, ModelUnavailable, minilm_path, spec
 from .text import corpus, encode, token_windows
@@ -28,5 +29,5 @@ __all__ = [
     "Embedding", "Network", "ablation_config", "convert",
     "corpus", "encode", "token_windows",
     "hidden_states", "relative_residuals", "residual_curve", "residual_curves",
-    "sample_paths", "path_products", "path_residuals", "path_profile",
+    "sample_paths", "path_products", "path_residuals", "path_profile", "study",
 ]
