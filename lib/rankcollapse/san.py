@@ -162,17 +162,15 @@ class Block(nn.Module):
         H, d, dqk, dv, m = cfg.n_heads, cfg.d_model, cfg.d_qk, cfg.d_v, cfg.mlp
         s = cfg.init_scale
 
-        def draw(*shape, uniform=False):  # empty without a generator (SAN.from_weights fills it)
+        def normal(*shape, std):  # empty without a generator (SAN.from_weights fills it)
             if gen is None:
-                return torch.empty(*shape, dtype=cfg.dtype)
-            return torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1 if uniform else \
-                torch.randn(*shape, generator=gen, dtype=cfg.dtype)
-
-        def normal(*shape, std):
-            return nn.Parameter(draw(*shape) * std)
+                return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype))
+            return nn.Parameter(torch.randn(*shape, generator=gen, dtype=cfg.dtype) * std)
 
         def bias(*shape, fan_in):  # as torch.nn.Linear: uniform in +-1/sqrt(fan_in)
-            return nn.Parameter(draw(*shape, uniform=True) / math.sqrt(fan_in)) if cfg.bias else None
+            if not cfg.bias or gen is None:
+                return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype)) if cfg.bias else None
+            return nn.Parameter((torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1) / math.sqrt(fan_in))
 
         def const(value, *shape):
             return nn.Parameter(torch.full(shape, float(value), dtype=cfg.dtype))

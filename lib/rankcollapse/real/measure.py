@@ -180,7 +180,15 @@ def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=A
     """
     if isinstance(dtype, str):
         check_choice("dtype", dtype, ("auto",))
-    jobs = [(m, v, s) for m in models for v, s in ablations]
+
+    def dtype_of(v):
+        if isinstance(dtype, str):
+            return torch.float64 if v in ("san", "san+mlp") else torch.float32
+        return dtype(v) if callable(dtype) else dtype
+
+    order = [(i, m, v, s) for i, m in enumerate(models) for v, s in ablations]
+    # each model's float32 runs first, then its float64 ones: the network is converted once per dtype
+    jobs = [job[1:] for job in sorted(order, key=lambda job: (job[0], dtype_of(job[2]) == torch.float64))]
     if progress:
         from tqdm import tqdm
 
@@ -189,9 +197,5 @@ def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=A
     for m, v, s in jobs:
         if m.label not in ids:
             ids[m.label] = token_windows(m, n_seq, n_tokens)
-        if isinstance(dtype, str):
-            dt = torch.float64 if v in ("san", "san+mlp") else torch.float32
-        else:
-            dt = dtype(v) if callable(dtype) else dtype
-        out[(m.label, v, s)] = residual_curve(m, ids[m.label], v, s, dtype=dt, batch_size=batch_size).numpy()
-    return out
+        out[(m.label, v, s)] = residual_curve(m, ids[m.label], v, s, dtype=dtype_of(v), batch_size=batch_size).numpy()
+    return {(m.label, v, s): out[(m.label, v, s)] for _, m, v, s in order}
