@@ -18,6 +18,7 @@ _MODULES = (
     "residual",
     "centering",
     "san",
+    "ops",
     "paths",
     "theory",
     "lipschitz",

@@ -44,7 +44,7 @@ from ..san import SAN, Block, SANConfig, check_san
 from ..ops import layer_norm
 from .registry import SURGERIES, VARIANTS
 
-__all__ = ["Embedding", "Network", "ablation_config", "convert", "ACTIVATION_NAMES"]
+__all__ = ["Embedding", "Network", "ablation_config", "from_transformers", "ACTIVATION_NAMES"]
 
 # transformers' activation names -> the core's
 ACTIVATION_NAMES = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
@@ -245,7 +245,7 @@ def _gpt2(model, dtype):
     return SAN.from_weights(cfg, layers, final), embedding
 
 
-def convert(model, family: str, name: str, dtype=torch.float64, *, position_dtype="auto") -> Network:
+def from_transformers(model, family: str, name: str, dtype=torch.float64, *, position_dtype="auto") -> Network:
     """The :class:`Network` of a transformers ``model`` of ``family`` (``"bert"``, ``"albert"``,
     ``"xlnet"``, ``"gpt2"``) in ``dtype``. float32 weights of a float32 model are shared, not copied.
 

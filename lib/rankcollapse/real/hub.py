@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._validate import check_int, check_positive_float
-from .convert import Network, convert
+from .convert import Network, from_transformers
 from .registry import MODELS, ModelUnavailable, minilm_path, spec
 from .text import CLS, SEP, minilm_tokenizer
 
@@ -62,7 +62,7 @@ class RealModel:
         """
         key = (dtype, self.position_dtype)
         if self._net[0] != key:
-            self._net = (key, convert(self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype))
+            self._net = (key, from_transformers(self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype))
         return self._net[1]
 
     @property
