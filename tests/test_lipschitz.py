@@ -134,3 +134,31 @@ def test_bad_input():
         lp.lipschitz_lower_bound(3, torch.zeros(2, 8))
     with pytest.raises(ValueError, match="layer"):
         lp.mlp_map(model, 5)
+
+
+@pytest.mark.parametrize("layernorm", ["none", "post", "pre"])
+@pytest.mark.parametrize("skip", [False, True])
+def test_mlp_inputs_are_what_the_forward_pass_feeds_the_mlp(layernorm, skip, gen):
+    """Each layer's output, rebuilt from mlp_inputs by the layer's own MLP, equals the forward pass."""
+    model = small_mlp_san("gelu_tanh", 1.0, bias=True, skip=skip, layernorm=layernorm)
+    X = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)
+    out = model(X)
+    for l, (block, Z) in enumerate(zip(model.layers, lp.mlp_inputs(model, X))):
+        Y = block.attention_sublayer(out.hidden_states[l])[0]
+        M = block.mlp(Z)
+        Y = Y + M if skip else M
+        if layernorm == "post":
+            Y = rc.san.layer_norm(Y, block.ln2_gain, block.ln2_shift)[0]
+        assert torch.allclose(Y, out.hidden_states[l + 1], atol=1e-12)
+    if layernorm == "pre":  # the MLP sees LN(Y), not Y
+        Y0 = model.layers[0].attention_sublayer(X)[0]
+        assert not torch.allclose(lp.mlp_inputs(model, X)[0], Y0)
+
+
+def test_tanh_gelu_slopes_enclose_its_derivative():
+    lo, hi = lp.activation_slope("gelu_tanh")
+    t = torch.linspace(-8, 8, 400001, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(rc.san.activation("gelu_tanh")(t).sum(), t)
+    assert lo <= float(g.min()) and float(g.max()) <= hi
+    assert hi - float(g.max()) < 1e-7 and float(g.min()) - lo < 1e-7
+    assert lp.activation_slope("gelu") != (lo, hi)

@@ -133,3 +133,127 @@ def test_forward_input_validation(gen):
         rc.san.SAN({"n_layers": 2}, seed=0)
     with pytest.raises(ValueError, match="seed"):
         rc.san.SAN(small(), seed=-1)
+
+
+# ------------------------------------------------------- options real transformers need
+
+
+def test_sublayers_compose_to_the_forward_pass(gen):
+    for ln in rc.san.LAYERNORMS:
+        m = rc.san.SAN(small(mlp=6, skip=True, layernorm=ln, bias=True), seed=2)
+        X = random_tokens(gen, 5, 8)
+        block = m.layers[0]
+        Y, P, sigma = block.attention_sublayer(X)
+        out, P2, _ = block(X)
+        assert torch.equal(block.mlp_sublayer(Y), out) and torch.equal(P, P2)
+
+
+def test_key_mask_hides_padding_and_matches_the_unpadded_sequence(gen):
+    cfg = small(n_layers=2, mlp=6, skip=True, layernorm="post", bias=True)
+    m = rc.san.SAN(cfg, seed=0)
+    X = random_tokens(gen, 2, 7, 8)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1]], dtype=torch.bool)
+    out = m(X, key_mask=mask)
+    alone = m(X[0, :5])
+    assert torch.allclose(out.last_hidden_state[0, :5], alone.last_hidden_state, atol=1e-13)
+    assert (out.attentions[0][0, :, :5, 5:] == 0).all()  # no real token attends to padding
+    assert torch.allclose(out.last_hidden_state[1], m(X[1]).last_hidden_state, atol=1e-13)
+    with pytest.raises(ValueError, match=r"all padding\) at index \(1,\)"):
+        m(X, key_mask=torch.tensor([[1] * 7, [0] * 7]))
+    with pytest.raises(ValueError, match="key_mask must have shape"):
+        m(X, key_mask=mask[:, :5])
+    with pytest.raises(ValueError, match="0 and 1"):
+        m(X, key_mask=2 * mask.long())
+
+
+def test_causal_mask_is_lower_triangular_and_prefixes_are_unchanged(gen):
+    m = rc.san.SAN(small(causal=True, skip=True, layernorm="pre", mlp=4), seed=0)
+    X = random_tokens(gen, 6, 8)
+    out = m(X)
+    for P in out.attentions:
+        assert (P.triu(1) == 0).all() and torch.allclose(P.sum(-1), torch.ones(2, 6, dtype=torch.float64))
+    assert torch.allclose(m(X[:4]).last_hidden_state, out.last_hidden_state[:4], atol=1e-13)
+
+
+def test_layernorm_eps_activations_and_final_layernorm(gen):
+    Y = random_tokens(gen, 4, 6)
+    ours = rc.san.layer_norm(Y, torch.ones(6, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), 1e-12)[0]
+    assert torch.allclose(ours, torch.nn.functional.layer_norm(Y, (6,), eps=1e-12), atol=1e-13)
+    x = torch.linspace(-4, 4, 101, dtype=torch.float64)
+    tanh_gelu = rc.san.activation("gelu_tanh")(x)
+    assert torch.allclose(tanh_gelu, torch.nn.functional.gelu(x, approximate="tanh"), atol=1e-15)
+    assert not torch.allclose(tanh_gelu, rc.san.activation("gelu")(x), atol=1e-5)
+    X = random_tokens(gen, 5, 8)
+    plain = rc.san.SAN(small(layernorm="pre", skip=True, ln_eps=1e-6), seed=4)
+    final = rc.san.SAN(small(layernorm="pre", skip=True, ln_eps=1e-6, final_layernorm=True), seed=4)
+    want = torch.nn.functional.layer_norm(plain(X).last_hidden_state, (8,), eps=1e-6)
+    assert torch.allclose(final(X).last_hidden_state, want, atol=1e-13)
+    assert torch.equal(final(X).hidden_states[1], plain(X).hidden_states[1])
+
+
+def test_mlp_skip_alone(gen):
+    X = random_tokens(gen, 5, 8)
+    m = rc.san.SAN(small(n_layers=1, mlp=6, mlp_skip=True), seed=1)
+    block = m.layers[0]
+    A, _ = block.attention(X)
+    assert torch.allclose(m(X).last_hidden_state, A + block.mlp(A), atol=1e-13)
+    assert small(mlp_skip=None, skip=True).skip_mlp and not small(mlp_skip=False, skip=True).skip_mlp
+    with pytest.raises(TypeError, match="mlp_skip"):
+        small(mlp_skip="yes")
+
+
+def test_relative_attention_matches_the_formula_written_out(gen):
+    """XLNet's scores: (q_i + u) k_j + (q_i + v) W_R r(i - j) + (q_i + s) e[seg_i != seg_j], over sqrt(d_qk)."""
+    cfg = small(n_layers=1, n_heads=2, d_model=6, attention="relative")
+    m = rc.san.SAN(cfg, seed=5)
+    b = m.layers[0]
+    X = random_tokens(gen, 4, 6)
+    seg = torch.tensor([0, 0, 1, 1])
+    n = 4
+    r = rc.san.relative_positions(n, 6)
+    for segments in (None, seg):
+        P = m(X, segments=segments).attentions[0]
+        for h in range(2):
+            q, k = X @ b.W_Q[h], X @ b.W_K[h]
+            S = torch.zeros(n, n, dtype=torch.float64)
+            for i in range(n):
+                for j in range(n):
+                    rel = r[n - (i - j)] @ b.W_R[h]  # row p embeds the offset n - p = i - j
+                    S[i, j] = (q[i] + b.r_w_bias[h]) @ k[j] + (q[i] + b.r_r_bias[h]) @ rel
+                    if segments is not None:
+                        S[i, j] += (q[i] + b.r_s_bias[h]) @ b.seg_embed[int(seg[i] != seg[j]), h]
+            assert torch.allclose(P[h], torch.softmax(S / math.sqrt(3), dim=-1).detach(), atol=1e-13)
+    pos = rc.san.relative_positions(3, 4)
+    assert pos.shape == (6, 4) and torch.allclose(pos[3], torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match="attention"):
+        small(attention="xlnet")
+
+
+def test_from_weights_round_trip_sharing_and_errors(gen):
+    cfg = small(mlp=4, skip=True, layernorm="post", bias=True)
+    a = rc.san.SAN(cfg, seed=3)
+    layers = [blk.weights() for blk in a.layers]
+    b = rc.san.SAN.from_weights(cfg, layers)
+    X = random_tokens(gen, 5, 8)
+    assert torch.equal(a(X).last_hidden_state, b(X).last_hidden_state)
+    assert b.layers[1].W_Q is a.layers[1].W_Q  # parameters are shared, not copied
+    copied = rc.san.SAN.from_weights(cfg, [{k: v.detach().clone() for k, v in w.items()} for w in layers])
+    assert copied.layers[0].W_Q is not a.layers[0].W_Q and torch.equal(copied(X).last_hidden_state, b(X).last_hidden_state)
+    shared = rc.san.SAN.from_weights(cfg.replace(shared=True), layers[:1])
+    assert all(layer is shared.layers[0] for layer in shared.layers)
+    with pytest.raises(ValueError, match="3 mapping"):
+        rc.san.SAN.from_weights(cfg, layers[:2])
+    with pytest.raises(ValueError, match=r"missing \['W_Q'\]"):
+        rc.san.SAN.from_weights(cfg, [{k: v for k, v in w.items() if k != "W_Q"} for w in layers])
+    with pytest.raises(ValueError, match=r"layers\[0\]\['W_K'\] must have shape \(2, 8, 4\)"):
+        rc.san.SAN.from_weights(cfg, [dict(w, W_K=torch.zeros(2, 8, 3)) for w in layers])
+    with pytest.raises(ValueError, match="final"):
+        rc.san.SAN.from_weights(cfg.replace(final_layernorm=True), layers)
+    with pytest.raises(TypeError, match="config"):
+        rc.san.SAN.from_weights({"n_layers": 3}, layers)
+
+
+def test_path_decomposition_refuses_a_final_layernorm(gen):
+    m = rc.san.SAN(small(skip=True, layernorm="pre", final_layernorm=True), seed=0)
+    with pytest.raises(ValueError, match="final_layernorm"):
+        rc.paths.decompose_by_length(m, random_tokens(gen, 4, 8))

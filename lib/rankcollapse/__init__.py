@@ -9,7 +9,7 @@ knows nothing of plotting, real models or exercises. The layers on top import th
 the other way round: ``centering`` (the exact centre of the residual, a linear programme solved
 with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
 ``layernorm``, ``stats`` (small statistics of curves), ``presets``, ``plotting``, ``checks``,
-``models`` and ``book``. ``tests/test_init.py`` checks that this list is what exists.
+``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``tests/test_init.py`` checks that this list is what exists.
 """
 
 import importlib
@@ -20,6 +20,7 @@ _MODULES = (
     "residual",
     "centering",
     "san",
+    "ops",
     "paths",
     "theory",
     "lipschitz",
@@ -28,7 +29,7 @@ _MODULES = (
     "presets",
     "plotting",
     "checks",
-    "models",
+    "real",
     "toy",
     "book",
     "explorer",

@@ -30,6 +30,7 @@ Book: chapter "The MLP trade-off".
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ import torch
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
 from .residual import composite_norm, matrix_norm
-from .san import SAN, check_san, layer_norm
+from .san import ACTIVATIONS, SAN, activation, check_san
 
 __all__ = [
     "NORM",
@@ -62,14 +63,27 @@ NORM = "l1inf"  # the norm every Lipschitz constant here is taken in: the compos
 def activation_slope(activation: str) -> tuple[float, float]:
     """The range ``(lo, hi)`` of the activation's slope :math:`\\phi'`: ``(0, 1)`` for ReLU, about
     ``(-0.1289, 1.1289)`` for GELU (its derivative :math:`\\Phi(t) + t\\varphi(t)` peaks at
-    :math:`t = \\sqrt 2` and dips at :math:`t = -\\sqrt 2`)."""
-    check_choice("activation", activation, ("relu", "gelu"))
+    :math:`t = \\sqrt 2` and dips at :math:`t = -\\sqrt 2`), and about ``(-0.1290, 1.1290)`` for its
+    tanh approximation (``"gelu_tanh"``, found numerically: :func:`_tanh_gelu_slopes`)."""
+    check_choice("activation", activation, ACTIVATIONS)
     if activation == "relu":
         return 0.0, 1.0
+    if activation == "gelu_tanh":
+        return _tanh_gelu_slopes()
     t = math.sqrt(2.0)
     cdf = 0.5 * (1 + math.erf(t / math.sqrt(2)))
     tpdf = t * math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
     return (1 - cdf) - tpdf, cdf + tpdf
+
+
+@functools.lru_cache(maxsize=1)
+def _tanh_gelu_slopes() -> tuple[float, float]:
+    """Extremes of the tanh-GELU's slope on a grid of step ``1e-4`` over ``[-5, 5]`` (they lie near
+    ``+-1.5``), widened by ``1e-8``: at an extreme the slope's own derivative vanishes and its
+    second is below 3 in size, so the grid misses at most ``3/2 (5e-5)^2 < 4e-9``."""
+    x = torch.linspace(-5, 5, 100001, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(activation(ACTIVATIONS[2])(x).sum(), x)
+    return float(g.min()) - 1e-8, float(g.max()) + 1e-8
 
 
 def jacobian_envelope(W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float, float]) -> torch.Tensor:
@@ -100,24 +114,22 @@ def mlp_map(model: SAN, layer: int):
 
 
 @torch.no_grad()
-def mlp_inputs(model: SAN, X) -> list[torch.Tensor]:
+def mlp_inputs(model: SAN, X, *, key_mask=None) -> list[torch.Tensor]:
     """The matrices the MLP of each layer receives in the forward pass on ``X``: ``L`` tensors ``(..., n, d)``.
 
     For the paper's model (no skip, no LayerNorm) this is the attention output ``SA(X_{l-1})``;
-    with skips or LayerNorm it follows :class:`rankcollapse.san.Block` exactly.
+    with skips or LayerNorm it is what :meth:`rankcollapse.san.Block.mlp_input` makes of the
+    attention sub-layer's output (:meth:`~rankcollapse.san.Block.attention_sublayer`), the same
+    calls the forward pass makes. ``key_mask`` ``(..., n)``: as :meth:`rankcollapse.san.SAN.forward`.
     """
     _check_mlp_model(model)
     X = model.check_input(X)
-    cfg, out = model.config, []
+    key_mask = model.check_key_mask(key_mask, X)
+    out = []
     for block in model.layers:
-        Z = layer_norm(X, block.ln1_gain, block.ln1_shift)[0] if cfg.layernorm == "pre" else X
-        A, _ = block.attention(Z)
-        Y = X + A if cfg.skip else A
-        if cfg.layernorm == "post":
-            Y = layer_norm(Y, block.ln1_gain, block.ln1_shift)[0]
-        Z = layer_norm(Y, block.ln2_gain, block.ln2_shift)[0] if cfg.layernorm == "pre" else Y
-        out.append(Z)
-        X = block(X)[0]
+        Y = block.attention_sublayer(X, key_mask)[0]
+        out.append(block.mlp_input(Y))
+        X = block.mlp_sublayer(Y)
     return out
 
 

@@ -20,6 +20,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ._validate import check_choice, check_seed
+from .real.registry import MODELS
 
 _REPR_WIDTH = 80  # characters: what a chapter's output box shows
 
@@ -158,12 +159,14 @@ class Architecture:
     note: str
 
 
-# Shapes from each model's paper or released configuration. Only attention paths are counted,
-# as in the paper: MLP sub-layers, which also sit on skip connections, are not branches here.
-ARCHITECTURES = (
-    Architecture("BERT-base", 12, 12, "Devlin et al. 2019"),
-    Architecture("ALBERT-base", 12, 12, "Lan et al. 2020; one layer's weights shared by all 12"),
-    Architecture("GPT-2 small", 12, 12, "Radford et al. 2019"),
+# Shapes from each model's paper or released configuration: the models of the registry of real
+# transformers (rankcollapse.real.registry, plain data) and three larger shapes only counted here.
+# Only attention paths are counted, as in the paper: MLP sub-layers, which also sit on skip
+# connections, are not branches here.
+ARCHITECTURES = tuple(
+    Architecture(s.architecture, s.n_layers, s.n_heads, s.note)
+    for s in (MODELS[name] for name in ("bert-base-cased", "albert-base-v2", "gpt2"))
+) + (
     Architecture("BERT-large", 24, 16, "Devlin et al. 2019"),
     Architecture("T5-11B encoder", 24, 128, "Raffel et al. 2020; very wide: 128 heads"),
     Architecture("GPT-3 175B", 96, 96, "Brown et al. 2020; very deep: 96 layers"),

@@ -11,11 +11,15 @@ with ``P_h`` row-stochastic (``n x n``) and the softmax taken along each row. Th
 :math:`W_h = W_{V,h} W_{O,h}`. A :class:`SANConfig` switches on what the theorems leave out:
 skip connections (``X + SA(X)``), an MLP after each attention layer, LayerNorm (``"post"`` as in
 BERT, ``"pre"`` as in GPT-2) and biases; ``shared=True`` reuses one layer's weights at every
-depth, as ALBERT does.
+depth, as ALBERT does. The same switches describe real transformers (``rankcollapse.real``
+converts BERT, ALBERT, XLNet and GPT-2 weights into this network): a causal mask, a final
+LayerNorm, the LayerNorm's ``eps``, the activation, and XLNet's relative-position attention
+(``attention="relative"``, :meth:`Block.scores`). Whatever the switches, every layer's attention
+matrices ``P_h`` are returned, so the path decomposition and the theory read them as they are.
 
 Shapes: input ``X`` is ``(n, d_model)`` or batched ``(..., n, d_model)``; attention matrices
-are ``(..., H, n, n)``. Book: chapter "The path decomposition" (the model) and every later
-chapter.
+are ``(..., H, n, n)``; a key mask or segment ids are ``(..., n)``. Book: chapter "The path
+decomposition" (the model) and every later chapter.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ import torch
 from torch import nn
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float
+from .ops import ACTIVATIONS, LN_EPS, activation, allowed_keys, check_dtype, check_key_mask, layer_norm
+from .ops import relative_positions, relative_scores, set_weights as _set_weights
 
-__all__ = ["SANConfig", "SAN", "SANOutput", "LAYERNORMS", "ACTIVATIONS", "check_san"]
+__all__ = ["SANConfig", "SAN", "SANOutput", "Block", "LAYERNORMS", "ACTIVATIONS", "ATTENTIONS",
+           "check_san", "layer_norm", "activation", "relative_positions"]
 
 LAYERNORMS = ("none", "post", "pre")
-ACTIVATIONS = ("relu", "gelu")
-_DTYPES = {"float32": torch.float32, "float64": torch.float64}
-LN_EPS = 1e-5
+ATTENTIONS = ("dot", "relative")
+_NO_INIT = object()  # SAN(config, seed=_NO_INIT): empty weights, for SAN.from_weights
 
 
 @dataclass(frozen=True)
@@ -44,13 +50,23 @@ class SANConfig:
     d_qk: query/key width per head (default ``d_model // n_heads``; the theorems' ``d_qk``).
     d_v: value width per head (default ``d_model // n_heads``).
     skip: skip connections around every sub-layer. mlp: hidden width of the MLP after each
-    attention layer (0 = no MLP, the theorems' pure attention). activation: ``"relu"`` or
-    ``"gelu"``. layernorm: ``"none"``, ``"post"`` (``LN(X + SA(X))``) or ``"pre"``
-    (``X + SA(LN(X))``). bias: biases in the query, key, value, output and MLP maps.
-    shared: one set of weights for all layers. init_scale: multiplies the attention weights at
-    initialisation (standard deviation ``init_scale / sqrt(fan_in)``); mlp_scale does the same
-    for the MLP. dtype: ``torch.float64`` (default, to see the collapse's tail) or
-    ``torch.float32``.
+    attention layer (0 = no MLP, the theorems' pure attention). mlp_skip: the skip connection
+    around the MLP alone (``None``: as ``skip``; the official code's "SAN + MLP" kept it while
+    removing the attention's). activation: ``"relu"``, ``"gelu"`` (exact, with the normal CDF) or
+    ``"gelu_tanh"`` (its tanh approximation, transformers' ``"gelu_new"``, used by ALBERT and
+    GPT-2). layernorm: ``"none"``, ``"post"`` (``LN(X + SA(X))``) or ``"pre"``
+    (``X + SA(LN(X))``). ln_eps: the ``eps`` inside every LayerNorm's square root.
+    final_layernorm: one more LayerNorm on the last layer's output (GPT-2's ``ln_f``).
+    bias: biases in the query, key, value, output and MLP maps. shared: one set of weights for
+    all layers. causal: token ``i`` attends to tokens ``j <= i`` only (a decoder).
+    attention: ``"dot"`` (the paper's) or ``"relative"`` (XLNet's content stream: the scores gain
+    a term in the relative position ``i - j`` and one in whether ``i`` and ``j`` share a segment,
+    see :meth:`Block.scores`). clamp_len: relative positions beyond it are clamped (0: none).
+    position_dtype: the dtype the relative positions' sinusoids are computed in before the cast
+    to ``dtype`` (``None``: ``dtype``; transformers computes XLNet's in float32).
+    init_scale: multiplies the attention weights at initialisation (standard deviation
+    ``init_scale / sqrt(fan_in)``); mlp_scale does the same for the MLP. dtype:
+    ``torch.float64`` (default, to see the collapse's tail) or ``torch.float32``.
     """
 
     n_layers: int = 6
@@ -67,6 +83,13 @@ class SANConfig:
     init_scale: float = 1.0
     mlp_scale: float = 1.0
     dtype: torch.dtype = field(default=torch.float64)
+    mlp_skip: bool | None = None
+    ln_eps: float = LN_EPS
+    final_layernorm: bool = False
+    causal: bool = False
+    attention: str = "dot"
+    clamp_len: int = 0
+    position_dtype: torch.dtype | None = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -77,17 +100,28 @@ class SANConfig:
         set_("d_qk", check_int("d_qk", default_width if self.d_qk is None else self.d_qk))
         set_("d_v", check_int("d_v", default_width if self.d_v is None else self.d_v))
         set_("mlp", check_int("mlp", self.mlp, minimum=0))
-        for flag in ("skip", "bias", "shared"):
+        for flag in ("skip", "bias", "shared", "final_layernorm", "causal"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        if self.mlp_skip is not None and not isinstance(self.mlp_skip, bool):
+            raise TypeError(f"mlp_skip must be True, False or None (as skip), got {self.mlp_skip!r}")
         check_choice("layernorm", self.layernorm, LAYERNORMS)
         check_choice("activation", self.activation, ACTIVATIONS)
+        check_choice("attention", self.attention, ATTENTIONS)
+        if self.attention == "relative" and self.d_qk != self.d_v:
+            raise ValueError(f"attention='relative' needs d_qk == d_v, got {self.d_qk} and {self.d_v}")
+        set_("clamp_len", check_int("clamp_len", self.clamp_len, minimum=0))
         set_("init_scale", check_positive_float("init_scale", self.init_scale, allow_zero=True))
         set_("mlp_scale", check_positive_float("mlp_scale", self.mlp_scale, allow_zero=True))
-        dtype = _DTYPES.get(self.dtype, self.dtype) if isinstance(self.dtype, str) else self.dtype
-        if dtype not in (torch.float32, torch.float64):
-            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {self.dtype!r}")
-        set_("dtype", dtype)
+        set_("ln_eps", check_positive_float("ln_eps", self.ln_eps))
+        set_("dtype", check_dtype("dtype", self.dtype))
+        if self.position_dtype is not None:
+            set_("position_dtype", check_dtype("position_dtype", self.position_dtype))
+
+    @property
+    def skip_mlp(self) -> bool:
+        """Whether the MLP has its skip connection (``mlp_skip``, or ``skip`` when it is ``None``)."""
+        return self.skip if self.mlp_skip is None else self.mlp_skip
 
     def replace(self, **changes) -> "SANConfig":
         """A copy with some fields changed (validated again)."""
@@ -98,7 +132,8 @@ class SANConfig:
 class SANOutput:
     """What a forward pass returns.
 
-    hidden_states: ``L + 1`` tensors ``(..., n, d)``, the input and the output of every layer.
+    hidden_states: ``L + 1`` tensors ``(..., n, d)``, the input and the output of every layer
+    (with ``final_layernorm`` the last one is after the final LayerNorm, as transformers reports it).
     attentions: ``L`` tensors ``(..., H, n, n)``, every layer's attention matrices ``P_h``.
     ln_scales: ``L`` tensors ``(..., n)`` (or ``None`` without LayerNorm): the per-token
     standard deviation that the attention sub-layer's LayerNorm divided by. Holding these and
@@ -114,34 +149,31 @@ class SANOutput:
         return self.hidden_states[-1]
 
 
-def layer_norm(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor):
-    """LayerNorm over features, returning ``(LN(Y), sigma)`` with ``sigma`` of shape ``(..., n)``.
-
-    ``LN(Y) = (Y - mean(Y) 1^T) / sigma * gain + shift`` row by row, ``sigma = sqrt(var + eps)``
-    (biased variance, ``eps = 1e-5``, as ``torch.nn.LayerNorm``).
-    """
-    mu = Y.mean(dim=-1, keepdim=True)
-    sigma = torch.sqrt(((Y - mu) ** 2).mean(dim=-1) + LN_EPS)
-    return (Y - mu) / sigma.unsqueeze(-1) * gain + shift, sigma
-
-
 class Block(nn.Module):
-    """One layer: multi-head self-attention, then (optionally) an MLP; skips and LayerNorm per config."""
+    """One layer: multi-head self-attention, then (optionally) an MLP; skips and LayerNorm per config.
 
-    def __init__(self, cfg: SANConfig, gen: torch.Generator):
+    ``Block(cfg, gen)`` draws the weights from ``gen``; ``Block(cfg, None)`` leaves them empty for
+    :meth:`SAN.from_weights` to set; :meth:`weights` lists them by name.
+    """
+
+    def __init__(self, cfg: SANConfig, gen: torch.Generator | None):
         super().__init__()
         self.cfg = cfg
         H, d, dqk, dv, m = cfg.n_heads, cfg.d_model, cfg.d_qk, cfg.d_v, cfg.mlp
         s = cfg.init_scale
 
-        def normal(*shape, std):
+        def normal(*shape, std):  # empty without a generator (SAN.from_weights fills it)
+            if gen is None:
+                return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype))
             return nn.Parameter(torch.randn(*shape, generator=gen, dtype=cfg.dtype) * std)
 
         def bias(*shape, fan_in):  # as torch.nn.Linear: uniform in +-1/sqrt(fan_in)
-            if not cfg.bias:
-                return None
-            u = torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1
-            return nn.Parameter(u / math.sqrt(fan_in))
+            if not cfg.bias or gen is None:
+                return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype)) if cfg.bias else None
+            return nn.Parameter((torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1) / math.sqrt(fan_in))
+
+        def const(value, *shape):
+            return nn.Parameter(torch.full(shape, float(value), dtype=cfg.dtype))
 
         self.W_Q = normal(H, d, dqk, std=s / math.sqrt(d))
         self.W_K = normal(H, d, dqk, std=s / math.sqrt(d))
@@ -154,47 +186,101 @@ class Block(nn.Module):
             self.W_2 = normal(m, d, std=cfg.mlp_scale / math.sqrt(m))
             self.b_1, self.b_2 = bias(m, fan_in=d), bias(d, fan_in=m)
         if cfg.layernorm != "none":
-            self.ln1_gain = nn.Parameter(torch.ones(d, dtype=cfg.dtype))
-            self.ln1_shift = nn.Parameter(torch.zeros(d, dtype=cfg.dtype))
+            self.ln1_gain, self.ln1_shift = const(1, d), const(0, d)
             if m:
-                self.ln2_gain = nn.Parameter(torch.ones(d, dtype=cfg.dtype))
-                self.ln2_shift = nn.Parameter(torch.zeros(d, dtype=cfg.dtype))
+                self.ln2_gain, self.ln2_shift = const(1, d), const(0, d)
+        if cfg.attention == "relative":  # drawn last: the other weights do not depend on it
+            self.W_R = normal(H, d, dqk, std=s / math.sqrt(d))
+            self.r_w_bias, self.r_r_bias, self.r_s_bias = (normal(H, dqk, std=s / math.sqrt(d)) for _ in range(3))
+            self.seg_embed = normal(2, H, dqk, std=s / math.sqrt(d))
 
-    def attention(self, X: torch.Tensor):
-        """``SA(X)`` and the attention matrices ``P`` of shape ``(..., H, n, n)``."""
+    def weights(self) -> dict[str, nn.Parameter]:
+        """Every parameter of the layer by name (the names :meth:`SAN.from_weights` expects)."""
+        return dict(self.named_parameters())
+
+    # --------------------------------------------------------------------- attention sub-layer
+
+    def scores(self, q: torch.Tensor, k: torch.Tensor, segments=None) -> torch.Tensor:
+        """Attention logits ``(..., H, n, n)`` before masking and softmax.
+
+        ``"dot"``: :math:`q_i k_j^\\top / \\sqrt{d_{qk}}`. ``"relative"`` (XLNet's content stream,
+        Yang et al. 2019, Section 2.5, after Transformer-XL): :math:`[(q_i + u) k_j^\\top +
+        (q_i + v) r_{i-j}^\\top + (q_i + s) e_{ij}^\\top] / \\sqrt{d_{qk}}` with ``u, v, s`` the
+        biases ``r_w_bias, r_r_bias, r_s_bias``, :math:`r_{i-j}` the head's map ``W_R`` of the
+        sinusoidal embedding of ``i - j`` (:func:`rankcollapse.ops.relative_scores`) and :math:`e_{ij}` the
+        segment embedding of "same segment" or "different segment" (only when ``segments`` are given).
+        """
+        cfg = self.cfg
+        if cfg.attention == "dot":
+            return q @ k.transpose(-1, -2) / math.sqrt(cfg.d_qk)
+        return relative_scores(self, q, k, segments) / math.sqrt(cfg.d_qk)
+
+    def attention(self, X: torch.Tensor, key_mask=None, segments=None):
+        """``SA(X)`` and the attention matrices ``P`` of shape ``(..., H, n, n)``.
+
+        ``key_mask`` ``(..., n)``: ``True`` on real tokens; padded keys get weight 0 (see
+        :func:`allowed_keys`, which also applies the causal mask). ``segments`` ``(..., n)``:
+        segment ids for the relative attention's segment term.
+        """
+        cfg = self.cfg
         q = torch.einsum("...nd,hde->...hne", X, self.W_Q)
         k = torch.einsum("...nd,hde->...hne", X, self.W_K)
         v = torch.einsum("...nd,hde->...hne", X, self.W_V)
-        if self.cfg.bias:
+        if cfg.bias:
             q, k, v = q + self.b_Q[:, None, :], k + self.b_K[:, None, :], v + self.b_V[:, None, :]
-        P = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.cfg.d_qk), dim=-1)
+        scores = self.scores(q, k, segments)
+        allowed = allowed_keys(X.shape[-2], key_mask, cfg.causal)
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        P = torch.softmax(scores, dim=-1)
         out = torch.einsum("...hne,hed->...nd", P @ v, self.W_O)
-        if self.cfg.bias:
+        if cfg.bias:
             out = out + self.b_O
         return out, P
 
+    def attention_sublayer(self, X: torch.Tensor, key_mask=None, segments=None):
+        """The attention half of the layer, ``(Y, P, sigma)``: ``Y`` the sub-layer's output
+        (``SA(X)``, with its skip and LayerNorm per the config), ``P`` the attention matrices and
+        ``sigma`` ``(..., n)`` the scale its LayerNorm divided by (``None`` without LayerNorm)."""
+        ln = self.cfg.layernorm
+        Z, sigma = self.ln1(X) if ln == "pre" else (X, None)
+        A, P = self.attention(Z, key_mask, segments)
+        Y = X + A if self.cfg.skip else A
+        if ln == "post":
+            Y, sigma = self.ln1(Y)
+        return Y, P, sigma
+
+    def ln1(self, Y):
+        return layer_norm(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
+
+    # --------------------------------------------------------------------------- MLP sub-layer
+
     def mlp(self, X: torch.Tensor) -> torch.Tensor:
-        act = torch.relu if self.cfg.activation == "relu" else torch.nn.functional.gelu
+        """The row-wise MLP ``act(X W_1 + b_1) W_2 + b_2`` (no skip, no LayerNorm)."""
+        act = activation(self.cfg.activation)
         h = X @ self.W_1 + (self.b_1 if self.cfg.bias else 0)
         return act(h) @ self.W_2 + (self.b_2 if self.cfg.bias else 0)
 
-    def forward(self, X: torch.Tensor):
-        cfg, ln = self.cfg, self.cfg.layernorm
-        sigma = None
-        # attention sub-layer
-        Z, sigma = layer_norm(X, self.ln1_gain, self.ln1_shift) if ln == "pre" else (X, None)
-        A, P = self.attention(Z)
-        Y = X + A if cfg.skip else A
-        if ln == "post":
-            Y, sigma = layer_norm(Y, self.ln1_gain, self.ln1_shift)
-        # MLP sub-layer
-        if cfg.mlp:
-            Z = layer_norm(Y, self.ln2_gain, self.ln2_shift)[0] if ln == "pre" else Y
-            M = self.mlp(Z)
-            Y = Y + M if cfg.skip else M
-            if ln == "post":
-                Y = layer_norm(Y, self.ln2_gain, self.ln2_shift)[0]
-        return Y, P, sigma
+    def mlp_input(self, Y: torch.Tensor) -> torch.Tensor:
+        """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if pre-LN)."""
+        if self.cfg.layernorm == "pre":
+            return layer_norm(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
+        return Y
+
+    def mlp_sublayer(self, Y: torch.Tensor) -> torch.Tensor:
+        """The MLP half of the layer (the identity without an MLP), with its skip and LayerNorm."""
+        cfg = self.cfg
+        if not cfg.mlp:
+            return Y
+        M = self.mlp(self.mlp_input(Y))
+        out = Y + M if cfg.skip_mlp else M
+        if cfg.layernorm == "post":
+            out = layer_norm(out, self.ln2_gain, self.ln2_shift, cfg.ln_eps)[0]
+        return out
+
+    def forward(self, X: torch.Tensor, key_mask=None, segments=None):
+        Y, P, sigma = self.attention_sublayer(X, key_mask, segments)
+        return self.mlp_sublayer(Y), P, sigma
 
 
 class SAN(nn.Module):
@@ -202,33 +288,80 @@ class SAN(nn.Module):
 
     ``SAN(cfg, seed=0)(X)`` returns a :class:`SANOutput`. The initialisation draws every weight
     from a ``torch.Generator`` seeded with ``seed``, so the same seed gives the same network.
+    :meth:`from_weights` builds one from given weights instead (a real model's, or another
+    SAN's, shared).
     """
 
     def __init__(self, config: SANConfig, *, seed: int):
         super().__init__()
         if not isinstance(config, SANConfig):
             raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
-        seed = check_int("seed", seed, minimum=0)
         self.config = config
-        gen = torch.Generator().manual_seed(seed)
+        gen = None if seed is _NO_INIT else torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
         if config.shared:
             block = Block(config, gen)
             self.layers = nn.ModuleList([block] * config.n_layers)
         else:
             self.layers = nn.ModuleList([Block(config, gen) for _ in range(config.n_layers)])
+        if config.final_layernorm:
+            self.lnf_gain = nn.Parameter(torch.ones(config.d_model, dtype=config.dtype))
+            self.lnf_shift = nn.Parameter(torch.zeros(config.d_model, dtype=config.dtype))
+
+    @classmethod
+    def from_weights(cls, config: SANConfig, layers, final=None) -> "SAN":
+        """A SAN whose layer ``l`` holds the tensors ``layers[l]`` (a mapping name -> tensor).
+
+        The names and shapes are those of :meth:`Block.weights` for ``config`` (an error names
+        any missing, extra or misshapen one); with ``shared=True`` give one mapping. Tensors of
+        ``config.dtype`` that are ``nn.Parameter`` are used as they are, so two networks built from
+        the same parameters share them; other tensors are cast and wrapped. ``final``:
+        ``{"gain": (d,), "shift": (d,)}`` of the final LayerNorm (required with ``final_layernorm``).
+        """
+        if not isinstance(config, SANConfig):
+            raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
+        model = cls(config, seed=_NO_INIT)
+        layers = list(layers)
+        distinct = list(dict.fromkeys(model.layers))
+        if len(layers) != len(distinct):
+            raise ValueError(f"layers must hold {len(distinct)} mapping(s) of weights "
+                             f"({'shared=True: one' if config.shared else 'one per layer'}), got {len(layers)}")
+        for l, (block, given) in enumerate(zip(distinct, layers)):
+            _set_weights(block, dict(given), f"layers[{l}]")
+        if config.final_layernorm:
+            if final is None:
+                raise ValueError("final must give the final LayerNorm's gain and shift (final_layernorm=True)")
+            _set_weights(model, {"lnf_" + k: v for k, v in dict(final).items()}, "final",
+                         names=("lnf_gain", "lnf_shift"))
+        elif final is not None:
+            raise ValueError("final was given but config.final_layernorm is False")
+        return model
 
     def check_input(self, X) -> torch.Tensor:
         """``X`` as a tensor of the model's dtype, after checking its shape ``(..., n, d_model)``."""
         return as_tokens("X", X, d=self.config.d_model, dtype=self.config.dtype)
 
-    def forward(self, X) -> SANOutput:
+    def check_key_mask(self, key_mask, X: torch.Tensor) -> torch.Tensor | None:
+        """``key_mask`` as a boolean ``(..., n)`` matching ``X`` (:func:`rankcollapse.ops.check_key_mask`)."""
+        return check_key_mask(key_mask, X.shape[:-1])
+
+    def forward(self, X, key_mask=None, segments=None) -> SANOutput:
+        """Run every layer on ``X`` ``(..., n, d)``; ``key_mask`` ``(..., n)`` (``True`` on real
+        tokens) hides padded keys, ``segments`` ``(..., n)`` feeds the relative attention's
+        segment term. Returns a :class:`SANOutput`."""
         X = self.check_input(X)
+        key_mask = self.check_key_mask(key_mask, X)
+        if segments is not None:
+            segments = torch.as_tensor(segments)
+            if segments.shape != X.shape[:-1]:
+                raise ValueError(f"segments must have shape {tuple(X.shape[:-1])}, got {tuple(segments.shape)}")
         hidden, attentions, scales = [X], [], []
         for block in self.layers:
-            X, P, sigma = block(X)
+            X, P, sigma = block(X, key_mask, segments)
             hidden.append(X)
             attentions.append(P)
             scales.append(sigma)
+        if self.config.final_layernorm:
+            hidden[-1] = layer_norm(hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps)[0]
         return SANOutput(hidden_states=hidden, attentions=attentions, ln_scales=scales)
 
     @torch.no_grad()

@@ -12,7 +12,7 @@ from .config import book_config, github_repo
 from .student import strip_solutions
 from .toc import toc_notebooks
 
-# what a chapter that uses `rc.models` needs beyond the library (pins read from the requirements)
+# what a chapter that uses `rc.real` needs beyond the library (pins read from the requirements)
 TRANSFORMERS_STACK = ("transformers", "tokenizers", "safetensors", "huggingface-hub")
 
 SETUP_TITLE = (
@@ -50,8 +50,8 @@ def pins(path: Path, names=None) -> list[str]:
 
 
 def needs_transformers(source: str) -> bool:
-    """A chapter that calls the real-model adapter (``rc.models``)."""
-    return "rc.models" in source
+    """A chapter that calls the real-model adapter (``rc.real``)."""
+    return "rc.real." in source
 
 
 def install_commands(source: str, config: dict | None = None) -> list[list[str]]:

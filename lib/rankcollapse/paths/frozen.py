@@ -89,6 +89,9 @@ def _check_linear(model) -> None:
             "model has an MLP (config.mlp > 0): an MLP is not linear, so the network has no path "
             "decomposition; use a model with mlp=0"
         )
+    if model.config.final_layernorm:
+        raise ValueError("model has a final LayerNorm (final_layernorm=True), which the frozen layers do not "
+                         "include; use a model with final_layernorm=False")
 
 
 def frozen_layers(model: SAN, X) -> tuple[torch.Tensor, list[FrozenLayer], torch.Tensor]:

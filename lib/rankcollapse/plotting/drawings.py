@@ -277,7 +277,7 @@ VARIANT_STYLE = {  # variant -> (colour, line style, legend label), as the paper
 def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
     """One panel of the paper's Figure 2: relative residual against layer for each variant.
 
-    ``curves``: ``{variant: array (samples, L + 1)}`` (from :func:`rankcollapse.models.residual_curves`).
+    ``curves``: ``{variant: array (samples, L + 1)}`` (from :func:`rankcollapse.real.measure.residual_curves`).
     Each variant is drawn as its geometric mean with a ×/÷ one geometric std band on a log axis;
     values below ``floor`` (exact zeros of a fully collapsed float64 matrix) are drawn at ``floor``.
     """

@@ -1,0 +1,151 @@
+"""The operations a layer of :class:`rankcollapse.san.SAN` is made of.
+
+LayerNorm (returning the scale it divides by), the activations, XLNet's sinusoidal relative
+positions, which keys a query may see (padding and causal masks), and setting a module's
+weights from given tensors. Torch only; part of the core. Shapes as in :mod:`rankcollapse.san`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._validate import check_choice
+
+__all__ = ["LN_EPS", "ACTIVATIONS", "layer_norm", "activation", "relative_positions", "allowed_keys",
+           "check_key_mask", "check_dtype", "relative_scores", "set_weights"]
+
+LN_EPS = 1e-5
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+
+
+def layer_norm(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = LN_EPS):
+    """LayerNorm over features, returning ``(LN(Y), sigma)`` with ``sigma`` of shape ``(..., n)``.
+
+    ``LN(Y) = (Y - mean(Y) 1^T) / sigma * gain + shift`` row by row, ``sigma = sqrt(var + eps)``
+    (biased variance, ``eps = 1e-5`` by default, as ``torch.nn.LayerNorm``).
+    """
+    mu = Y.mean(dim=-1, keepdim=True)
+    sigma = torch.sqrt(((Y - mu) ** 2).mean(dim=-1) + eps)
+    return (Y - mu) / sigma.unsqueeze(-1) * gain + shift, sigma
+
+
+def activation(name: str):
+    """The activation ``name`` (one of :data:`ACTIVATIONS`) as a function of a tensor."""
+    check_choice("activation", name, ACTIVATIONS)
+    if name == "relu":
+        return torch.relu
+    if name == "gelu":
+        return nn.functional.gelu  # x * Phi(x), with the normal CDF
+    c = math.sqrt(2.0 / math.pi)
+    return lambda x: 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def relative_positions(n: int, d: int, clamp_len: int = 0, dtype=torch.float64) -> torch.Tensor:
+    """Sinusoidal embeddings of the relative positions ``n, n-1, ..., -n+1``, shape ``(2n, d)``.
+
+    Row ``p`` embeds the offset ``n - p`` as ``[sin(offset w), cos(offset w)]`` with frequencies
+    ``w_k = 10000^(-2k/d)`` (XLNet's, after Transformer-XL); offsets beyond ``clamp_len`` are
+    clamped when it is positive.
+    """
+    inv_freq = 1.0 / torch.pow(10000, torch.arange(0, d, 2, dtype=torch.int64).to(dtype) / d)
+    pos = torch.arange(n, -n, -1, dtype=torch.int64).to(dtype)
+    if clamp_len > 0:
+        pos = pos.clamp(-clamp_len, clamp_len)
+    angle = pos[:, None] * inv_freq
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
+
+
+def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool):
+    """Which keys each query may attend to, a boolean ``(..., 1, n, n)`` (or ``None``: all).
+
+    Query ``i`` sees key ``j`` when ``j`` is a real token (``key_mask``) and, with ``causal``,
+    ``j <= i``; every token always sees itself, so a padding row attends at least to itself
+    and no softmax row is empty (XLNet's rule; padding rows are never part of a result).
+    """
+    if key_mask is None and not causal:
+        return None
+    eye = torch.eye(n, dtype=torch.bool)
+    ok = torch.ones(n, n, dtype=torch.bool) if key_mask is None else key_mask[..., None, None, :].expand(
+        *key_mask.shape[:-1], 1, n, n)
+    if causal:
+        ok = ok & torch.ones(n, n, dtype=torch.bool).tril()
+    return ok | eye
+
+
+def set_weights(module: nn.Module, given: dict, where: str, names=None) -> None:
+    """Replace ``module``'s parameters (or those in ``names``) by the tensors ``given``, checking each."""
+    expected = {k: v for k, v in module.named_parameters() if names is None or k in names}
+    missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
+    if missing or extra:
+        raise ValueError(f"{where}: weights {'missing ' + str(missing) if missing else ''}"
+                         f"{'; ' if missing and extra else ''}{'unexpected ' + str(extra) if extra else ''}"
+                         f" (expected {sorted(expected)})")
+    for name, old in expected.items():
+        t = given[name]
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}[{name!r}] must be a tensor, got {type(t).__name__}")
+        if t.shape != old.shape:
+            raise ValueError(f"{where}[{name!r}] must have shape {tuple(old.shape)}, got {tuple(t.shape)}")
+        if not (isinstance(t, nn.Parameter) and t.dtype == old.dtype):
+            t = nn.Parameter(t.detach().to(old.dtype).clone(), requires_grad=old.requires_grad)
+        setattr(module, name, t)
+
+
+def check_key_mask(key_mask, shape) -> torch.Tensor | None:
+    """``key_mask`` as a boolean tensor of ``shape`` ``(..., n)``, ``True`` on real tokens.
+
+    Booleans or 0/1 integers; every sequence must hold at least one real token (a row of padding
+    only has nothing to attend to and no residual: a ``ValueError`` names its index).
+    """
+    if key_mask is None:
+        return None
+    key_mask = torch.as_tensor(key_mask)
+    if key_mask.dtype not in (torch.bool, torch.int32, torch.int64, torch.uint8):
+        raise TypeError(f"key_mask must be boolean (True on real tokens) or 0/1 integers, got {key_mask.dtype}")
+    if key_mask.shape != tuple(shape):
+        raise ValueError(f"key_mask must have shape {tuple(shape)} (the tokens of X), got {tuple(key_mask.shape)}")
+    if key_mask.dtype != torch.bool:
+        if ((key_mask != 0) & (key_mask != 1)).any():
+            raise ValueError("key_mask must hold 0 and 1 (or booleans) only")
+        key_mask = key_mask.bool()
+    empty = ~key_mask.any(dim=-1)
+    if empty.any():
+        row = tuple(int(i) for i in empty.nonzero()[0])
+        raise ValueError(f"key_mask has a sequence with no real token (all padding) at index {row}")
+    return key_mask
+
+
+def check_dtype(name: str, dtype) -> torch.dtype:
+    """``dtype`` (a torch dtype or ``"float32"``/``"float64"``) as ``torch.float32`` or ``torch.float64``."""
+    dt = {"float32": torch.float32, "float64": torch.float64}.get(dtype, dtype) if isinstance(dtype, str) else dtype
+    if dt not in (torch.float32, torch.float64):
+        raise ValueError(f"{name} must be torch.float32 or torch.float64, got {dtype!r}")
+    return dt
+
+
+def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> torch.Tensor:
+    """XLNet's attention logits times ``sqrt(d_qk)``, ``(..., H, n, n)``, for a block with ``attention="relative"``.
+
+    ``(q_i + u) k_j^T + (q_i + v) r_{i-j}^T [+ (q_i + s) e_{ij}^T]``: ``u, v, s`` the block's
+    ``r_w_bias, r_r_bias, r_s_bias`` ``(H, d_qk)``; ``r_{i-j}`` row ``n - i + j`` of
+    :func:`relative_positions` mapped by ``W_R`` ``(H, d, d_qk)``; ``e_ij`` the block's
+    ``seg_embed[0]`` when tokens ``i`` and ``j`` have the same segment id, ``seg_embed[1]`` when
+    not (only with ``segments`` ``(..., n)``). ``q, k``: ``(..., H, n, d_qk)``.
+    """
+    cfg = block.cfg
+    n = q.shape[-2]
+    r = relative_positions(n, cfg.d_model, cfg.clamp_len, cfg.position_dtype or cfg.dtype).to(cfg.dtype)
+    k_r = torch.einsum("pd,hde->hpe", r, block.W_R)  # (H, 2n, dqk)
+    ac = (q + block.r_w_bias[:, None, :]) @ k.transpose(-1, -2)
+    bd_all = (q + block.r_r_bias[:, None, :]) @ k_r.transpose(-1, -2)  # (..., H, n, 2n)
+    i = torch.arange(n)
+    offset = (n - i[:, None] + i[None, :]).expand(*bd_all.shape[:-1], n)  # row p embeds i - j = n - p
+    scores = ac + torch.gather(bd_all, -1, offset)
+    if segments is not None:
+        e = torch.einsum("...hne,she->...hns", q + block.r_s_bias[:, None, :], block.seg_embed)
+        differ = (segments[..., :, None] != segments[..., None, :])[..., None, :, :]
+        scores = scores + torch.where(differ, e[..., 1:2], e[..., 0:1])
+    return scores

@@ -1,0 +1,33 @@
+"""Real transformers in the core's network: BERT, ALBERT, XLNet, GPT-2 and a pretrained MiniLM.
+
+Book: chapter "Real transformers". Sub-modules, one job each:
+
+- :mod:`~rankcollapse.real.registry`: the models, their published configurations, the variants;
+- :mod:`~rankcollapse.real.text`: the book's corpus, tokens, windows and encoding;
+- :mod:`~rankcollapse.real.hub`: loading (at initialisation, a local copy, the hub with a timeout);
+- :mod:`~rankcollapse.real.convert`: a transformers model as an embedding and a
+  :class:`rankcollapse.san.SAN`, and the ablations as the core's switches (:mod:`~rankcollapse.real.xlnet`:
+  what only XLNet needs);
+- :mod:`~rankcollapse.real.measure`: hidden states and relative-residual curves;
+- :mod:`~rankcollapse.real.products`: products of attention matrices along sampled paths;
+- :mod:`~rankcollapse.real.study`: the chapter's measurements as result objects.
+
+``transformers`` is imported only when a model is built or loaded.
+"""
+
+from .convert import Embedding, Network, ablation_config, from_transformers
+from .hub import RealModel, hub_problem, hub_timeout, lineup, load, try_load
+from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
+from . import study
+from .products import path_products, path_profile, path_residuals, sample_paths
+from .registry import ABLATIONS, MODELS, SURGERIES, VARIANTS, ModelSpec, ModelUnavailable, minilm_path, spec
+from .text import corpus, encode, token_windows
+
+__all__ = [
+    "MODELS", "VARIANTS", "SURGERIES", "ABLATIONS", "ModelSpec", "ModelUnavailable", "spec", "minilm_path",
+    "RealModel", "load", "try_load", "lineup", "hub_problem", "hub_timeout",
+    "Embedding", "Network", "ablation_config", "from_transformers",
+    "corpus", "encode", "token_windows",
+    "hidden_states", "relative_residuals", "residual_curve", "residual_curves",
+    "sample_paths", "path_products", "path_residuals", "path_profile", "study",
+]

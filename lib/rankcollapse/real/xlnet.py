@@ -1,0 +1,47 @@
+"""What only XLNet needs: its relative-position attention's weights, mapped onto the core's.
+
+XLNet (Yang et al. 2019) keeps no position table: each layer's attention scores gain a term in
+the relative position of the two tokens and, given segment ids, one in whether they share a
+segment. The core runs that as ``SANConfig(attention="relative")`` (see
+:func:`rankcollapse.ops.relative_scores`); this module maps a transformers ``XLNetModel``'s
+parameters (``q, k, v, o, r`` of shape ``(d, H, d_head)``, the biases ``r_w_bias, r_r_bias,
+r_s_bias`` and ``seg_embed``) onto it. Only the content stream (what ``XLNetModel`` returns
+without a ``target_mapping``) and bidirectional attention without memory are converted.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..san import SAN, SANConfig
+from .convert import Embedding, _linear, _ln_weights, _p, activation_of
+
+__all__ = ["convert_xlnet"]
+
+
+def convert_xlnet(model, dtype, position_dtype):
+    """``(SAN, Embedding)`` of a transformers ``XLNetModel`` in ``dtype``."""
+    c = model.config
+    if c.attn_type != "bi" or c.bi_data or c.mem_len:
+        raise ValueError("XLNet is converted with attn_type='bi', bi_data=False and no memory only")
+    H, d = c.n_head, c.d_model
+    cfg = SANConfig(n_layers=c.n_layer, n_heads=H, d_model=d, skip=True, mlp=c.d_inner,
+                    activation=activation_of(c.ff_activation), layernorm="post", bias=True,
+                    ln_eps=c.layer_norm_eps, attention="relative", clamp_len=max(c.clamp_len, 0),
+                    position_dtype=position_dtype, dtype=dtype)
+    layers = []
+    for layer in model.layer:
+        att, ff = layer.rel_attn, layer.ff
+        heads = lambda t: _p(t.permute(1, 0, 2), dtype)  # noqa: E731  (d, H, dh) -> (H, d, dh)
+        zero = lambda *shape: _p(torch.zeros(*shape), dtype)  # noqa: E731  XLNet's q, k, v, o have no bias
+        w = {"W_Q": heads(att.q), "W_K": heads(att.k), "W_V": heads(att.v), "W_R": heads(att.r),
+             "W_O": _p(att.o.permute(1, 2, 0), dtype),  # (d, H, dh) -> (H, dh, d)
+             "b_Q": zero(H, d // H), "b_K": zero(H, d // H), "b_V": zero(H, d // H), "b_O": zero(d),
+             "r_w_bias": _p(att.r_w_bias, dtype), "r_r_bias": _p(att.r_r_bias, dtype),
+             "r_s_bias": _p(att.r_s_bias, dtype), "seg_embed": _p(att.seg_embed, dtype)}
+        w["W_1"], w["b_1"] = _linear(ff.layer_1, dtype)
+        w["W_2"], w["b_2"] = _linear(ff.layer_2, dtype)
+        w.update(_ln_weights("ln1", att.layer_norm, dtype))
+        w.update(_ln_weights("ln2", ff.layer_norm, dtype))
+        layers.append(w)
+    return SAN.from_weights(cfg, layers), Embedding(_p(model.word_embedding.weight, dtype))
