@@ -93,7 +93,7 @@ def test_a_notebook_runs_as_on_colab(written, tmp_path, monkeypatch):
     assert not [o for o in outputs if o.get("output_type") == "error"]
     # no glue metadata (myst-nb was not there to write it), and every figure shown as an image
     assert not any(o.get("metadata", {}).get("scrapbook") for o in outputs)
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    images = [o for o in outputs if {"image/png", "image/svg+xml"} & set(o.get("data", {}))]  # the book's figures are SVG
     assert len(images) == source.read_text().count("{glue:figure}") > 0
 
 
