@@ -8,6 +8,8 @@ The mathematical core (``residual``, ``san``, ``paths``, ``theory``) depends on 
 knows nothing of plotting, real models or exercises; ``centering`` solves the linear programme
 of the exact residual with SciPy, loaded only when asked for. The layers on top (``presets``,
 ``plotting``, ``checks``, ``models``, ``tasks``, ``glue``) import the core, never the other way round.
+``claims`` reads text, not tensors: the book's own results and the check that the chapters
+credit them right.
 """
 
 import importlib
@@ -28,6 +30,7 @@ _MODULES = (
     "models",
     "tasks",
     "book",
+    "claims",
 )
 
 __all__ = list(_MODULES)
