@@ -127,7 +127,7 @@ PAPER_RESULT_LABELS = ("thm-collapse-single", "thm-collapse-multi", "thm-mlp-bou
 
 #: What credits the paper with a statement.
 PAPER_ATTRIBUTION = (
-    r"\bthe paper's (theorems?|lemmas?|corollar(y|ies)|propositions?|conclusion|words|bound)\b",
+    r"\bthe paper's (theorems?|lemmas?|corollar(y|ies)|propositions?|sections?|results?|conclusion|words|bound)\b",
     r"\bthe paper (states|shows|calls|proves|derives|reads|writes|says)\b",
     r"\{prf:ref\}`(" + "|".join(PAPER_RESULT_LABELS) + r")`",
 )
