@@ -179,3 +179,90 @@ def test_length_profile_at_init(gen):
     assert rr.shape == (7, 2)
     assert (rr[0] > 0.5).all() and (rr[-1] < rr[0] / 10).all()
     assert (rr[1:] < rr[:-1]).all()  # monotone at this scale
+
+
+# ------------------------------------------------- guards and defined results (issue 11)
+
+
+def test_enumeration_is_refused_by_the_memory_it_would_hold(gen):
+    """729 paths is few, but of (512, 768) float64 terms they would hold 2.1 GiB: refused at once."""
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=6, n_heads=3, d_model=768), seed=0)
+    X = torch.zeros(512, 768, dtype=torch.float64)
+    with pytest.raises(ValueError, match="decompose_by_length") as err:
+        rc.paths.enumerate_paths(model, X)
+    assert "max_bytes" in str(err.value) and "GiB" in str(err.value)
+    small = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4), seed=0)
+    X4 = random_tokens(gen, 3, 4)
+    with pytest.raises(ValueError, match="max_bytes=100"):
+        rc.paths.enumerate_paths(small, X4, max_bytes=100)  # 4 paths x 96 bytes
+    assert len(rc.paths.enumerate_paths(small, X4, max_bytes=4 * 96)) == 4
+
+
+def test_decomposition_error_uses_the_dynamic_programme_by_default(gen):
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=6, n_heads=3, d_model=768, skip=True), seed=0)
+    X = random_tokens(gen, 64, 768)  # 4096 paths of 384 KiB: 1.5 GiB to enumerate
+    err = rc.paths.decomposition_error(model, X)
+    assert set(err) == {"by_length"} and err["by_length"] < 1e-13
+    with pytest.raises(ValueError, match="decompose_by_length"):
+        rc.paths.decomposition_error(model, X, with_enumeration=True)
+    small = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=4, skip=True), seed=0)
+    both = rc.paths.decomposition_error(small, random_tokens(gen, 5, 4), with_enumeration=True)
+    assert set(both) == {"by_length", "enumeration"} and max(both.values()) < 1e-13
+
+
+def test_length_distribution_is_fast_and_exact(gen):
+    import time
+
+    for L, H in ((0, 1), (1, 3), (12, 12), (1000, 7)):
+        exact = [math.comb(L, l) * H**l / (H + 1) ** L for l in range(L + 1)]
+        assert rc.paths.length_distribution(L, H).tolist() == exact
+    # past the exact range: the closed form agrees with the exact ratio to rounding
+    L, H = 1001, 3
+    got = rc.paths.length_distribution(L, H)
+    for l in (0, 1, 500, 750, 900, 1001):
+        want = math.comb(L, l) * H**l / (H + 1) ** L
+        assert got[l].item() == pytest.approx(want, rel=1e-11, abs=1e-300)
+    start = time.perf_counter()
+    big = rc.paths.length_distribution(10**5, 2)
+    assert time.perf_counter() - start < 2.0
+    assert big.shape == (10**5 + 1,) and abs(big.sum().item() - 1) < 1e-9
+    assert int(big.argmax()) == round(10**5 * 2 / 3)
+    with pytest.raises(ValueError, match="L must be <="):
+        rc.paths.length_distribution(10**9, 2)
+
+
+def test_flags_and_degenerate_counts_are_refused():
+    with pytest.raises(TypeError, match="skip must be True or False"):
+        rc.paths.path_count(3, 2, 3, skip="no")
+    with pytest.raises(TypeError, match="skip must be True or False"):
+        rc.paths.all_paths(2, 2, skip="no")
+    with pytest.raises(ValueError, match="H must be >= 1"):
+        rc.paths.all_paths(2, 0)
+    with pytest.raises(ValueError, match="max_paths"):
+        rc.paths.all_paths(30, 12)
+    assert rc.paths.all_paths(0, 3) == [()]
+    with pytest.raises(TypeError, match="path"):
+        rc.paths.path_length(3)
+
+
+def test_zero_output_has_defined_shares_and_error(gen):
+    """A network whose output is exactly zero: shares are 0 (0 / 0 = 0), the error absolute."""
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4, init_scale=0.0), seed=0)
+    X = random_tokens(gen, 3, 4)
+    prof = rc.paths.length_profile(model, X)
+    for v in prof.values():
+        assert torch.isfinite(v).all() and (v == 0).all()
+    err = rc.paths.decomposition_error(model, X, with_enumeration=True)
+    assert err == {"by_length": 0.0, "enumeration": 0.0}
+
+
+def test_length_profile_names_bad_options_and_the_constant(gen):
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4, skip=True), seed=0)
+    X = random_tokens(gen, 3, 4)
+    with pytest.raises(ValueError, match=r"norm must be one of \['fro', 'l1inf'\]"):
+        rc.paths.length_profile(model, X, norm="l2")
+    with pytest.raises(ValueError, match=r"center must be one of"):
+        rc.paths.length_profile(model, X, center="median")
+    biased = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4, bias=True), seed=0)
+    with pytest.raises(ValueError, match="length_profile cannot share"):
+        rc.paths.length_profile(biased, X)

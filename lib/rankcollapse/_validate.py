@@ -14,7 +14,10 @@ import torch
 
 __all__ = [
     "as_tokens",
+    "check_bool",
     "check_choice",
+    "check_dtype",
+    "check_finite_float",
     "check_int",
     "check_positive_float",
 ]
@@ -32,6 +35,17 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
     return value
 
 
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (a numpy bool too); a ``TypeError`` otherwise.
+
+    Strings, numbers and ``None`` are refused: ``skip="no"`` is truthy, so accepting it would
+    silently turn the option on.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+
+
 def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a finite ``float`` that is positive (or non-negative)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -41,6 +55,24 @@ def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite number {bound}, got {value}")
     return value
+
+
+def check_finite_float(name: str, value) -> float:
+    """Return ``value`` as a finite ``float`` of any sign; bools, strings, NaN and inf are refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def check_dtype(name: str, value) -> torch.dtype:
+    """``torch.float32`` or ``torch.float64`` (also given as ``"float32"``/``"float64"``); anything else is refused."""
+    dtype = {"float32": torch.float32, "float64": torch.float64}.get(value, value) if isinstance(value, str) else value
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"{name} must be torch.float32 or torch.float64, got {value!r}")
+    return dtype
 
 
 def check_choice(name: str, value, choices) -> str:

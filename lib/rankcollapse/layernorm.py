@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from ._validate import as_tokens, check_choice, check_int, check_positive_float
+from ._validate import as_tokens, check_choice, check_dtype, check_finite_float, check_int, check_positive_float
 from .paths import FrozenLayer
 from .residual import composite_norm, matrix_norm, relative_residual, res
 from .san import SAN, check_san, layer_norm as _san_layer_norm
@@ -60,13 +61,24 @@ def numerical_rank(Y, rtol: float | None = None) -> torch.Tensor:
     return ((s > rtol * top) & (top > 0)).sum(dim=-1)
 
 
+def _vector(name, v, d, dtype):
+    if isinstance(v, (list, tuple)):
+        v = torch.tensor(v, dtype=dtype)
+    elif isinstance(v, np.ndarray):
+        v = torch.from_numpy(v)
+    if not isinstance(v, torch.Tensor) or not (v.is_floating_point() or v.dtype in (torch.int32, torch.int64)):
+        raise TypeError(f"{name} must be a real tensor of shape ({d},), got {type(v).__name__}")
+    if v.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},), got {tuple(v.shape)}")
+    if not torch.isfinite(v).all():
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return v.to(dtype)
+
+
 def _gain_shift(Y, gain, shift):
     d = Y.shape[-1]
-    gain = torch.ones(d, dtype=Y.dtype) if gain is None else torch.as_tensor(gain, dtype=Y.dtype)
-    shift = torch.zeros(d, dtype=Y.dtype) if shift is None else torch.as_tensor(shift, dtype=Y.dtype)
-    for name, v in (("gain", gain), ("shift", shift)):
-        if v.shape != (d,):
-            raise ValueError(f"{name} must have shape ({d},), got {tuple(v.shape)}")
+    gain = torch.ones(d, dtype=Y.dtype) if gain is None else _vector("gain", gain, d, Y.dtype)
+    shift = torch.zeros(d, dtype=Y.dtype) if shift is None else _vector("shift", shift, d, Y.dtype)
     return gain, shift
 
 
@@ -107,6 +119,8 @@ def ln_factors(Y, gain=None, shift=None) -> LNFactors:
 def ln_from_factors(Y, factors: LNFactors) -> torch.Tensor:
     """``S^{-1} Y C G + 1 shift^T`` as explicit matrix products (equals ``LN(Y)`` to rounding)."""
     Y = as_tokens("Y", Y)
+    if not isinstance(factors, LNFactors):
+        raise TypeError(f"factors must be an LNFactors (from ln_factors), got {type(factors).__name__}")
     S_inv = torch.diag_embed(factors.inv_sigma)
     return S_inv @ Y @ factors.C @ factors.G + factors.shift
 
@@ -119,6 +133,8 @@ def common_scale(Z, inv_sigma, how: str = "best") -> torch.Tensor:
     most favourable to the paper's rewriting); ``how="mean"``: the mean of ``1/sigma_i``.
     """
     check_choice("how", how, ("best", "mean"))
+    Z = as_tokens("Z", Z)
+    inv_sigma = _scales("inv_sigma", inv_sigma, Z.shape[:-1], Z.dtype)
     if how == "mean":
         return inv_sigma.mean(dim=-1)
     w = (Z**2).sum(dim=-1)
@@ -139,11 +155,22 @@ def _post_ln_layer(model, layer):
 
 @torch.no_grad()
 def _layer_pieces(model, X, layer):
+    """One forward pass: the layer's block, its input, attention, LayerNorm scales and output."""
     block = _post_ln_layer(model, layer)
     X = model.check_input(X)
     out = model(X)
     X_in = out.hidden_states[layer]
     return block, X_in, out.attentions[layer], out.ln_scales[layer], out.hidden_states[layer + 1]
+
+
+def _exact(block, X_in, P, sigma):
+    return FrozenLayer(block, P, sigma)(X_in)
+
+
+def _paper(block, X_in, P, sigma, how):
+    Z, _ = block.attention(X_in)  # SA(X_l), LayerNorm's input
+    c = common_scale((Z - Z.mean(dim=-1, keepdim=True)) * block.ln1_gain, 1.0 / sigma, how)
+    return FrozenLayer(block, P, (1.0 / c).unsqueeze(-1).expand_as(sigma))(X_in)
 
 
 @torch.no_grad()
@@ -156,7 +183,7 @@ def exact_rewriting(model: SAN, X, layer: int = 0) -> torch.Tensor:
     the layer's output to rounding error.
     """
     block, X_in, P, sigma, _ = _layer_pieces(model, X, layer)
-    return FrozenLayer(block, P, sigma)(X_in)
+    return _exact(block, X_in, P, sigma)
 
 
 @torch.no_grad()
@@ -167,10 +194,9 @@ def paper_rewriting(model: SAN, X, layer: int = 0, how: str = "best") -> torch.T
     that LayerNorm becomes a right multiplication, ``D^{-1} = c\\,C G``, as the paper writes it.
     Exact when all ``sigma_i`` are equal; otherwise see :func:`rewriting_discrepancy`.
     """
-    block, X_in, P, sigma, Y = _layer_pieces(model, X, layer)
-    Z, _ = block.attention(X_in)  # SA(X_l), LayerNorm's input
-    c = common_scale((Z - Z.mean(dim=-1, keepdim=True)) * block.ln1_gain, 1.0 / sigma, how)
-    return FrozenLayer(block, P, (1.0 / c).unsqueeze(-1).expand_as(sigma))(X_in)
+    check_choice("how", how, ("best", "mean"))
+    block, X_in, P, sigma, _ = _layer_pieces(model, X, layer)
+    return _paper(block, X_in, P, sigma, how)
 
 
 @torch.no_grad()
@@ -180,23 +206,48 @@ def rewriting_discrepancy(model: SAN, X, layer: int = 0, how: str = "best") -> d
     Returns a dict of tensors of shape ``(...)`` (Frobenius norms): ``"paper"`` for
     :func:`paper_rewriting`, ``"exact"`` for :func:`exact_rewriting` (rounding error), and
     ``"spread"``, the coefficient of variation of the ``sigma_i`` (:func:`scale_spread`), which
-    the paper's error tracks.
+    the paper's error tracks. One forward pass serves all three.
     """
-    _, _, _, sigma, Y = _layer_pieces(model, X, layer)
+    check_choice("how", how, ("best", "mean"))
+    block, X_in, P, sigma, Y = _layer_pieces(model, X, layer)
     den = matrix_norm(Y, "fro")
     return {
-        "paper": matrix_norm(paper_rewriting(model, X, layer, how) - Y, "fro") / den,
-        "exact": matrix_norm(exact_rewriting(model, X, layer) - Y, "fro") / den,
+        "paper": matrix_norm(_paper(block, X_in, P, sigma, how) - Y, "fro") / den,
+        "exact": matrix_norm(_exact(block, X_in, P, sigma) - Y, "fro") / den,
         "spread": scale_spread(sigma),
     }
 
 
+def _scales(name, s, shape=None, dtype=None) -> torch.Tensor:
+    """Positive finite per-token scales of shape ``(..., n)`` (``shape`` when given)."""
+    if isinstance(s, (list, tuple, np.ndarray)):
+        s = torch.as_tensor(np.asarray(s, dtype=float))
+    if not isinstance(s, torch.Tensor) or not s.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor of shape (..., n), got {type(s).__name__}")
+    if s.ndim < 1 or s.shape[-1] < 1 or (shape is not None and s.shape != shape):
+        want = f"{tuple(shape)}" if shape is not None else "(..., n) with n >= 1"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(s.shape)}")
+    if not torch.isfinite(s).all() or (s <= 0).any():
+        raise ValueError(f"{name} must hold finite positive scales")
+    return s if dtype is None else s.to(dtype)
+
+
 def scale_spread(sigma) -> torch.Tensor:
-    """Coefficient of variation (std / mean) of per-token scales ``sigma`` of shape ``(..., n)``; 0 iff all equal."""
-    sigma = torch.as_tensor(sigma)
-    if sigma.ndim < 1 or sigma.shape[-1] < 1:
-        raise ValueError(f"sigma must have shape (..., n) with n >= 1, got {tuple(sigma.shape)}")
+    """Coefficient of variation (std / mean) of per-token scales ``sigma`` of shape ``(..., n)``; 0 iff all equal.
+
+    ``sigma`` must be finite and positive (LayerNorm's ``sqrt(var + eps)`` always is).
+    """
+    sigma = _scales("sigma", sigma)
     return sigma.std(dim=-1, unbiased=False) / sigma.mean(dim=-1)
+
+
+_MAX_SIDE = 10**6  # tokens or features of a drawn matrix
+_MAX_ELEMENTS = 2**25  # n * d of a drawn matrix (256 MiB in float64)
+
+
+def _check_size(n, d):
+    if n * d > _MAX_ELEMENTS:
+        raise ValueError(f"n * d must be at most {_MAX_ELEMENTS}, got n={n}, d={d}")
 
 
 def near_uniform_along_ones(n: int, d: int, eps: float, *, seed: int, level: float = 1.0,
@@ -208,9 +259,12 @@ def near_uniform_along_ones(n: int, d: int, eps: float, *, seed: int, level: flo
     left, so ``LN(Y)`` has relative residual of order one (chapter "LayerNorm's rank argument",
     section "Rank is not distance to uniformity").
     """
-    n, d = check_int("n", n), check_int("d", d, minimum=2)
+    n, d = check_int("n", n, maximum=_MAX_SIDE), check_int("d", d, minimum=2, maximum=_MAX_SIDE)
+    _check_size(n, d)
     eps = check_positive_float("eps", eps)
-    seed = check_int("seed", seed, minimum=0)
+    level = check_finite_float("level", level)
+    seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # the library's seed range
+    dtype = check_dtype("dtype", dtype)
     gen = torch.Generator().manual_seed(seed)
     E = torch.randn(n, d, generator=gen, dtype=dtype)
     return level * torch.ones(n, d, dtype=dtype) + eps * E
@@ -225,11 +279,13 @@ def balanced_tokens(n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torc
     LayerNorm ``||w||`` shrinks, with post-LN it is reset every layer. ``noise`` adds
     ``noise * ||v||/sqrt(d)`` times a Gaussian matrix. ``n`` must be even.
     """
-    n, d = check_int("n", n, minimum=2), check_int("d", d)
+    n, d = check_int("n", n, minimum=2, maximum=_MAX_SIDE), check_int("d", d, maximum=_MAX_SIDE)
     if n % 2:
         raise ValueError(f"n must be even (half the tokens +v, half -v), got {n}")
+    _check_size(n, d)
     noise = check_positive_float("noise", noise, allow_zero=True)
-    seed = check_int("seed", seed, minimum=0)
+    seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # the library's seed range
+    dtype = check_dtype("dtype", dtype)
     gen = torch.Generator().manual_seed(seed)
     v = torch.randn(d, generator=gen, dtype=dtype)
     s = torch.ones(n, dtype=dtype)
@@ -245,6 +301,8 @@ def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
     ``"relative"`` residual and numerical ``"rank"`` (with ``rtol``, see :func:`numerical_rank`),
     each a tensor of shape ``(L+1, ...)``."""
     check_san(model)
+    if rtol is not None:
+        check_positive_float("rtol", rtol)
     with torch.no_grad():
         hs = model(model.check_input(X)).hidden_states
     return {

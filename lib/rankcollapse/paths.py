@@ -29,7 +29,8 @@ from itertools import product
 
 import torch
 
-from ._validate import check_int
+from ._validate import check_bool, check_choice, check_int
+from .residual import CENTERS, NORMS, matrix_norm, res
 from .san import SAN, check_san
 
 __all__ = [
@@ -44,7 +45,15 @@ __all__ = [
     "FrozenLayer",
     "all_paths",
     "path_length",
+    "MAX_BYTES",
+    "MAX_PATHS",
+    "MAX_LENGTH_DISTRIBUTION",
 ]
+
+MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and all_paths build
+MAX_BYTES = 2**30  # default cap (1 GiB) on the memory the terms of enumerate_paths hold
+MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
+_EXACT_DISTRIBUTION = 1000  # up to this L, length_distribution divides exact integers
 
 
 # --------------------------------------------------------------------------- counting
@@ -57,7 +66,7 @@ def path_count(L: int, H: int, length: int, skip: bool = True) -> int:
     """
     L, H = check_int("L", L, minimum=0), check_int("H", H)
     length = check_int("length", length, minimum=0)
-    if not skip:
+    if not check_bool("skip", skip):
         return H**L if length == L else 0
     return math.comb(L, length) * H**length if length <= L else 0
 
@@ -66,13 +75,22 @@ def length_distribution(L: int, H: int) -> torch.Tensor:
     """Fraction of paths of each length ``l = 0..L`` with skips: ``C(L,l) H^l / (H+1)^L``.
 
     A binomial distribution with ``L`` trials and success probability ``H / (H+1)``: each layer
-    is crossed through one of ``H`` heads or skipped. Returns a float64 tensor of shape ``(L+1,)``
-    computed from exact integer counts (accurate even where ``(H+1)^L`` overflows a float).
+    is crossed through one of ``H`` heads or skipped. Returns a float64 tensor of shape ``(L+1,)``.
+    Up to ``L = 1000`` each entry is the exact integer ratio, correctly rounded; beyond, the
+    binomial probability in log space, ``exp(lgamma(L+1) - lgamma(l+1) - lgamma(L-l+1) + l log H
+    - L log(H+1))`` (relative error about ``L`` times the float64 epsilon; entries below about
+    ``1e-308`` are 0). Fast for any size up to ``L = 10**7`` (:data:`MAX_LENGTH_DISTRIBUTION`).
     """
-    L, H = check_int("L", L, minimum=0), check_int("H", H)
-    total = (H + 1) ** L
-    # exact rational -> float: divide big integers with Python's correctly rounded true division
-    return torch.tensor([math.comb(L, l) * H**l / total for l in range(L + 1)], dtype=torch.float64)
+    L = check_int("L", L, minimum=0, maximum=MAX_LENGTH_DISTRIBUTION)
+    H = check_int("H", H)
+    if L <= _EXACT_DISTRIBUTION:
+        total = (H + 1) ** L
+        # exact rational -> float: divide big integers with Python's correctly rounded division
+        return torch.tensor([math.comb(L, l) * H**l / total for l in range(L + 1)], dtype=torch.float64)
+    l = torch.arange(L + 1, dtype=torch.float64)
+    log_p = (math.lgamma(L + 1) - torch.lgamma(l + 1) - torch.lgamma(L - l + 1)
+             + l * math.log(H) - L * math.log(H + 1))
+    return torch.exp(log_p)
 
 
 def mean_path_length(L: int, H: int) -> float:
@@ -214,7 +232,13 @@ def decompose_by_length(model: SAN, X, *, with_constant: bool = False):
     a non-zero constant raises ``ValueError`` without it). Attention matrices and LayerNorm
     scales are held at their forward-pass values; models with an MLP are refused.
     """
+    check_bool("with_constant", with_constant)
     X, layers, _ = frozen_layers(model, X)
+    return _maybe_constant(_by_length(model, X, layers), layers, X, with_constant)
+
+
+def _by_length(model: SAN, X, layers) -> torch.Tensor:
+    """The dynamic programme of :func:`decompose_by_length` on frozen ``layers``: ``(L+1, ...)``."""
     L = len(layers)
     skip = model.config.skip
     terms = X.unsqueeze(0)  # lengths lo .. lo+K-1; starts with the single length-0 term X
@@ -228,31 +252,39 @@ def decompose_by_length(model: SAN, X, *, with_constant: bool = False):
             terms, lo = through, lo + 1
     full = torch.zeros((L + 1,) + X.shape, dtype=X.dtype)
     full[lo : lo + terms.shape[0]] = terms
-    return _maybe_constant(full, layers, X, with_constant)
+    return full
 
 
-@torch.no_grad()
-def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: int = 100_000):
-    """Every path term ``P_p X W_p`` of Theorem 2.1, by explicit enumeration.
+def _check_enumeration(model: SAN, X, max_paths, max_bytes) -> torch.Tensor:
+    """Refuse, before any work, an enumeration that would build too many terms or hold too much.
 
-    Returns a dict from path to term. A path is a tuple of length ``L``: entry ``l`` is the head
-    index taken in layer ``l`` (0-based), or ``None`` where the path skips the layer (only with
-    skip connections). Each term has the shape of ``X``. Terms are built layer by layer, a
-    path's prefix shared by its extensions; there are ``(H+1)^L`` paths with skips and ``H^L``
-    without, so this is for small networks (``max_paths`` guards memory). The terms add up to the
-    model's output (see :func:`decompose_by_length` for the constant term and what is refused).
+    The terms held at the end are ``paths x (tokens x width x element size)`` bytes for each
+    input in the batch; the layer before holds a further ``1 / (H + skip)`` of that.
     """
     _check_linear(model)
+    max_paths = check_int("max_paths", max_paths)
+    max_bytes = check_int("max_bytes", max_bytes)
     cfg = model.config
     count = (cfg.n_heads + cfg.skip) ** cfg.n_layers
-    max_paths = check_int("max_paths", max_paths)
+    alternative = "decompose_by_length sums the terms of each length by dynamic programming without enumerating them"
     if count > max_paths:
         raise ValueError(
-            f"this model has {count} paths, more than max_paths={max_paths}; "
-            "use decompose_by_length, or raise max_paths"
+            f"this model has {count} paths, more than max_paths={max_paths}; {alternative} "
+            "(or raise max_paths)"
         )
-    X, layers, _ = frozen_layers(model, X)
-    choices = _choices(cfg.n_heads, cfg.skip)
+    X = model.check_input(X)
+    held = count * X.numel() * X.element_size()
+    if held > max_bytes:
+        raise ValueError(
+            f"enumerating the {count} paths of this model on X of shape {tuple(X.shape)} would hold "
+            f"{held / 2**30:.3g} GiB of terms, more than max_bytes={max_bytes} ({max_bytes / 2**30:.3g} GiB); "
+            f"{alternative} (or raise max_bytes)"
+        )
+    return X
+
+
+def _enumerate(layers, X, choices) -> dict:
+    """The path terms of frozen ``layers`` on ``X``, built as a tree (a prefix shared by its extensions)."""
     paths = {(): X}
     for layer in layers:
         nxt = {}
@@ -260,6 +292,29 @@ def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: in
             for c in choices:
                 nxt[prefix + (c,)] = layer.skip(term) if c is None else layer.head(term.unsqueeze(0), c)[0]
         paths = nxt
+    return paths
+
+
+@torch.no_grad()
+def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: int = MAX_PATHS,
+                    max_bytes: int = MAX_BYTES):
+    """Every path term ``P_p X W_p`` of Theorem 2.1, by explicit enumeration.
+
+    Returns a dict from path to term. A path is a tuple of length ``L``: entry ``l`` is the head
+    index taken in layer ``l`` (0-based), or ``None`` where the path skips the layer (only with
+    skip connections). Each term has the shape of ``X``. Terms are built layer by layer, a
+    path's prefix shared by its extensions; there are ``(H+1)^L`` paths with skips and ``H^L``
+    without, so this is for small networks. Two guards refuse, before any work, a call that
+    would build more than ``max_paths`` terms (default 100,000) or hold more than ``max_bytes``
+    of them (default 1 GiB: paths x tokens x width x element size, times the batch); for large
+    networks :func:`decompose_by_length` gives the sums by length without enumerating. The terms
+    add up to the model's output (see :func:`decompose_by_length` for the constant term and what
+    is refused).
+    """
+    X = _check_enumeration(model, X, max_paths, max_bytes)
+    check_bool("with_constant", with_constant)
+    X, layers, _ = frozen_layers(model, X)
+    paths = _enumerate(layers, X, _choices(model.config.n_heads, model.config.skip))
     return _maybe_constant(paths, layers, X, with_constant)
 
 
@@ -268,14 +323,38 @@ def _choices(H: int, skip: bool) -> list:
     return ([None] if skip else []) + list(range(H))
 
 
-def all_paths(L: int, H: int, skip: bool = True):
-    """Every path through ``L`` layers of ``H`` heads, in the order :func:`enumerate_paths` uses."""
+def all_paths(L: int, H: int, skip: bool = True, *, max_paths: int = MAX_PATHS):
+    """Every path through ``L`` layers of ``H`` heads, in the order :func:`enumerate_paths` uses.
+
+    ``(H+1)^L`` tuples with skips, ``H^L`` without; ``L = 0`` gives the one empty path ``[()]``.
+    More than ``max_paths`` (default 100,000) raises ``ValueError`` instead of filling memory.
+    """
+    L, H = check_int("L", L, minimum=0), check_int("H", H)
+    skip = check_bool("skip", skip)
+    max_paths = check_int("max_paths", max_paths)
+    count = (H + skip) ** L
+    if count > max_paths:
+        raise ValueError(f"{L} layers of {H} heads have {count} paths, more than max_paths={max_paths}")
     return list(product(_choices(H, skip), repeat=L))
 
 
 def path_length(path) -> int:
-    """Number of heads a path passes through (its layers that are not skipped)."""
+    """Number of heads a path passes through (its layers that are not skipped).
+
+    ``path``: a tuple (or list) with one entry per layer, a head index ``>= 0`` or ``None``.
+    """
+    if not isinstance(path, (tuple, list)):
+        raise TypeError(f"path must be a tuple of head indices or None, one per layer, got {type(path).__name__}")
+    for c in path:
+        if c is not None:
+            check_int("path entry", c, minimum=0)
     return sum(c is not None for c in path)
+
+
+def _share(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """``num / den`` with ``0 / 0 = 0`` (nothing to share) and ``x / 0 = inf`` for ``x > 0``."""
+    safe = torch.where(den > 0, den, torch.ones_like(den))
+    return torch.where(den > 0, num / safe, torch.where(num > 0, torch.full_like(num, math.inf), torch.zeros_like(num)))
 
 
 @torch.no_grad()
@@ -290,41 +369,59 @@ def length_profile(model: SAN, X, *, norm: str = "l1inf", center: str = "mean") 
     - ``"residual_share"``: ``||res(T_l)|| / ||res(Y)||``, how much of the part of the output
       that differs between tokens each length carries.
 
-    Norms and centring as in :mod:`rankcollapse.residual`. The model may not add a constant term
-    (no biases, LayerNorm shift zero).
+    Norms (``norm``: ``"l1inf"`` or ``"fro"``) and centring (``center``: ``"mean"`` or
+    ``"optimal"``) as in :mod:`rankcollapse.residual`. A ratio ``0 / 0`` (a zero output, a zero
+    term) is 0, as for :func:`rankcollapse.residual.relative_residual`; ``x / 0`` with ``x > 0``
+    is ``inf``. The model may not add a constant term (no biases, LayerNorm shift zero): the
+    constant belongs to no length.
     """
-    from .residual import matrix_norm, relative_residual, res
-
-    X = model.check_input(X)
-    T = decompose_by_length(model, X)
-    Y = model(X).last_hidden_state
+    check_choice("norm", norm, NORMS)
+    check_choice("center", center, CENTERS)
+    X, layers, Y = frozen_layers(model, X)
+    T = _by_length(model, X, layers)
+    try:
+        _maybe_constant(T, layers, X, False)
+    except ValueError:
+        raise ValueError(
+            "model adds a constant term (biases or a LayerNorm shift), which belongs to no path "
+            "length, so length_profile cannot share the output among lengths; use a model with "
+            "bias=False and LayerNorm shift 0, or rc.paths.decompose_by_length(model, X, "
+            "with_constant=True) for the terms and the constant"
+        ) from None
+    norm_T = matrix_norm(T, norm=norm)
     res_T = matrix_norm(res(T, center=center, norm=norm), norm=norm)
     res_Y = matrix_norm(res(Y, center=center, norm=norm), norm=norm)
     return {
-        "norm_share": matrix_norm(T, norm=norm) / matrix_norm(Y, norm=norm),
-        "relative_residual": relative_residual(T, norm=norm, center=center),
-        "residual_share": res_T / res_Y,
+        "norm_share": _share(norm_T, matrix_norm(Y, norm=norm)),
+        "relative_residual": _share(res_T, norm_T),
+        "residual_share": _share(res_T, res_Y),
     }
 
 
 @torch.no_grad()
-def decomposition_error(model: SAN, X, *, with_enumeration: bool = True) -> dict[str, float]:
-    """Relative error ``||sum of terms - output||_F / ||output||_F`` of Theorem 2.1, both ways.
+def decomposition_error(model: SAN, X, *, with_enumeration: bool = False, max_paths: int = MAX_PATHS,
+                        max_bytes: int = MAX_BYTES) -> dict[str, float]:
+    """Relative error ``||sum of terms - output||_F / ||output||_F`` of Theorem 2.1.
 
-    ``"by_length"`` sums :func:`decompose_by_length` (plus the constant term), ``"enumeration"``
-    sums :func:`enumerate_paths` (skipped when ``with_enumeration=False``, for large networks). In float64
-    both are at rounding level (about ``1e-15``); anything larger is a bug.
+    ``"by_length"`` sums :func:`decompose_by_length` (plus the constant term), always;
+    ``"enumeration"`` sums :func:`enumerate_paths`, only with ``with_enumeration=True`` (it then
+    refuses, before any work, a network too large to enumerate under ``max_paths`` and
+    ``max_bytes``). Both reuse one forward pass. In float64 both are at rounding level (about
+    ``1e-15``); anything larger is a bug. When the output is exactly zero the error is the
+    absolute ``||sum of terms||_F`` instead (0 when the decomposition is exact).
     """
-    X = model.check_input(X)
-    Y = model(X).last_hidden_state
+    if check_bool("with_enumeration", with_enumeration):
+        X = _check_enumeration(model, X, max_paths, max_bytes)
+    X, layers, Y = frozen_layers(model, X)
     scale = torch.linalg.vector_norm(Y)
 
     def err(total):
-        return float(torch.linalg.vector_norm(total - Y) / scale)
+        diff = torch.linalg.vector_norm(total - Y)
+        return float(diff / scale if scale > 0 else diff)
 
-    terms, c = decompose_by_length(model, X, with_constant=True)
+    terms, c = _maybe_constant(_by_length(model, X, layers), layers, X, True)
     out = {"by_length": err(terms.sum(0) + c)}
     if with_enumeration:
-        paths, c = enumerate_paths(model, X, with_constant=True)
+        paths = _enumerate(layers, X, _choices(model.config.n_heads, model.config.skip))
         out["enumeration"] = err(sum(paths.values()) + c)
     return out

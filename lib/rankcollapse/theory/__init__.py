@@ -1,0 +1,71 @@
+"""The theory of rank collapse: the quantities of Theorems 2.2 and 2.3 and the bound they give.
+
+Dong et al. (2021, Theorems 2.2 and 2.3) bound the residual of a *pure* self-attention network
+(no skip connections, no MLP, no LayerNorm, no biases) after ``L`` layers:
+
+.. math::
+    \\lVert \\operatorname{res}(X_L) \\rVert_{1,\\infty}
+    \\le \\Big(\\frac{4 \\gamma \\beta H}{\\sqrt{d_{qk}}}\\Big)^{\\frac{3^L-1}{2}}
+         \\lVert \\operatorname{res}(X) \\rVert_{1,\\infty}^{3^L},
+
+where ``beta`` bounds :math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_{h}\\rVert_{1,\\infty}` in every layer
+and head, and ``gamma`` depends on the attention entries. The book derives ``gamma`` from the
+proof of the one-layer step (chapter "Pure attention collapses", section 2):
+
+.. math::
+    \\gamma_l = \\frac{\\sinh(2\\varepsilon_l)}{2\\varepsilon_l}\\, e^{\\varepsilon_l}
+                \\sqrt{\\max_h \\lVert P^{(l)}_h \\rVert_1}\\;\\nu_l,
+
+with :math:`\\varepsilon_l = \\max_{h,i,j} |E_{h,ij}|`, :math:`E_h = R W_{QK,h} R^\\top/\\sqrt{d_{qk}}`,
+:math:`R = X_{l} - \\mathbf 1 \\bar x^\\top` the mean-centred input of layer ``l``;
+:math:`\\lVert P_h\\rVert_1` the largest column sum of head ``h``'s attention matrix (how much
+attention the most-attended token receives; 1 for uniform attention); and :math:`\\nu_l \\ge 1`
+a head-balance factor, exactly 1 for a single head. Every residual here is mean-centred
+(``rc.residual.res(X, center="mean")``); since the optimal residual is never larger than the
+mean-centred one, the bound also bounds the paper's optimal residual.
+
+The core of the library: imports torch and the core modules only. One job per module:
+
+- :mod:`.weights`: which networks the theorems cover, ``W_QK``, ``W_h`` and ``beta``;
+- :mod:`.bound`: ``gamma``, the layer constants, the bound and the residual it bounds;
+- :mod:`.skip`: the skip-connection networks that never lose residual, and the search for
+  the smallest ratio (chapter "Skip connections");
+- :mod:`.instances`: random instances of the theorems' hypotheses.
+
+Every public name is re-exported here: ``rc.theory.collapse_bound`` and so on.
+"""
+
+
+from .bound import (
+    BOUND_FORMS,
+    collapse_bound,
+    depth_profile,
+    gamma,
+    gamma_details,
+    layer_constants,
+    tracked_residual,
+    unit_residual_tokens,
+)
+from .instances import random_instances
+from .skip import PRESERVING_FAMILIES, preserving_input, preserving_san, search_smallest_ratio
+from .weights import beta, check_pure_attention, qk_matrices, value_matrices
+
+__all__ = [
+    "check_pure_attention",
+    "qk_matrices",
+    "value_matrices",
+    "beta",
+    "gamma",
+    "gamma_details",
+    "collapse_bound",
+    "tracked_residual",
+    "layer_constants",
+    "unit_residual_tokens",
+    "depth_profile",
+    "BOUND_FORMS",
+    "PRESERVING_FAMILIES",
+    "preserving_san",
+    "preserving_input",
+    "random_instances",
+    "search_smallest_ratio",
+]

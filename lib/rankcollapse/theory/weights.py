@@ -1,0 +1,81 @@
+"""The weights' side of Theorems 2.2 and 2.3: which networks they cover, and ``beta``.
+
+``W_QK,h = W_Q,h W_K,h^T`` and ``W_h = W_V,h W_O,h`` of every layer and head, and the product
+of their norms that the theorems call ``beta`` (Dong et al. 2021, Section 2). Book: chapter
+"Pure attention collapses", section 2.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..residual import norm_1, norm_inf
+from ..san import SAN, check_san
+
+__all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
+
+
+def check_pure_attention(model) -> SAN:
+    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (Theorems 2.2, 2.3).
+
+    The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` only; the error names
+    every switch that takes the model outside them, and why.
+    """
+    cfg = check_san(model).config
+    why = []
+    if cfg.skip:
+        why.append("it has skip connections (skip=True): the length-zero path carries the input "
+                   "through untouched and the bound does not hold (chapter 'Skip connections')")
+    if cfg.mlp:
+        why.append(f"it has an MLP (mlp={cfg.mlp}): the bound then needs the MLP's Lipschitz constant")
+    if cfg.layernorm != "none":
+        why.append(f"it has LayerNorm (layernorm={cfg.layernorm!r}): the proof assumes no normalisation")
+    if cfg.bias:
+        why.append("it has biases (bias=True): query/key biases change the attention logits the proof expands")
+    if why:
+        raise ValueError("model is not a pure self-attention network, which is all the theorem covers: "
+                         + "; ".join(why))
+    return model
+
+
+@torch.no_grad()
+def qk_matrices(model) -> torch.Tensor:
+    """:math:`W_{QK,h} = W_{Q,h} W_{K,h}^\\top` of every layer and head, shape ``(L, H, d, d)``.
+
+    The attention logits of head ``h`` are :math:`X W_{QK,h} X^\\top / \\sqrt{d_{qk}}`.
+    """
+    check_san(model)
+    mats = [b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2) for b in model.layers]
+    cfg = model.config
+    if not mats:
+        return torch.zeros(0, cfg.n_heads, cfg.d_model, cfg.d_model, dtype=cfg.dtype)
+    return torch.stack(mats)
+
+
+@torch.no_grad()
+def value_matrices(model) -> torch.Tensor:
+    """The value map :math:`W_h = W_{V,h} W_{O,h}` of every layer and head, shape ``(L, H, d, d)``.
+
+    ``W_{V,h}`` is head ``h``'s ``(d, d_v)`` value projection and ``W_{O,h}`` its ``(d_v, d)`` slice
+    of the output projection: the head contributes :math:`P_h X W_{V,h} W_{O,h}` to the layer.
+    """
+    check_san(model)
+    mats = [b.W_V.detach() @ b.W_O.detach() for b in model.layers]
+    cfg = model.config
+    if not mats:
+        return torch.zeros(0, cfg.n_heads, cfg.d_model, cfg.d_model, dtype=cfg.dtype)
+    return torch.stack(mats)
+
+
+def beta(model) -> torch.Tensor:
+    """:math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}` per layer and head, shape ``(L, H)``.
+
+    ``W_QK,h = W_Q,h W_K,h^T`` (``d x d``, see :func:`qk_matrices`) and ``W_h = W_V,h W_O,h``
+    (``d x d``, the head's value map including its slice of the output projection, see
+    :func:`value_matrices`); :math:`\\lVert\\cdot\\rVert_1` is the largest absolute column sum and
+    :math:`\\lVert\\cdot\\rVert_{1,\\infty}` the composite norm. The theorems' ``beta`` is any upper
+    bound of these numbers: ``beta(model).max()``. Defined for any SAN (the skip-connection
+    chapter uses it too); the bound itself needs a pure attention network.
+    """
+    Q, W = qk_matrices(model), value_matrices(model)
+    return norm_1(Q) * torch.sqrt(norm_1(W) * norm_inf(W))
