@@ -237,7 +237,8 @@ def collapse_bound(model, X, form: str = "paper", log10: bool = False, center: s
     Zeros are exact, never dropped: an input residual of exactly 0 (every token the same) gives a
     bound of exactly 0 at every layer, as does a layer constant of 0 (``beta = 0``) from the next
     layer on, since tokens that are all the same stay the same; a zero residual wins over an
-    infinite constant. Computed in log space (the bound over- and underflows doubly
+    infinite constant. (The tracked residual underflows to 0 below about ``1e-308``; the step form
+    then reads that 0 as exact. The paper and layerwise forms need only :math:`r_0`.) Computed in log space (the bound over- and underflows doubly
     exponentially): ``log10=True`` returns :math:`\\log_{10}` of the bound, ``-inf`` for an exact
     0, finite wherever the bound is a positive finite number even if float64 cannot hold it:
     each constant :math:`c_l` enters as its log, taken factor by factor where :math:`c_l` itself
