@@ -40,16 +40,3 @@ def test_length_distributions_plots_each_architecture():
     assert axes[1].get_yscale() == "log"
     plt.close("all")
 
-
-def test_geometric_mean():
-    import numpy as np
-    import torch
-
-    from rankcollapse.plotting import geometric_mean
-
-    v = np.array([[1e-2, 1.0], [1e-4, 4.0]])
-    assert np.allclose(geometric_mean(v), [1e-3, 2.0])  # over samples (axis 0)
-    assert np.allclose(geometric_mean(torch.tensor(v), axis=1), [0.1, 0.02])
-    # exact zeros and values below the floor count as the floor
-    assert np.isclose(geometric_mean([0.0, 1e-20, 1e-2], floor=1e-17), (1e-17 * 1e-17 * 1e-2) ** (1 / 3))
-    assert np.isclose(geometric_mean([0.0, 0.0]), 1e-300, rtol=1e-12, atol=0)

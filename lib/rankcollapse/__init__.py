@@ -5,11 +5,13 @@
 what the core needs (torch); plotting loads matplotlib, and so on.
 
 The mathematical core (``residual``, ``san``, ``paths``, ``theory``) depends on torch alone and
-knows nothing of plotting, real models or exercises; ``centering`` solves the linear programme
-of the exact residual with SciPy, loaded only when asked for. The layers on top (``presets``,
-``plotting``, ``checks``, ``models``, ``tasks``, ``glue``) import the core, never the other way round.
-``claims`` reads text, not tensors: the book's own results and the check that the chapters
-credit them right.
+knows nothing of plotting, real models or exercises. The layers on top import the core, never
+the other way round: ``centering`` (the exact centre of the residual, a linear programme solved
+with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
+``layernorm``, ``stats`` (small statistics of curves), ``presets``, ``plotting``, ``checks``,
+``models`` and ``book``. ``claims`` reads text, not tensors: the book's own results and the
+check that the chapters credit them right. ``tests/test_init.py`` checks that this list is what
+exists.
 """
 
 import importlib
@@ -24,11 +26,11 @@ _MODULES = (
     "theory",
     "lipschitz",
     "layernorm",
+    "stats",
     "presets",
     "plotting",
     "checks",
     "models",
-    "tasks",
     "book",
     "claims",
 )

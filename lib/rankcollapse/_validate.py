@@ -7,6 +7,7 @@ from deep inside torch.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -46,12 +47,17 @@ def check_bool(name: str, value) -> bool:
     raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
 
 
-def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a finite ``float`` that is positive (or non-negative)."""
+def _real(name: str, value) -> float:
+    """``value`` as a ``float``, if it is a real number (not a bool, a string, a tensor...)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+    return float(value)
+
+
+def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` that is positive (or non-negative)."""
+    value = _real(name, value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite number {bound}, got {value}")
     return value
@@ -59,10 +65,8 @@ def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float
 
 def check_finite_float(name: str, value) -> float:
     """Return ``value`` as a finite ``float`` of any sign; bools, strings, NaN and inf are refused."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not np.isfinite(value):
+    value = _real(name, value)
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
     return value
 

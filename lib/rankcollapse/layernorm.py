@@ -150,6 +150,8 @@ def _post_ln_layer(model, layer):
             f"(SANConfig(layernorm='post', skip=False, mlp=0)); got layernorm={cfg.layernorm!r}, "
             f"skip={cfg.skip}, mlp={cfg.mlp}"
         )
+    if not len(model.layers):
+        raise ValueError("model has no layers (n_layers=0): there is no layer to rewrite")
     return model.layers[check_int("layer", layer, minimum=0, maximum=len(model.layers) - 1)]
 
 

@@ -11,7 +11,6 @@ import numpy as np
 
 __all__ = [
     "use_book_style",
-    "geometric_mean",
     "PALETTE",
     "path_diagram",
     "length_distributions",
@@ -141,15 +140,6 @@ def length_distributions(rows, axes=None):
     axes[1].set_ylim(bottom=1e-30, top=3.0)  # shares are at most 1
     axes[0].legend(fontsize=7, loc="upper left")
     return axes
-
-
-def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
-    """Geometric mean of positive ``values`` (numpy or torch) along ``axis`` (over samples):
-    the typical value of a quantity that spreads over orders of magnitude, the line the book's
-    log-scale figures draw. Values below ``floor`` (exact zeros; rounding noise under a chosen
-    floor) count as ``floor``."""
-    v = np.asarray(values, dtype=float)
-    return np.exp(np.log(np.clip(v, floor, None)).mean(axis))
 
 
 def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o", **kw):

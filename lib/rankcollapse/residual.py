@@ -7,9 +7,11 @@ The paper measures collapse with the *residual* of a token matrix ``X`` (``n`` t
            \\qquad x = \\arg\\min_x \\lVert X - \\mathbf 1 x^\\top \\rVert ,
 
 in the composite norm :math:`\\lVert X\\rVert_{1,\\infty} = \\sqrt{\\lVert X\\rVert_1 \\lVert X\\rVert_\\infty}`.
-The paper's official code centres with the column mean instead of the minimiser; both are
-offered here (``center="mean"`` and ``center="optimal"``). Book: chapter "The path
-decomposition", section "Measuring collapse".
+The paper's official code centres with the column mean instead of the minimiser. The mean is
+the core's centre (``center="mean"``); every function also takes a centre *function*
+``center(X) -> x`` of shape ``(..., d)``, such as the exact minimiser, a linear programme that
+sits above the core: ``center=rc.centering.optimal_center``. The core never imports it (it
+needs SciPy). Book: chapter "The path decomposition", section "Measuring collapse".
 
 Shape convention: every function takes ``(n, d)`` or batched ``(..., n, d)`` and reduces the
 last two dimensions.
@@ -21,10 +23,30 @@ import torch
 
 from ._validate import as_tokens, check_choice
 
-__all__ = ["NORMS", "CENTERS", "norm_1", "norm_inf", "composite_norm", "matrix_norm", "center_of", "res", "relative_residual"]
+__all__ = ["NORMS", "CENTERS", "check_center", "norm_1", "norm_inf", "composite_norm", "matrix_norm",
+           "center_of", "res", "relative_residual"]
 
 NORMS = ("l1inf", "fro")
-CENTERS = ("mean", "optimal")
+CENTERS = ("mean",)  # the named centres; any function X -> x is accepted too
+
+
+def check_center(center):
+    """``center`` if it is ``"mean"`` or a function ``X -> x``; a clear error otherwise.
+
+    ``"optimal"`` (the paper's exact minimiser) is refused with the way to ask for it: the linear
+    programme lives above the core, in :func:`rankcollapse.centering.optimal_center`.
+    """
+    if callable(center):
+        return center
+    if center == "optimal":
+        raise ValueError(
+            'center="optimal" is the exact minimiser, a linear programme that lives above the core '
+            "(it needs SciPy): pass center=rc.centering.optimal_center; "
+            "the named centres are ['mean']"
+        )
+    if not isinstance(center, str):
+        raise TypeError(f"center must be 'mean' or a function X -> x, got {type(center).__name__} {center!r}")
+    return check_choice("center", center, CENTERS)
 
 
 def norm_1(X) -> torch.Tensor:
@@ -61,42 +83,46 @@ def matrix_norm(X, norm: str = "l1inf") -> torch.Tensor:
     return torch.linalg.matrix_norm(X, ord="fro")
 
 
-def center_of(X, center: str = "mean", norm: str = "l1inf") -> torch.Tensor:
+def center_of(X, center="mean", norm: str = "l1inf") -> torch.Tensor:
     """The vector ``x`` of :math:`\\operatorname{res}(X) = X - \\mathbf 1 x^\\top`, shape ``(..., d)``.
 
-    ``center="mean"`` is the column mean (the official code's choice). ``center="optimal"``
-    is the exact minimiser of ``norm``: for the composite norm a linear-programming solution
-    (:func:`rankcollapse.centering.optimal_center`); for the Frobenius norm the mean *is*
-    the minimiser.
+    ``center="mean"`` is the column mean (the official code's choice); for the Frobenius norm
+    the mean *is* the minimiser. ``center`` may also be a function ``X -> x``:
+    ``rc.centering.optimal_center`` is the exact minimiser of the composite norm (a linear
+    programme, above the core). ``norm`` is checked here for the callers that pass it on.
     """
-    check_choice("center", center, CENTERS)
+    center = check_center(center)
     check_choice("norm", norm, NORMS)
     X = as_tokens("X", X)
-    if center == "mean" or norm == "fro":
+    if center == "mean":
         return X.mean(dim=-2)
-    from .centering import optimal_center
+    x = center(X)
+    if not isinstance(x, torch.Tensor) or x.shape != X.shape[:-2] + X.shape[-1:]:
+        raise ValueError(f"center(X) must return a tensor of shape {tuple(X.shape[:-2] + X.shape[-1:])}, "
+                         f"got {getattr(x, 'shape', type(x).__name__)}")
+    return x
 
-    return optimal_center(X)
 
-
-def res(X, center: str = "mean", norm: str = "l1inf") -> torch.Tensor:
+def res(X, center="mean", norm: str = "l1inf") -> torch.Tensor:
     """The residual :math:`\\operatorname{res}(X) = X - \\mathbf 1 x^\\top` (paper, Section 2).
 
-    ``center``: ``"mean"`` (column mean, as the official code) or ``"optimal"`` (the exact
-    minimiser of ``norm`` over ``x``, as the paper defines it). The optimal residual is never
-    larger than the mean-centred one in the same norm. Returns a tensor shaped like ``X``.
+    ``center``: ``"mean"`` (column mean, as the official code) or a function ``X -> x``, such
+    as ``rc.centering.optimal_center`` (the exact minimiser of the composite norm, as the paper
+    defines it; never larger than the mean-centred residual). Returns a tensor shaped like ``X``.
     """
     X = as_tokens("X", X)
     x = center_of(X, center=center, norm=norm)
     return X - x.unsqueeze(-2)
 
 
-def relative_residual(X, norm: str = "l1inf", center: str = "mean") -> torch.Tensor:
+def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     """The relative residual :math:`\\lVert\\operatorname{res}(X)\\rVert / \\lVert X\\rVert`, shape ``(...)``.
 
     This is the quantity the paper plots against depth (its Figure 2, computed there with the
-    mean centre). With the optimal centre it lies in ``[0, 1]`` (``x = 0`` is a candidate); with
-    the mean centre in the composite norm it can exceed 1. A zero matrix has relative residual 0.
+    mean centre). With the optimal centre (``center=rc.centering.optimal_center``) it lies in
+    ``[0, 1]`` (``x = 0`` is a candidate); with the mean centre in the composite norm it can
+    exceed 1. A zero matrix has relative residual 0 (``0 / 0`` is taken as 0: nothing differs
+    between its tokens).
     """
     X = as_tokens("X", X)
     num = matrix_norm(res(X, center=center, norm=norm), norm=norm)

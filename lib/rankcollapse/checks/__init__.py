@@ -3,7 +3,10 @@
 An exercise's check cell calls ``rc.checks.check("paths.count", path_count)``. The reader's
 function is run on seeded inputs and compared with the library's reference; the answer is one of
 
-- ``correct``,
+- ``correct``; an answer computed in float32 is compared with float32's tolerance and is
+  ``correct (in float32)``, or ``correct (in float32; float64 would show the tail)`` where the
+  reference's own float32 values differ from its float64 ones by more than float32's resolution
+  (values below it, cancellations),
 - ``incorrect`` with a hint: where the wrong answer matches a known mistake the hint names it
   ("Is the later layer's attention on the left?"), otherwise it shows the first failing input,
 - ``not attempted`` when the function still raises ``NotImplementedError`` (the student
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+
+from .._validate import check_bool
 
 __all__ = ["Exercise", "CheckResult", "EXERCISES", "register", "check"]
 
@@ -59,6 +64,8 @@ class CheckResult:
 
     def __repr__(self):
         mark = {"correct": "✔", "incorrect": "✘", "not attempted": "…", "error": "✘"}[self.status]
+        if self.status == "correct" and self.message:
+            return f"{mark} {self.exercise}: correct ({self.message})."
         return f"{mark} {self.exercise}: {self.status}. {self.message}".rstrip()
 
 
@@ -76,14 +83,108 @@ def _close(got, want, rtol=1e-8, atol=1e-10) -> bool:
     if isinstance(want, dict):
         return isinstance(got, dict) and set(got) == set(want) and all(_close(got[k], want[k]) for k in want)
     if isinstance(want, torch.Tensor):
-        got = torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
-        return got.shape == want.shape and torch.allclose(got.to(want.dtype), want, rtol=rtol, atol=atol)
+        try:
+            got = torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
+            return got.shape == want.shape and torch.allclose(got.to(want.dtype), want, rtol=rtol, atol=atol)
+        except (TypeError, ValueError, RuntimeError):  # an answer that is no tensor at all
+            return False
     if isinstance(want, (int, float)):
         try:
             return math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
         except (TypeError, ValueError):
             return False
     return got == want
+
+
+# float32: about 7 significant digits; an answer computed in float32 is compared with this
+# relative tolerance, plus ten times how far the reference itself moves when computed in float32
+# (a ratio of small differences loses digits in float32 whoever computes it).
+F32_RTOL = 1e-5
+
+
+def _to_float32(x):
+    """``x`` with every floating tensor in it (tuples, lists, dicts too) cast to float32."""
+    if isinstance(x, torch.Tensor):
+        return x.float() if x.is_floating_point() else x
+    if isinstance(x, (tuple, list)):
+        return type(x)(_to_float32(a) for a in x)
+    if isinstance(x, dict):
+        return {k: _to_float32(v) for k, v in x.items()}
+    return x
+
+
+def _has_float_tensor(x) -> bool:
+    if isinstance(x, torch.Tensor):
+        return x.is_floating_point()
+    if isinstance(x, (tuple, list)):
+        return any(_has_float_tensor(a) for a in x)
+    if isinstance(x, dict):
+        return any(_has_float_tensor(v) for v in x.values())
+    return False
+
+
+def _close32(got, want, want32) -> bool:
+    """``got`` equals the float64 reference ``want`` to float32 precision (``want32``: the reference in float32)."""
+    if isinstance(want, dict):
+        return (isinstance(got, dict) and isinstance(want32, dict) and set(got) == set(want) == set(want32)
+                and all(_close32(got[k], want[k], want32[k]) for k in want))
+    if isinstance(want, torch.Tensor):
+        try:
+            g = torch.as_tensor(got).double()
+        except (TypeError, ValueError, RuntimeError):
+            return False
+        w, w32 = want.double(), torch.as_tensor(want32).double()
+        if g.shape != w.shape or w32.shape != w.shape:
+            return False
+        scale = float(w.abs().max()) if w.numel() else 0.0
+        atol = F32_RTOL * scale + 10 * float((w32 - w).abs().max() if w.numel() else 0.0) + 1e-30
+        return torch.allclose(g, w, rtol=F32_RTOL, atol=atol)
+    if isinstance(want, bool) or (isinstance(want, int) and not isinstance(got, float)):
+        return got == want or got == want32
+    if isinstance(want, (int, float)):
+        try:
+            g, w, w32 = float(got), float(want), float(want32)
+        except (TypeError, ValueError):
+            return False
+        return abs(g - w) <= F32_RTOL * abs(w) + 10 * abs(w32 - w) + 1e-10
+    return got == want
+
+
+def _tail_lost(want, want32) -> bool:
+    """Does the reference computed in float32 miss what float64 shows (beyond float32's resolution)?"""
+    if isinstance(want, dict):
+        return any(_tail_lost(want[k], want32[k]) for k in want)
+    if isinstance(want, torch.Tensor):
+        w, w32 = want.double(), torch.as_tensor(want32).double()
+        scale = float(w.abs().max()) if w.numel() else 0.0
+        return not torch.allclose(w32, w, rtol=F32_RTOL, atol=F32_RTOL * scale)
+    if isinstance(want, (int, float)):
+        return not math.isclose(float(want32), float(want), rel_tol=F32_RTOL, abs_tol=1e-10)
+    return want32 != want
+
+
+def _float32_verdict(ex: Exercise, case, got, want):
+    """``None`` unless ``got`` is right to float32 precision; then the note for the verdict."""
+    if ex.close is not None or not _has_float_tensor(case):
+        return None
+    try:
+        want32 = ex.reference(*_to_float32(case))
+    except Exception:
+        return None
+    if not _close32(got, want, want32):
+        return None
+    return "in float32; float64 would show the tail" if _tail_lost(want, want32) else "in float32"
+
+
+def _known_mistake(ex: Exercise, case, got):
+    """The hint of the first known mistake whose answer on ``case`` is ``got`` (float64 tolerance), or ``None``."""
+    for wrong, wrong_hint in ex.mistakes:
+        try:
+            if ex.same(got, wrong(*case)):
+                return wrong_hint
+        except Exception:
+            pass
+    return None
 
 
 def _short(args) -> str:
@@ -99,8 +200,9 @@ def check(exercise_id: str, fn: Callable, *, quiet: bool = False) -> CheckResult
         raise ValueError(f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES)}")
     if not callable(fn):
         raise TypeError(f"fn must be the function you wrote, got {type(fn).__name__}")
+    quiet = check_bool("quiet", quiet)
     ex = EXERCISES[exercise_id]
-    result = None
+    result, notes = None, set()
     for case in ex.cases():
         want = ex.reference(*case)
         try:
@@ -113,18 +215,19 @@ def check(exercise_id: str, fn: Callable, *, quiet: bool = False) -> CheckResult
             break
         if ex.same(got, want):
             continue
-        hint = ex.hint
-        for wrong, wrong_hint in ex.mistakes:
-            try:
-                if ex.same(got, wrong(*case)):
-                    hint = wrong_hint
-                    break
-            except Exception:
-                pass
-        result = CheckResult(ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint}")
+        hint = _known_mistake(ex, case, got)
+        note = _float32_verdict(ex, case, got, want)
+        if note is not None and hint is None:
+            notes.add(note)
+            continue
+        if note is not None:  # an answer without a dtype (an int) that is also a known mistake's
+            hint += (" (Computed in float32? This input's answer lies below float32's resolution, "
+                     "where float32 gives this same answer: compute in float64.)")
+        result = CheckResult(ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint or ex.hint}")
         break
     if result is None:
-        result = CheckResult(ex.id, "correct", "")
+        note = max(notes, key=len) if notes else ""  # the tail's note wins over the plain one
+        result = CheckResult(ex.id, "correct", note)
     if not quiet:
         print(result)
     return result

@@ -23,8 +23,8 @@ with :math:`\\varepsilon_l = \\max_{h,i,j} |E_{h,ij}|`, :math:`E_h = R W_{QK,h} 
 :math:`\\lVert P_h\\rVert_1` the largest column sum of head ``h``'s attention matrix (how much
 attention the most-attended token receives; 1 for uniform attention); and :math:`\\nu_l \\ge 1`
 a head-balance factor, exactly 1 for a single head. The lemma holds for any centre, so every
-function takes ``center`` (``"mean"``, the default everywhere, :data:`DEFAULT_CENTER`, or
-``"optimal"``, the paper's) and uses it for every layer; a bound in either centre also bounds
+function takes ``center`` (``"mean"``, the default everywhere, :data:`DEFAULT_CENTER`, or a
+centre function such as ``rc.centering.optimal_center``, the paper's) and uses it for every layer; a bound in either centre also bounds
 the optimal residual, the smallest of all.
 
 The core of the library: imports torch and the core modules only. One job per module:
@@ -43,7 +43,6 @@ Every public name is re-exported here: ``rc.theory.collapse_bound`` and so on.
 from .bound import (
     BOUND_FORMS,
     DEFAULT_CENTER,
-    check_center,
     collapse_bound,
     depth_profile,
     gamma,
@@ -70,7 +69,6 @@ __all__ = [
     "depth_profile",
     "BOUND_FORMS",
     "DEFAULT_CENTER",
-    "check_center",
     "skip_bound",
     "PRESERVING_FAMILIES",
     "preserving_san",

@@ -2,8 +2,8 @@
 
 See :mod:`rankcollapse.theory` for the statement. Everything here is computed from one forward
 pass of a pure attention network (:func:`rankcollapse.theory.weights.check_pure_attention`),
-in one centre (``center``: ``"mean"``, the default everywhere, or ``"optimal"``), the same for
-every layer. Book: chapter "Pure attention collapses", sections 2-3 (the one-layer lemma for any
+in one centre (``center``: ``"mean"``, the default everywhere, or a centre function such as
+``rc.centering.optimal_center``, the paper's), the same for every layer. Book: chapter "Pure attention collapses", sections 2-3 (the one-layer lemma for any
 centre, and the theorem "The collapse bound with a computable constant (this book)").
 """
 
@@ -14,13 +14,12 @@ import math
 import torch
 
 from .._validate import check_bool, check_choice, check_int
-from ..residual import CENTERS, composite_norm, norm_1, norm_inf, res
+from ..residual import check_center, composite_norm, norm_1, norm_inf, res
 from .weights import check_pure_attention, qk_matrices, value_matrices
 
 __all__ = [
     "BOUND_FORMS",
     "DEFAULT_CENTER",
-    "check_center",
     "gamma_details",
     "gamma",
     "layer_constants",
@@ -32,22 +31,19 @@ __all__ = [
 
 BOUND_FORMS = ("paper", "layerwise", "step")
 #: The centre every function of :mod:`rankcollapse.theory` uses unless told otherwise: the column
-#: mean (the official code's, and every figure's). ``"optimal"`` is the paper's.
+#: mean (the official code's, and every figure's). The paper's optimal centre is a function
+#: above the core: ``center=rc.centering.optimal_center``.
 DEFAULT_CENTER = "mean"
-
-
-def check_center(center) -> str:
-    """``center`` if it is one of :data:`rankcollapse.residual.CENTERS`, else ``ValueError`` naming it."""
-    return check_choice("center", center, CENTERS)
 
 
 def _layer_residuals(model, X, out, center: str) -> list[torch.Tensor]:
     """``R_l = X_l - 1 x_l^T`` for ``l = 0..L`` in ``center``: for the mean, the tracked residual
-    (:func:`tracked_residual`: exact to relative rounding below the forward pass's floor); for the
-    optimal centre, the forward pass's hidden states centred by the linear programme."""
+    (:func:`tracked_residual`: exact to relative rounding below the forward pass's floor); for a
+    centre function (``rc.centering.optimal_center``), the forward pass's hidden states centred
+    by it."""
     if center == "mean":
         return _tracked(model, X)
-    return [res(h, center="optimal") for h in out.hidden_states]
+    return [res(h, center=center) for h in out.hidden_states]
 
 
 @torch.no_grad()
@@ -56,8 +52,9 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
 
     ``X``: ``(n, d)`` or ``(..., n, d)``; ``center``: the centre ``x`` of every layer's input,
     ``R = X_l - 1 x^T`` (``"mean"``: the column mean, followed by :func:`tracked_residual` so that
-    it stays accurate below float64's floor; ``"optimal"``: the minimiser of the composite norm,
-    a linear programme per layer, slow for large matrices). The attention matrices do not depend
+    it stays accurate below float64's floor; or a function ``X -> x``, such as
+    ``rc.centering.optimal_center``, the minimiser of the composite norm, a linear programme per
+    layer, slow for large matrices). The attention matrices do not depend
     on the centre; ``eps``, and so ``gamma``, does. Returns tensors with a leading layer axis ``L``:
 
     - ``"eps"`` ``(L, ...)``: :math:`\\varepsilon_l = \\max_{h,i,j}|E_{h,ij}|`, ``E_h = R W_QK,h R^T / sqrt(d_qk)``
@@ -85,8 +82,11 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     out = model(X)
     cfg = model.config
     Q, W = qk_matrices(model), value_matrices(model)
-    q = norm_1(Q)  # (L, H)
-    w1, winf = norm_1(W), norm_inf(W)
+    if cfg.n_layers == 0:  # a network of depth 0: no layer, no constant; the bound is the input's residual
+        q = w1 = winf = torch.zeros(0, cfg.n_heads, dtype=cfg.dtype)
+    else:
+        q = norm_1(Q)  # (L, H)
+        w1, winf = norm_1(W), norm_inf(W)
     b = q * torch.sqrt(w1 * winf)
     beta_l = b.amax(dim=-1)
     num = torch.sqrt((q * w1).amax(dim=-1) * (q * winf).amax(dim=-1))
@@ -114,8 +114,7 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
         "gamma": kappa * torch.sqrt(col) * nu_b,
         "beta": beta_l,
         "residual": torch.stack(resid),
-        "forward_residual": torch.stack([composite_norm(res(h, center=center)) for h in out.hidden_states])
-        if center == "optimal" else torch.stack([composite_norm(res(h)) for h in out.hidden_states]),
+        "forward_residual": torch.stack([composite_norm(res(h, center=center)) for h in out.hidden_states]),
     }
 
 
@@ -194,18 +193,20 @@ def depth_profile(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     forward pass (it stops at the dtype's rounding floor); ``"tracked"``: the same followed
     exactly by :func:`tracked_residual`; ``"paper"`` and ``"layerwise"``: the bound of
     :func:`collapse_bound` in those forms; and ``"c"``: the largest layer constant of
-    :func:`layer_constants` (a scalar). For ``X`` of shape ``(n, d)``; ``center`` as in
-    :func:`gamma_details` (``"tracked"`` is the mean-centred residual in either case).
+    :func:`layer_constants` (a scalar; NaN for a network of depth 0, which has no layer). For
+    ``X`` of shape ``(n, d)``; ``center`` as in :func:`gamma_details` (``"tracked"`` is the
+    mean-centred residual whatever the centre).
     """
     det = gamma_details(model, X, center)  # one forward pass for every entry
     logc = _log_layer_constants(model, det)
     tracked = det["residual"] if center == "mean" else tracked_residual(model, X)
+    c = _layer_constants(model, det)
     return {
         "forward": torch.log10(det["forward_residual"]),
         "tracked": torch.log10(tracked),
         "paper": _bound(logc, det, "paper") / math.log(10),
         "layerwise": _bound(logc, det, "layerwise") / math.log(10),
-        "c": _layer_constants(model, det).max(),
+        "c": c.max() if c.numel() else torch.tensor(math.nan, dtype=c.dtype),
     }
 
 
@@ -232,7 +233,7 @@ def collapse_bound(model, X, form: str = "paper", log10: bool = False, center: s
     - ``form="step"``: the one-layer lemma applied to each layer's own input, :math:`c_{l-1}
       r_{l-1}^3`, with :math:`r_{l-1}` and :math:`c_{l-1}` from the tracked residual for the mean
       centre (accurate far below the forward pass's rounding floor, where the forward residual is
-      rounding noise), from the forward pass for the optimal one.
+      rounding noise), from the forward pass for a centre function.
 
     Zeros are exact, never dropped: an input residual of exactly 0 (every token the same) gives a
     bound of exactly 0 at every layer, as does a layer constant of 0 (``beta = 0``) from the next

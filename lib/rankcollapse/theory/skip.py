@@ -13,14 +13,18 @@ import torch
 import torch.nn.functional as F
 
 from .._validate import as_tokens, check_bool, check_choice, check_int, check_positive_float
-from ..residual import composite_norm, norm_1, norm_inf, res
+from ..residual import check_center, composite_norm, norm_1, norm_inf, res
 from ..san import SAN, SANConfig, check_san
-from .bound import DEFAULT_CENTER, _log_kappa, check_center
+from .bound import DEFAULT_CENTER, _log_kappa
 from .weights import qk_matrices, value_matrices
 
-__all__ = ["PRESERVING_FAMILIES", "preserving_san", "preserving_input", "search_smallest_ratio", "skip_bound"]
+__all__ = ["PRESERVING_FAMILIES", "preserving_san", "preserving_input", "search_smallest_ratio",
+           "MAX_STEPS", "MAX_RESTARTS", "skip_bound"]
 
 PRESERVING_FAMILIES = ("zero_value", "uniform_attention", "reserved_subspace")
+SEED_LIMIT = 2**32  # the library's seed range, 0 <= seed < 2**32
+MAX_STEPS = 10**5  # Adam steps per restart in search_smallest_ratio
+MAX_RESTARTS = 10**3
 
 
 @torch.no_grad()
@@ -54,6 +58,7 @@ def preserving_san(family: str, config: SANConfig, *, seed: int, scale: float = 
     if config.mlp or config.layernorm != "none" or config.bias:
         raise ValueError("config must have mlp=0, layernorm='none' and bias=False (the families are proved for these)")
     scale = check_positive_float("scale", scale, allow_zero=True)
+    seed = check_int("seed", seed, minimum=0, maximum=SEED_LIMIT - 1)
     d = config.d_model
     if family == "reserved_subspace":
         reserved = d // 2 if reserved is None else check_int("reserved", reserved, minimum=1, maximum=d - 1)
@@ -96,17 +101,20 @@ def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, se
     of an attention weight, ``init_scale / sqrt(d_model)``) to minimise the log of the ratio on
     the fixed input ``X`` (``(n, d)``), with the *weight scale held fixed*: after every step each
     weight matrix is rescaled to the Frobenius norm it had at initialisation. Residuals are
-    mean-centred, in the composite norm. Returns ``{"best": smallest ratio found, "initial":
+    mean-centred, in the composite norm. At most ``10**5`` steps and ``10**3`` restarts
+    (:data:`MAX_STEPS`, :data:`MAX_RESTARTS`); seeds in ``0 .. 2**32 - 1``. Returns ``{"best": smallest ratio found, "initial":
     the ratio of each restart at initialisation (list), "final": after the search (list)}``.
     """
     if not isinstance(config, SANConfig):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
     if not config.skip or config.mlp or config.layernorm != "none" or config.bias:
         raise ValueError("config must have skip=True, mlp=0, layernorm='none' and bias=False")
-    steps = check_int("steps", steps, minimum=0)
-    restarts = check_int("restarts", restarts)
-    seed = check_int("seed", seed, minimum=0)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
+    restarts = check_int("restarts", restarts, maximum=MAX_RESTARTS)
+    seed = check_int("seed", seed, minimum=0, maximum=SEED_LIMIT - restarts)  # seeds seed .. seed+restarts-1
     lr = check_positive_float("lr", lr)
+    if config.n_layers == 0:
+        raise ValueError("config.n_layers must be >= 1: a network of depth 0 has no weights to search")
     if config.init_scale == 0:
         raise ValueError("config.init_scale must be > 0: the search holds the weight scale fixed")
     lr = lr * config.init_scale / math.sqrt(config.d_model)
@@ -170,7 +178,8 @@ def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> t
 
     Chapter "Skip connections", section 4, Proposition "A one-layer bound with skips (this book)":
     for a layer :math:`X_l = X_{l-1} + \sum_h P_h X_{l-1} W_h` whose input has residual ``r`` in
-    ``center`` (``"mean"``, the default, or ``"optimal"``), with ``eps`` and
+    ``center`` (``"mean"``, the default, or a centre function such as
+    ``rc.centering.optimal_center``), with ``eps`` and
     :math:`q_h = \lVert W_{QK,h}\rVert_1` as in :func:`rankcollapse.theory.gamma_details`,
     :math:`\kappa_1 = \frac{\sinh 2\varepsilon}{2\varepsilon}e^{2\varepsilon}` and
     :math:`\kappa_\infty = \frac{\sinh 2\varepsilon}{2\varepsilon}`,

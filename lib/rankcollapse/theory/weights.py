@@ -78,4 +78,6 @@ def beta(model) -> torch.Tensor:
     chapter uses it too); the bound itself needs a pure attention network.
     """
     Q, W = qk_matrices(model), value_matrices(model)
+    if Q.shape[0] == 0:  # no layers: no heads to bound
+        return torch.zeros(Q.shape[:2], dtype=Q.dtype)
     return norm_1(Q) * torch.sqrt(norm_1(W) * norm_inf(W))

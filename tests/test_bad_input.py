@@ -1,0 +1,397 @@
+"""What the library refuses: a table of bad calls and what each must give.
+
+Every row is ``(call, expected)``: ``call`` takes no argument, ``expected`` is ``Raises(type,
+words)`` (a ``TypeError``/``ValueError`` whose message contains each of ``words``, such as the
+argument's name) or ``Returns(predicate, what)`` (a documented value). Each call runs in a
+thread with a 10 s limit and may not raise the process's peak memory by more than 2 GB: huge
+inputs must fail by validation, before any allocation. Add rows freely; a row for a bug that
+another module owns is marked ``xfail(strict=True)`` with the owner in the reason, and a row
+that would allocate or hang before its fix is not run (``run=False``).
+
+Covers the core (``residual``, ``san``, ``paths``, ``theory``) and ``centering``,
+``layernorm``, ``stats``, ``checks``.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+import rankcollapse as rc
+
+LIMIT_S = 10.0
+LIMIT_BYTES = 2 * 2**30
+
+
+@dataclass
+class Raises:
+    type: type
+    words: tuple = ()
+
+    def __init__(self, type_, *words):
+        self.type, self.words = type_, words
+
+
+@dataclass
+class Returns:
+    predicate: object
+    what: str
+
+
+# --------------------------------------------------------------------------- shared inputs
+
+_g = torch.Generator().manual_seed(0)
+X = torch.randn(3, 4, dtype=torch.float64, generator=_g)
+CFG = rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4)
+PURE = rc.san.SAN(CFG, seed=0)
+SKIP = rc.san.SAN(CFG.replace(skip=True), seed=0)
+MLP = rc.san.SAN(CFG.replace(mlp=8), seed=0)
+POST = rc.san.SAN(CFG.replace(layernorm="post"), seed=0)
+BIAS = rc.san.SAN(CFG.replace(bias=True), seed=0)
+DEPTH0 = rc.san.SAN(CFG.replace(n_layers=0), seed=0)
+DEPTH0_POST = rc.san.SAN(CFG.replace(n_layers=0, layernorm="post"), seed=0)
+ZERO = rc.san.SAN(CFG.replace(init_scale=0.0), seed=0)  # output exactly zero
+NAN = torch.tensor([[1.0, float("nan"), 0.0, 0.0]] * 3, dtype=torch.float64)
+INF = torch.tensor([[1.0, float("inf"), 0.0, 0.0]] * 3, dtype=torch.float64)
+EMPTY = torch.zeros(0, 4, dtype=torch.float64)
+WIDE = torch.randn(3, 5, dtype=torch.float64, generator=_g)
+COMPLEX = torch.zeros(3, 4, dtype=torch.complex128)
+BOOLS = torch.ones(3, 4, dtype=torch.bool)
+HUGE_SEED = 2**70
+NANF = float("nan")
+
+
+def zero_tensor_like(shape):
+    return lambda v: isinstance(v, torch.Tensor) and v.shape == shape and bool((v == 0).all())
+
+
+def finite(v):
+    if isinstance(v, dict):
+        return all(finite(x) for x in v.values())
+    if isinstance(v, torch.Tensor):
+        return bool(torch.isfinite(v).all())
+    return math.isfinite(v)
+
+
+R = rc.residual
+P = rc.paths
+T = rc.theory
+LN = rc.layernorm
+S = rc.stats
+C = rc.checks
+SAN, SANConfig = rc.san.SAN, rc.san.SANConfig
+
+OWNER_REAL = "san.py/models.py: fixed in the real-models conversion (helper 'real')"
+
+ROWS = [
+    # ------------------------------------------------------------------ residual
+    ("norm_1 list", lambda: R.norm_1([[1.0, 2.0]]), Raises(TypeError, "X", "torch.Tensor")),
+    ("norm_inf 1-D", lambda: R.norm_inf(torch.ones(3)), Raises(ValueError, "X", "shape")),
+    ("composite_norm empty", lambda: R.composite_norm(EMPTY), Raises(ValueError, "X", "empty")),
+    ("composite_norm NaN", lambda: R.composite_norm(NAN), Raises(ValueError, "X", "NaN")),
+    ("composite_norm inf", lambda: R.composite_norm(INF), Raises(ValueError, "X", "NaN or infinite")),
+    ("composite_norm complex", lambda: R.composite_norm(COMPLEX), Raises(TypeError, "X", "real")),
+    ("composite_norm bool tensor", lambda: R.composite_norm(BOOLS), Raises(TypeError, "X", "real")),
+    ("composite_norm string", lambda: R.composite_norm("X"), Raises(TypeError, "X")),
+    ("composite_norm None", lambda: R.composite_norm(None), Raises(TypeError, "X")),
+    ("matrix_norm bad norm", lambda: R.matrix_norm(X, "l2"), Raises(ValueError, "norm", "'fro'", "'l1inf'")),
+    ("matrix_norm norm None", lambda: R.matrix_norm(X, None), Raises(TypeError, "norm")),
+    ("res bad center", lambda: R.res(X, center="median"), Raises(ValueError, "center", "'mean'")),
+    ("res center 'optimal'", lambda: R.res(X, center="optimal"), Raises(ValueError, "center", "rc.centering.optimal_center")),
+    ("res center None", lambda: R.res(X, center=None), Raises(TypeError, "center")),
+    ("res center returns wrong shape", lambda: R.res(X, center=lambda Y: Y[0, :2]), Raises(ValueError, "center(X)", "shape")),
+    ("res norm bad", lambda: R.res(X, norm="nuclear"), Raises(ValueError, "norm")),
+    ("relative_residual zeros", lambda: R.relative_residual(torch.zeros(3, 4)), Returns(lambda v: v == 0, "0 (0/0 is 0)")),
+    ("relative_residual int tensor", lambda: R.relative_residual(torch.ones(3, 4, dtype=torch.int64)),
+     Returns(lambda v: v == 0, "0 (integers are converted)")),
+    ("relative_residual numpy", lambda: R.relative_residual(np.eye(3)), Returns(finite, "a finite value")),
+    ("relative_residual huge values", lambda: R.relative_residual(torch.full((3, 4), 1e300, dtype=torch.float64)),
+     Returns(lambda v: v == 0, "0: every token equal")),
+    ("center_of X string", lambda: R.center_of("abc"), Raises(TypeError, "X")),
+    ("check_center number", lambda: R.check_center(3), Raises(TypeError, "center")),
+    # ------------------------------------------------------------------ san (helper "real" owns san.py)
+    ("SANConfig n_layers -1", lambda: SANConfig(n_layers=-1), Raises(ValueError, "n_layers", ">= 0")),
+    ("SANConfig n_heads 0", lambda: SANConfig(n_heads=0), Raises(ValueError, "n_heads", ">= 1")),
+    ("SANConfig d_model 0", lambda: SANConfig(d_model=0), Raises(ValueError, "d_model")),
+    ("SANConfig d_model float", lambda: SANConfig(d_model=4.0), Raises(TypeError, "d_model", "integer")),
+    ("SANConfig n_layers bool", lambda: SANConfig(n_layers=True), Raises(TypeError, "n_layers")),
+    ("SANConfig skip 'no'", lambda: SANConfig(skip="no"), Raises(TypeError, "skip", "True or False")),
+    ("SANConfig bias 1", lambda: SANConfig(bias=1), Raises(TypeError, "bias")),
+    ("SANConfig shared None", lambda: SANConfig(shared=None), Raises(TypeError, "shared")),
+    ("SANConfig mlp -1", lambda: SANConfig(mlp=-1), Raises(ValueError, "mlp")),
+    ("SANConfig d_qk 0", lambda: SANConfig(d_qk=0), Raises(ValueError, "d_qk")),
+    ("SANConfig layernorm bad", lambda: SANConfig(layernorm="mid"), Raises(ValueError, "layernorm", "'post'")),
+    ("SANConfig activation bad", lambda: SANConfig(activation="tanh"), Raises(ValueError, "activation", "'gelu'")),
+    ("SANConfig init_scale nan", lambda: SANConfig(init_scale=NANF), Raises(ValueError, "init_scale")),
+    ("SANConfig init_scale inf", lambda: SANConfig(init_scale=math.inf), Raises(ValueError, "init_scale")),
+    ("SANConfig init_scale negative", lambda: SANConfig(init_scale=-1.0), Raises(ValueError, "init_scale")),
+    ("SANConfig init_scale string", lambda: SANConfig(init_scale="1"), Raises(TypeError, "init_scale")),
+    ("SANConfig mlp_scale nan", lambda: SANConfig(mlp_scale=NANF), Raises(ValueError, "mlp_scale")),
+    ("SANConfig dtype float16", lambda: SANConfig(dtype=torch.float16), Raises(ValueError, "dtype")),
+    ("SANConfig dtype string", lambda: SANConfig(dtype="float64"), Returns(lambda c: c.dtype == torch.float64, "accepted")),
+    ("SANConfig replace bad", lambda: CFG.replace(n_heads=-2), Raises(ValueError, "n_heads")),
+    ("SAN config not a SANConfig", lambda: SAN({"n_layers": 2}, seed=0), Raises(TypeError, "config", "SANConfig")),
+    ("SAN seed negative", lambda: SAN(CFG, seed=-1), Raises(ValueError, "seed")),
+    ("SAN seed float", lambda: SAN(CFG, seed=1.5), Raises(TypeError, "seed")),
+    ("SAN seed bool", lambda: SAN(CFG, seed=True), Raises(TypeError, "seed")),
+    ("SAN seed string", lambda: SAN(CFG, seed="0"), Raises(TypeError, "seed")),
+    pytest.param("SAN seed 2**70", lambda: SAN(CFG, seed=HUGE_SEED), Raises(ValueError, "seed"),
+                 marks=pytest.mark.xfail(strict=True, reason=f"torch raises RuntimeError (Overflow); {OWNER_REAL}")),
+    pytest.param("SAN n_layers 10**6", lambda: SAN(SANConfig(n_layers=10**6), seed=0), Raises(ValueError, "n_layers"),
+                 marks=pytest.mark.xfail(run=False, strict=True,
+                                         reason=f"allocates ~32 GB of weights before failing; {OWNER_REAL}")),
+    pytest.param("SAN n_heads 10**9", lambda: SAN(SANConfig(n_heads=10**9), seed=0), Raises(ValueError, "n_heads"),
+                 marks=pytest.mark.xfail(run=False, strict=True,
+                                         reason=f"tries to allocate ~1 TB of weights; {OWNER_REAL}")),
+    pytest.param("SAN d_model 10**6", lambda: SAN(SANConfig(d_model=10**6), seed=0), Raises(ValueError, "d_model"),
+                 marks=pytest.mark.xfail(run=False, strict=True,
+                                         reason=f"tries to allocate ~200 TB of weights; {OWNER_REAL}")),
+    ("SAN forward wrong width", lambda: PURE(WIDE), Raises(ValueError, "X", "4 features")),
+    ("SAN forward NaN", lambda: PURE(NAN), Raises(ValueError, "X", "NaN")),
+    ("SAN forward empty", lambda: PURE(EMPTY), Raises(ValueError, "X", "empty")),
+    ("SAN forward list", lambda: PURE([[0.0] * 4] * 3), Raises(TypeError, "X")),
+    ("SAN forward float32 input", lambda: PURE(X.float()).last_hidden_state.dtype,
+     Returns(lambda d: d == torch.float64, "cast to the model's dtype")),
+    ("SAN scale_weights nan", lambda: SAN(CFG, seed=0).scale_weights(NANF), Raises(ValueError, "factor")),
+    ("SAN scale_weights which bad", lambda: SAN(CFG, seed=0).scale_weights(2.0, "all"), Raises(ValueError, "which")),
+    ("SAN scale_weights mlp without MLP", lambda: SAN(CFG, seed=0).scale_weights(2.0, "mlp"), Raises(ValueError, "mlp")),
+    ("check_san not a SAN", lambda: rc.san.check_san(torch.nn.Linear(2, 2)), Raises(TypeError, "model", "SAN")),
+    # ------------------------------------------------------------------ paths
+    ("path_count skip 'no'", lambda: P.path_count(3, 2, 3, skip="no"), Raises(TypeError, "skip", "True or False")),
+    ("path_count skip 0", lambda: P.path_count(3, 2, 3, skip=0), Raises(TypeError, "skip")),
+    ("path_count L negative", lambda: P.path_count(-1, 2, 0), Raises(ValueError, "L", ">= 0")),
+    ("path_count H 0", lambda: P.path_count(3, 0, 1), Raises(ValueError, "H", ">= 1")),
+    ("path_count length float", lambda: P.path_count(3, 2, 1.0), Raises(TypeError, "length")),
+    ("path_count H bool", lambda: P.path_count(3, True, 1), Raises(TypeError, "H")),
+    ("path_count huge", lambda: P.path_count(10**4, 10**3, 5), Returns(lambda v: v == math.comb(10**4, 5) * 10**15, "exact")),
+    ("path_count length > L", lambda: P.path_count(3, 2, 4), Returns(lambda v: v == 0, "0")),
+    ("path_count L 10**9", lambda: P.path_count(10**9, 10**6, 5 * 10**8), Raises(ValueError, "L", "<=")),
+    ("length_distribution 10**5", lambda: P.length_distribution(10**5, 2),
+     Returns(lambda v: v.shape == (10**5 + 1,) and abs(float(v.sum()) - 1) < 1e-9, "the binomial, fast")),
+    ("length_distribution 10**9", lambda: P.length_distribution(10**9, 2), Raises(ValueError, "L", "<=")),
+    ("length_distribution H 0", lambda: P.length_distribution(3, 0), Raises(ValueError, "H")),
+    ("length_distribution L string", lambda: P.length_distribution("12", 2), Raises(TypeError, "L")),
+    ("length_distribution L 0", lambda: P.length_distribution(0, 5), Returns(lambda v: v.tolist() == [1.0], "[1.0]")),
+    ("mean_path_length L negative", lambda: P.mean_path_length(-3, 2), Raises(ValueError, "L")),
+    ("all_paths H 0", lambda: P.all_paths(2, 0), Raises(ValueError, "H", ">= 1")),
+    ("all_paths L 10**6", lambda: P.all_paths(10**6, 2), Raises(ValueError, "max_paths")),
+    ("all_paths L 10**18", lambda: P.all_paths(10**18, 10**9), Raises(ValueError, "max_paths")),
+    ("all_paths skip 'no'", lambda: P.all_paths(2, 2, skip="no"), Raises(TypeError, "skip")),
+    ("all_paths L 0", lambda: P.all_paths(0, 2), Returns(lambda v: v == [()], "[()]: the one empty path")),
+    ("path_length int", lambda: P.path_length(3), Raises(TypeError, "path")),
+    ("path_length negative head", lambda: P.path_length((0, -1)), Raises(ValueError, "path entry")),
+    ("enumerate_paths memory", lambda: P.enumerate_paths(rc.san.SAN(SANConfig(n_layers=6, n_heads=3, d_model=768), seed=0),
+                                                         torch.zeros(512, 768, dtype=torch.float64)),
+     Raises(ValueError, "max_bytes", "decompose_by_length")),
+    ("enumerate_paths count", lambda: P.enumerate_paths(rc.san.SAN(SANConfig(n_layers=12, n_heads=12, d_model=4, skip=True), seed=0), X),
+     Raises(ValueError, "max_paths", "decompose_by_length")),
+    ("enumerate_paths max_bytes 0", lambda: P.enumerate_paths(PURE, X, max_bytes=0), Raises(ValueError, "max_bytes")),
+    ("enumerate_paths with_constant 'yes'", lambda: P.enumerate_paths(PURE, X, with_constant="yes"), Raises(TypeError, "with_constant")),
+    ("enumerate_paths MLP", lambda: P.enumerate_paths(MLP, X), Raises(ValueError, "MLP")),
+    ("enumerate_paths not a model", lambda: P.enumerate_paths("model", X), Raises(TypeError, "model")),
+    ("decompose_by_length NaN", lambda: P.decompose_by_length(PURE, NAN), Raises(ValueError, "X", "NaN")),
+    ("decompose_by_length wrong width", lambda: P.decompose_by_length(PURE, WIDE), Raises(ValueError, "X", "features")),
+    ("decompose_by_length bias", lambda: P.decompose_by_length(BIAS, X), Raises(ValueError, "with_constant")),
+    ("decompose_by_length with_constant 1", lambda: P.decompose_by_length(PURE, X, with_constant=1), Raises(TypeError, "with_constant")),
+    ("decomposition_error default at BERT's width",
+     lambda: P.decomposition_error(rc.san.SAN(SANConfig(n_layers=6, n_heads=3, d_model=768, skip=True), seed=0),
+                                   torch.zeros(64, 768, dtype=torch.float64) + 1.0),
+     Returns(lambda v: set(v) == {"by_length"}, "the dynamic programme only")),
+    ("decomposition_error enumeration too large",
+     lambda: P.decomposition_error(rc.san.SAN(SANConfig(n_layers=12, n_heads=12, d_model=4, skip=True), seed=0), X,
+                                   with_enumeration=True), Raises(ValueError, "max_paths")),
+    ("decomposition_error with_enumeration 'no'", lambda: P.decomposition_error(PURE, X, with_enumeration="no"),
+     Raises(TypeError, "with_enumeration")),
+    ("decomposition_error zero output", lambda: P.decomposition_error(ZERO, X, with_enumeration=True),
+     Returns(lambda v: v == {"by_length": 0.0, "enumeration": 0.0}, "0: an absolute error at a zero output")),
+    ("length_profile bad norm", lambda: P.length_profile(SKIP, X, norm="l2"), Raises(ValueError, "norm", "'fro'", "'l1inf'")),
+    ("length_profile bad center", lambda: P.length_profile(SKIP, X, center="median"), Raises(ValueError, "center", "'mean'")),
+    ("length_profile constant", lambda: P.length_profile(BIAS, X), Raises(ValueError, "length_profile", "bias=False")),
+    ("length_profile zero output", lambda: P.length_profile(ZERO, X), Returns(finite, "finite shares (0/0 is 0)")),
+    ("frozen_layers NaN", lambda: P.frozen_layers(PURE, NAN), Raises(ValueError, "X")),
+    # ------------------------------------------------------------------ theory
+    ("gamma depth 0", lambda: T.gamma(DEPTH0, X), Returns(lambda v: v.shape == (0,), "no layers: shape (0,)")),
+    ("collapse_bound depth 0", lambda: T.collapse_bound(DEPTH0, X),
+     Returns(lambda v: v.shape == (1,) and torch.isclose(v[0], R.composite_norm(R.res(X))), "[the input's residual]")),
+    ("depth_profile depth 0", lambda: T.depth_profile(DEPTH0, X)["paper"].shape, Returns(lambda v: v == (1,), "one entry")),
+    ("paper_rewriting depth 0", lambda: LN.paper_rewriting(DEPTH0_POST, X, 0), Raises(ValueError, "n_layers=0")),
+    ("search depth 0", lambda: T.search_smallest_ratio(CFG.replace(n_layers=0, skip=True), X, steps=1, restarts=1, seed=0),
+     Raises(ValueError, "n_layers")),
+    ("decompose_by_length depth 0", lambda: P.decompose_by_length(DEPTH0, X), Returns(lambda v: torch.equal(v[0], X), "[X]")),
+    ("check_pure_attention skip", lambda: T.check_pure_attention(SKIP), Raises(ValueError, "skip=True")),
+    ("check_pure_attention not a model", lambda: T.check_pure_attention(None), Raises(TypeError, "model")),
+    ("beta not a model", lambda: T.beta(3), Raises(TypeError, "model")),
+    ("qk_matrices not a model", lambda: T.qk_matrices("model"), Raises(TypeError, "model")),
+    ("value_matrices zero layers", lambda: T.value_matrices(SAN(SANConfig(n_layers=0, d_model=4), seed=0)),
+     Returns(lambda v: v.shape == (0, 1, 4, 4), "(0, H, d, d)")),
+    ("beta zero layers", lambda: T.beta(SAN(SANConfig(n_layers=0), seed=0)), Returns(lambda v: v.shape == (0, 1), "(0, H)")),
+    ("gamma MLP", lambda: T.gamma(MLP, X), Raises(ValueError, "MLP")),
+    ("gamma NaN", lambda: T.gamma(PURE, NAN), Raises(ValueError, "X", "NaN")),
+    ("gamma_details wrong width", lambda: T.gamma_details(PURE, WIDE), Raises(ValueError, "X")),
+    ("collapse_bound form bad", lambda: T.collapse_bound(PURE, X, "cubic"), Raises(ValueError, "form", "'paper'")),
+    ("collapse_bound log10 'no'", lambda: T.collapse_bound(PURE, X, log10="no"), Raises(TypeError, "log10")),
+    ("collapse_bound large eps", lambda: T.collapse_bound(PURE, 1e3 * X, "paper", log10=True),
+     Returns(lambda v: not torch.isnan(v).any() and not (v == math.inf).any(), "finite log bound")),
+    ("collapse_bound skip", lambda: T.collapse_bound(SKIP, X), Raises(ValueError, "skip")),
+    ("tracked_residual log10 1", lambda: T.tracked_residual(PURE, X, log10=1), Raises(TypeError, "log10")),
+    ("tracked_residual LN", lambda: T.tracked_residual(POST, X), Raises(ValueError, "LayerNorm")),
+    ("layer_constants empty X", lambda: T.layer_constants(PURE, EMPTY), Raises(ValueError, "X", "empty")),
+    ("depth_profile string X", lambda: T.depth_profile(PURE, "X"), Raises(TypeError, "X")),
+    ("depth_profile zero output", lambda: T.depth_profile(ZERO, X), Returns(lambda v: not torch.isnan(v["paper"]).any(), "no NaN")),
+    ("unit_residual_tokens n 1", lambda: T.unit_residual_tokens(1, 4, generator=_g), Raises(ValueError, "n")),
+    ("unit_residual_tokens d 0", lambda: T.unit_residual_tokens(3, 0, generator=_g), Raises(ValueError, "d")),
+    ("random_instances 15", lambda: sum(x.shape[0] for _, x in T.random_instances(15, seed=0)),
+     Returns(lambda v: v == 15, "exactly 15 inputs")),
+    ("random_instances 0", lambda: T.random_instances(0, seed=0), Raises(ValueError, "count")),
+    ("random_instances negative", lambda: T.random_instances(-5, seed=0), Raises(ValueError, "count")),
+    ("random_instances seed 2**70", lambda: T.random_instances(10, seed=HUGE_SEED), Raises(ValueError, "seed")),
+    ("random_instances seed float", lambda: T.random_instances(10, seed=0.5), Raises(TypeError, "seed")),
+    ("random_instances batch 0", lambda: T.random_instances(10, seed=0, batch=0), Raises(ValueError, "batch")),
+    ("random_instances max_n huge", lambda: T.random_instances(10, seed=0, max_n=10**9), Raises(ValueError, "max_n")),
+    ("random_instances max_n 1", lambda: T.random_instances(10, seed=0, max_n=1), Raises(ValueError, "max_n")),
+    ("random_instances max_heads 10**9", lambda: T.random_instances(10, seed=0, max_heads=10**9), Raises(ValueError, "max_heads")),
+    ("random_instances count 10**12 is lazy", lambda: next(iter(T.random_instances(10**12, seed=0)))[1].shape[0],
+     Returns(lambda v: v == 10, "a generator: the first model's 10 inputs")),
+    ("preserving_san family bad", lambda: T.preserving_san("none", CFG.replace(skip=True), seed=0), Raises(ValueError, "family")),
+    ("preserving_san no skip", lambda: T.preserving_san("zero_value", CFG, seed=0), Raises(ValueError, "skip=True")),
+    ("preserving_san config dict", lambda: T.preserving_san("zero_value", {}, seed=0), Raises(TypeError, "config")),
+    ("preserving_san scale nan", lambda: T.preserving_san("uniform_attention", CFG.replace(skip=True), seed=0, scale=NANF),
+     Raises(ValueError, "scale")),
+    ("preserving_san reserved too big", lambda: T.preserving_san("reserved_subspace", CFG.replace(skip=True), seed=0, reserved=4),
+     Raises(ValueError, "reserved")),
+    ("preserving_san seed 2**70", lambda: T.preserving_san("zero_value", CFG.replace(skip=True), seed=HUGE_SEED),
+     Raises(ValueError, "seed")),
+    ("preserving_input reserved 0", lambda: T.preserving_input(X, reserved=0), Raises(ValueError, "reserved")),
+    ("preserving_input list", lambda: T.preserving_input([[1.0, 2.0]]), Raises(TypeError, "X")),
+    ("search steps negative", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=-1, restarts=1, seed=0),
+     Raises(ValueError, "steps")),
+    ("search restarts 0", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=1, restarts=0, seed=0),
+     Raises(ValueError, "restarts")),
+    ("search steps 10**9", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=10**9, restarts=1, seed=0),
+     Raises(ValueError, "steps")),
+    ("search restarts 10**9", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=1, restarts=10**9, seed=0),
+     Raises(ValueError, "restarts")),
+    ("search seed 2**70", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=1, restarts=1, seed=HUGE_SEED),
+     Raises(ValueError, "seed")),
+    ("search lr nan", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=1, restarts=1, seed=0, lr=NANF),
+     Raises(ValueError, "lr")),
+    ("search batched X", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X[None], steps=1, restarts=1, seed=0),
+     Raises(ValueError, "X", "(n, d)")),
+    ("search X equal tokens", lambda: T.search_smallest_ratio(CFG.replace(skip=True), torch.ones(3, 4), steps=1, restarts=1, seed=0),
+     Raises(ValueError, "X", "zero residual")),
+    ("search no skip", lambda: T.search_smallest_ratio(CFG, X, steps=1, restarts=1, seed=0), Raises(ValueError, "skip=True")),
+    # ------------------------------------------------------------------ centering
+    ("optimal_center list", lambda: rc.centering.optimal_center([[1.0, 2.0]]), Raises(TypeError, "X")),
+    ("optimal_center NaN", lambda: rc.centering.optimal_center(NAN), Raises(ValueError, "X", "NaN")),
+    ("optimal_center empty", lambda: rc.centering.optimal_center(EMPTY), Raises(ValueError, "X")),
+    ("optimal_center one row", lambda: rc.centering.optimal_center(X[:1]), Returns(lambda v: torch.equal(v, X[0]), "the row")),
+    ("optimal_center equal rows", lambda: rc.centering.optimal_center(torch.ones(50, 3, 2, dtype=torch.float64)),
+     Returns(lambda v: torch.equal(v, torch.ones(50, 2, dtype=torch.float64)), "the common row")),
+    # ------------------------------------------------------------------ layernorm
+    ("numerical_rank rtol nan", lambda: LN.numerical_rank(X, NANF), Raises(ValueError, "rtol")),
+    ("numerical_rank rtol negative", lambda: LN.numerical_rank(X, -1.0), Raises(ValueError, "rtol")),
+    ("numerical_rank zeros", lambda: LN.numerical_rank(torch.zeros(3, 4)), Returns(lambda v: v == 0, "0")),
+    ("layer_norm gain wrong shape", lambda: LN.layer_norm(X, gain=torch.ones(3)), Raises(ValueError, "gain", "shape")),
+    ("layer_norm shift NaN", lambda: LN.layer_norm(X, shift=torch.full((4,), NANF)), Raises(ValueError, "shift", "NaN")),
+    ("layer_norm gain string", lambda: LN.layer_norm(X, gain="ones"), Raises(TypeError, "gain")),
+    ("ln_factors NaN", lambda: LN.ln_factors(NAN), Raises(ValueError, "Y")),
+    ("ln_from_factors not factors", lambda: LN.ln_from_factors(X, (1, 2)), Raises(TypeError, "factors")),
+    ("common_scale how bad", lambda: LN.common_scale(X, torch.ones(3), "median"), Raises(ValueError, "how")),
+    ("common_scale shape", lambda: LN.common_scale(X, torch.ones(5)), Raises(ValueError, "inv_sigma", "shape")),
+    ("common_scale NaN", lambda: LN.common_scale(X, torch.full((3,), NANF, dtype=torch.float64)), Raises(ValueError, "inv_sigma")),
+    ("paper_rewriting pure model", lambda: LN.paper_rewriting(PURE, X), Raises(ValueError, "layernorm='post'")),
+    ("paper_rewriting layer out of range", lambda: LN.paper_rewriting(POST, X, 2), Raises(ValueError, "layer", "<= 1")),
+    ("exact_rewriting layer negative", lambda: LN.exact_rewriting(POST, X, -1), Raises(ValueError, "layer")),
+    ("rewriting_discrepancy how bad", lambda: LN.rewriting_discrepancy(POST, X, 0, "worst"), Raises(ValueError, "how")),
+    ("rewriting_discrepancy layer float", lambda: LN.rewriting_discrepancy(POST, X, 0.0), Raises(TypeError, "layer")),
+    ("scale_spread zero", lambda: LN.scale_spread(torch.zeros(3)), Raises(ValueError, "sigma", "positive")),
+    ("scale_spread scalar", lambda: LN.scale_spread(torch.tensor(1.0)), Raises(ValueError, "sigma", "shape")),
+    ("scale_spread string", lambda: LN.scale_spread("abc"), Raises(TypeError, "sigma")),
+    ("near_uniform eps nan", lambda: LN.near_uniform_along_ones(3, 4, NANF, seed=0), Raises(ValueError, "eps")),
+    ("near_uniform level nan", lambda: LN.near_uniform_along_ones(3, 4, 0.1, seed=0, level=NANF), Raises(ValueError, "level")),
+    ("near_uniform huge", lambda: LN.near_uniform_along_ones(10**6, 10**6, 0.1, seed=0), Raises(ValueError, "n * d")),
+    ("near_uniform seed 2**70", lambda: LN.near_uniform_along_ones(3, 4, 0.1, seed=HUGE_SEED), Raises(ValueError, "seed")),
+    ("near_uniform dtype", lambda: LN.near_uniform_along_ones(3, 4, 0.1, seed=0, dtype=torch.int64), Raises(ValueError, "dtype")),
+    ("balanced_tokens odd n", lambda: LN.balanced_tokens(3, 4, seed=0), Raises(ValueError, "n", "even")),
+    ("balanced_tokens noise inf", lambda: LN.balanced_tokens(4, 4, seed=0, noise=math.inf), Raises(ValueError, "noise")),
+    ("balanced_tokens L=10**6 width", lambda: LN.balanced_tokens(10**6, 10**6, seed=0), Raises(ValueError, "n * d")),
+    ("residual_profile rtol nan", lambda: LN.residual_profile(PURE, X, NANF), Raises(ValueError, "rtol")),
+    ("residual_profile not a model", lambda: LN.residual_profile(None, X), Raises(TypeError, "model")),
+    # ------------------------------------------------------------------ stats
+    ("geometric_mean empty", lambda: S.geometric_mean([]), Raises(ValueError, "values")),
+    ("geometric_mean floor nan", lambda: S.geometric_mean([1.0], floor=NANF), Raises(ValueError, "floor")),
+    ("first_below level 0", lambda: S.first_below([1.0], 0.0), Raises(ValueError, "level")),
+    ("first_below none below", lambda: S.first_below([1.0, 2.0], 1e-3), Returns(lambda v: v is None, "None")),
+    ("log_slope one point", lambda: S.log_slope([1.0], [1.0]), Raises(ValueError, "at least 2")),
+    ("log_slope zero y", lambda: S.log_slope([1.0, 2.0], [0.0, 1.0]), Raises(ValueError, "y", "positive")),
+    # ------------------------------------------------------------------ checks
+    ("check unknown id", lambda: C.check("paths.nothing", lambda: 0, quiet=True), Raises(ValueError, "unknown exercise")),
+    ("check quiet 'no'", lambda: C.check("paths.count", lambda *a: 0, quiet="no"), Raises(TypeError, "quiet")),
+    ("check fn not callable", lambda: C.check("paths.count", 3, quiet=True), Raises(TypeError, "fn")),
+    ("check crashing answer", lambda: C.check("paths.count", lambda *a: 1 / 0, quiet=True).status,
+     Returns(lambda v: v == "error", "'error', not a crash")),
+    ("check answer of wrong type", lambda: C.check("collapse.beta", lambda *a: "beta", quiet=True).status,
+     Returns(lambda v: v == "incorrect", "'incorrect'")),
+    ("check answer NaN", lambda: C.check("collapse.beta", lambda *a: torch.tensor(NANF), quiet=True).status,
+     Returns(lambda v: v == "incorrect", "'incorrect'")),
+]
+
+
+def _run_guarded(call):
+    """Run ``call`` in a thread: ``(result, error, seconds, peak memory growth in bytes)``."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = call()
+        except BaseException as err:  # noqa: BLE001  (reported below)
+            box["error"] = err
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(LIMIT_S)
+    elapsed = time.perf_counter() - start
+    if thread.is_alive():
+        pytest.fail(f"still running after {LIMIT_S:.0f} s")
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    return box.get("value"), box.get("error"), elapsed, grown
+
+
+def _ids(rows):
+    return [r.values[0] if hasattr(r, "values") else r[0] for r in rows]
+
+
+@pytest.mark.parametrize("name, call, expected", ROWS, ids=_ids(ROWS))
+def test_bad_call(name, call, expected):
+    value, error, elapsed, grown = _run_guarded(call)
+    assert elapsed < LIMIT_S
+    assert grown < LIMIT_BYTES, f"peak memory grew by {grown / 2**30:.2f} GiB"
+    if isinstance(expected, Raises):
+        assert error is not None, f"expected {expected.type.__name__}, returned {value!r:.200}"
+        assert isinstance(error, expected.type), f"expected {expected.type.__name__}, got {type(error).__name__}: {error}"
+        for word in expected.words:
+            assert word in str(error), f"message {str(error)!r} does not name {word!r}"
+    else:
+        assert error is None, f"expected {expected.what}, raised {type(error).__name__}: {error}"
+        assert expected.predicate(value), f"expected {expected.what}, got {value!r:.200}"
+
+
+def test_the_table_is_broad():
+    """At least one row for every public function of the modules covered (a guard against drift)."""
+    import inspect
+
+    covered = " ".join(inspect.getsource(row.values[1] if hasattr(row, "values") else row[1]) for row in ROWS)
+    for module in (rc.residual, rc.paths, rc.theory, rc.layernorm, rc.stats):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj) and not isinstance(obj, type) :
+                assert f".{name}(" in covered, f"no bad-input row calls {module.__name__}.{name}"
