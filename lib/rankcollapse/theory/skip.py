@@ -196,7 +196,7 @@ def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> t
     log space (:math:`\log(1 + a b^2)` as the softplus of :math:`\log a + 2\log b`):
     ``log10=True`` returns :math:`\log_{10}` of the bound, finite where the bound overflows
     float64. An input residual of exactly 0 gives exactly 0 at every layer (tokens that are all the
-    same stay the same), ``-inf`` in log. Shape ``(L+1,)`` for ``X`` ``(n, d)`` (``(L+1, ...)``
+    same stay the same), ``-inf`` in log; a network of depth 0 gives the input's residual. Shape ``(L+1,)`` for ``X`` ``(n, d)`` (``(L+1, ...)``
     batched). The model must have ``skip=True`` and no MLP, LayerNorm or biases.
     """
     _check_attention_with_skips(model)
@@ -206,7 +206,8 @@ def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> t
     out = model(X)
     cfg = model.config
     Q, W = qk_matrices(model), value_matrices(model)
-    q, w1, winf = norm_1(Q), norm_1(W), norm_inf(W)  # (L, H)
+    if cfg.n_layers:
+        q, w1, winf = norm_1(Q), norm_1(W), norm_inf(W)  # (L, H)
     scale = math.sqrt(cfg.d_qk)
     logb = torch.log(composite_norm(res(X, center=center)))
     bounds = [logb]
