@@ -9,7 +9,9 @@ knows nothing of plotting, real models or exercises. The layers on top import th
 the other way round: ``centering`` (the exact centre of the residual, a linear programme solved
 with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
 ``layernorm``, ``stats`` (small statistics of curves), ``presets``, ``plotting``, ``checks``,
-``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``tests/test_init.py`` checks that this list is what exists.
+``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``claims`` reads text, not tensors: the book's own results and the
+check that the chapters credit them right. ``tests/test_init.py`` checks that this list is what
+exists.
 """
 
 import importlib
@@ -33,6 +35,7 @@ _MODULES = (
     "toy",
     "book",
     "explorer",
+    "claims",
 )
 
 __all__ = list(_MODULES)

@@ -1,6 +1,8 @@
-"""Skip connections: families of networks that never lose residual, and a search for the worst case.
+"""Skip connections: families of networks that never lose residual, an upper bound on the residual
+(which can only grow with depth), and a search for the worst case.
 
-Book: chapter "Skip connections" (section 2 proves each family; section 4 is the search).
+Book: chapter "Skip connections" (section 2 proves each family; section 4 proves the upper bound,
+says why it is vacuous, and is the search).
 """
 
 from __future__ import annotations
@@ -8,13 +10,16 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from .._validate import as_tokens, check_choice, check_int, check_positive_float
-from ..residual import composite_norm, res
-from ..san import SAN, SANConfig
+from .._validate import as_tokens, check_bool, check_choice, check_int, check_positive_float
+from ..residual import check_center, composite_norm, norm_1, norm_inf, res
+from ..san import SAN, SANConfig, check_san
+from .bound import DEFAULT_CENTER, _log_kappa
+from .weights import qk_matrices, value_matrices
 
 __all__ = ["PRESERVING_FAMILIES", "preserving_san", "preserving_input", "search_smallest_ratio",
-           "MAX_STEPS", "MAX_RESTARTS"]
+           "MAX_STEPS", "MAX_RESTARTS", "skip_bound"]
 
 PRESERVING_FAMILIES = ("zero_value", "uniform_attention", "reserved_subspace")
 SEED_LIMIT = 2**32  # the library's seed range, 0 <= seed < 2**32
@@ -153,3 +158,69 @@ def _search(config, X, log_ratio, steps, restarts, seed, lr, initial, final):
         with torch.no_grad():
             best = min(best, log_ratio(model).item())
         final.append(math.exp(best))
+
+
+# ------------------------------------------------------------------ the upper bound with skips
+
+
+def _check_attention_with_skips(model) -> SAN:
+    cfg = check_san(model).config
+    if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
+        raise ValueError("model must be a self-attention network with skip connections and nothing else "
+                         f"(skip=True, mlp=0, layernorm='none', bias=False); got skip={cfg.skip}, "
+                         f"mlp={cfg.mlp}, layernorm={cfg.layernorm!r}, bias={cfg.bias}")
+    return model
+
+
+@torch.no_grad()
+def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> torch.Tensor:
+    r"""The book's upper bound on :math:`\lVert\operatorname{res}(X_l)\rVert_{1,\infty}` with skip connections, ``l = 0..L``.
+
+    Chapter "Skip connections", section 4, Proposition "A one-layer bound with skips (this book)":
+    for a layer :math:`X_l = X_{l-1} + \sum_h P_h X_{l-1} W_h` whose input has residual ``r`` in
+    ``center`` (``"mean"``, the default, or a centre function such as
+    ``rc.centering.optimal_center``), with ``eps`` and
+    :math:`q_h = \lVert W_{QK,h}\rVert_1` as in :func:`rankcollapse.theory.gamma_details`,
+    :math:`\kappa_1 = \frac{\sinh 2\varepsilon}{2\varepsilon}e^{2\varepsilon}` and
+    :math:`\kappa_\infty = \frac{\sinh 2\varepsilon}{2\varepsilon}`,
+
+    .. math::
+        \lVert\operatorname{res}(X_l)\rVert \le r\sqrt{(1 + a_1 r^2)(1 + a_\infty r^2)},\quad
+        a_1 = \tfrac{4\kappa_1}{\sqrt{d_{qk}}}\sum_h q_h\lVert P_h\rVert_1\lVert W_h\rVert_1,\quad
+        a_\infty = \tfrac{4\kappa_\infty}{\sqrt{d_{qk}}}\sum_h q_h\lVert W_h\rVert_\infty,
+
+    applied layer after layer to the bound itself: ``b_0 = r_0``, ``b_l = b_{l-1} sqrt((1 + a_1
+    b_{l-1}^2)(1 + a_inf b_{l-1}^2))``. Every factor is at least one, so the bound never falls with
+    depth: it cannot show collapse, which is why an upper bound with skips is vacuous. ``eps`` and
+    the column sums :math:`\lVert P_h\rVert_1` come from the forward pass on ``X``. Computed in
+    log space (:math:`\log(1 + a b^2)` as the softplus of :math:`\log a + 2\log b`):
+    ``log10=True`` returns :math:`\log_{10}` of the bound, finite where the bound overflows
+    float64. An input residual of exactly 0 gives exactly 0 at every layer (tokens that are all the
+    same stay the same), ``-inf`` in log; a network of depth 0 gives the input's residual. Shape ``(L+1,)`` for ``X`` ``(n, d)`` (``(L+1, ...)``
+    batched). The model must have ``skip=True`` and no MLP, LayerNorm or biases.
+    """
+    _check_attention_with_skips(model)
+    center = check_center(center)
+    log10 = check_bool("log10", log10)
+    X = model.check_input(X)
+    out = model(X)
+    cfg = model.config
+    Q, W = qk_matrices(model), value_matrices(model)
+    if cfg.n_layers:
+        q, w1, winf = norm_1(Q), norm_1(W), norm_inf(W)  # (L, H)
+    scale = math.sqrt(cfg.d_qk)
+    logb = torch.log(composite_norm(res(X, center=center)))
+    bounds = [logb]
+    for l, (Xl, P) in enumerate(zip(out.hidden_states[:-1], out.attentions)):
+        R = res(Xl, center=center)
+        E = torch.einsum("...nd,hde,...me->...hnm", R, Q[l], R) / scale
+        eps = E.abs().amax(dim=(-1, -2, -3))
+        log_sinhc = _log_kappa(eps) - eps  # log(sinh(2 eps) / (2 eps)), finite where sinh overflows
+        col = P.sum(dim=-2).amax(dim=-1)  # (..., H): ||P_h||_1
+        log_a1 = torch.log(4 / scale * (q[l] * w1[l] * col).sum(dim=-1)) + log_sinhc + 2 * eps
+        log_ainf = math.log(4 / scale) + torch.log((q[l] * winf[l]).sum()) + log_sinhc
+        grow = 0.5 * (F.softplus(log_a1 + 2 * logb) + F.softplus(log_ainf + 2 * logb))
+        logb = torch.where(torch.isneginf(logb), logb, logb + grow)
+        bounds.append(logb)
+    logb = torch.stack(bounds)
+    return logb / math.log(10) if log10 else torch.exp(logb)

@@ -1,0 +1,141 @@
+"""Whose result is whose: no page credits the paper with what the book derived (issue 13).
+
+Every page of _toc.yml is read with ``rc.claims``: a paragraph, list item or box that credits the
+paper ("the paper's Theorem", "the paper states/shows/calls/proves", a reference to a box that
+states a paper's result) may not name one of the book's own results (``rc.claims.BOOK_RESULTS``),
+except inside a box titled as the book's; the note's phrases are never the paper's; and every
+theorem, lemma, proposition or definition box says in its title whose it is. The checker itself
+is tested on the defects the unfixed chapters had, so it cannot pass by checking nothing.
+"""
+
+import re
+
+import pytest
+
+import rankcollapse as rc
+from chapters_util import ROOT, toc_files
+
+PAGES = [ROOT / (f if f.endswith(".md") else f + ".md") for f in toc_files()]
+PAGES = [p for p in PAGES if p.exists()]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_page_credits_every_result_to_its_source(page):
+    problems = rc.claims.check_file(page)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_page_was_read():
+    names = {p.relative_to(ROOT).as_posix() for p in PAGES}
+    assert {"intro.md", "notation.md", "status.md", "chapters/collapse.md"} <= names, names
+    # a page with boxes yields box units: the reader does see them
+    kinds = {u.kind for u in rc.claims.units((ROOT / "chapters/collapse.md").read_text())}
+    assert {"prf:theorem", "prf:lemma", "prf:definition", "prf:proof", "admonition", "prose"} <= kinds
+
+
+@pytest.mark.parametrize("result", rc.claims.BOOK_RESULTS, ids=lambda r: r.name)
+def test_book_results_are_where_the_list_says(result):
+    text = (ROOT / result.chapter).read_text()
+    assert any(re.search(m, text, flags=re.IGNORECASE) for m in result.markers), (
+        f"none of the markers of {result.name!r} occurs in {result.chapter}: the list is stale")
+    if result.label is None:
+        return
+    boxes = [u for u in rc.claims.units(text) if f":label: {result.label}" in u.text]
+    assert len(boxes) == 1, f"{result.chapter} has no box labelled {result.label}"
+    assert "(this book" in boxes[0].title, (
+        f"{result.label} is the book's own result, so its box title must say '(this book)': "
+        f"{boxes[0].title!r}")
+
+
+def test_paper_result_labels_are_boxes_titled_as_the_papers():
+    found = {}
+    for page in PAGES:
+        for u in rc.claims.units(page.read_text()):
+            for label in rc.claims.PAPER_RESULT_LABELS:
+                if f":label: {label}\n" in u.text + "\n":
+                    found[label] = u.title
+    assert set(found) == set(rc.claims.PAPER_RESULT_LABELS), found
+    for label, title in found.items():
+        assert "the paper's" in title, (label, title)
+
+
+# ---- the checker catches the defects issue 13 lists (text of the unfixed chapters)
+
+DEFECTS = {
+    "paper's theorem carrying the book's gamma": """
+````{prf:theorem} Pure attention collapses (the paper's Theorem 2.2)
+:label: thm-collapse-single
+
+Then the bound holds, with $\\gamma$ the constant of {prf:ref}`def-gamma` (the largest over the layers).
+````
+""",
+    "the book's layerwise form credited to the paper": """
+forward pass stops at float64's rounding floor. Dashed and dotted: the bound of the paper's Theorems 2.2/2.3 as stated
+and with each layer's own constant.
+""",
+    "the book's cascade credited to the paper's theorem": """
+**The cascade.** Write $r_l$ and $c$ with $\\gamma$ and $\\beta$ the largest over layers. The lemma
+gives $r_{l} \\le c\\, r_{l-1}^3$, which is {prf:ref}`thm-collapse-single`.
+""",
+    "the note's words as the paper's conclusion": """
+The paper's conclusion reads "LayerNorm cannot help", but what the argument shows is about rank.
+""",
+    "the note's reading as the paper's": """
+The paper reads a transformer the same way: long paths have lost their residual, short ones have not.
+""",
+    "an unchecked appendix": """
+Section 2 of the paper writes a network as a sum over paths. Its appendix measures how close such
+products come to rank one.
+""",
+    "an unchecked claim about the paper": """
+The reading note names what the paper does not weigh: a larger Lipschitz constant.
+""",
+    "the paper's bound proved with the book's one-centre chain": """
+````{prf:theorem} Collapse with MLPs (the paper's Section 3)
+:label: thm-mlp-bound
+
+The bound holds.
+````
+
+````{prf:proof}
+The pure-attention theorem rests on a one-layer step with $a_0$. The MLP adds one step.
+````
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFECTS))
+def test_checker_catches_the_issues_defects(name):
+    assert rc.claims.misattributions(DEFECTS[name]), f"the checker missed: {name}"
+
+
+@pytest.mark.parametrize("title", ["One layer", "The constant $\\gamma$ of a layer",
+                                   "Three families that keep the residual"])
+def test_checker_catches_a_box_without_its_source(title):
+    text = f"````{{prf:lemma}} {title}\n:label: x\n\nbody\n````\n"
+    assert rc.claims.unsourced_boxes(text)
+    fixed = text.replace(title, title + " (this book)")
+    assert not rc.claims.unsourced_boxes(fixed)
+
+
+def test_a_contrast_is_allowed_only_where_the_book_labels_it():
+    para = ("{prf:ref}`thm-collapse-book` has the form of the paper's Theorems 2.2 and 2.3 and a "
+            "$\\gamma$ of {prf:ref}`def-gamma`.\n")
+    assert rc.claims.misattributions(para)  # in plain prose: flagged
+    boxed = "```{admonition} This book's refinement\n:class: note\n\n" + para + "```\n"
+    assert not rc.claims.misattributions(boxed)
+    other = "```{admonition} A remark\n:class: note\n\n" + para + "```\n"
+    assert rc.claims.misattributions(other)
+
+
+def test_code_cells_are_not_prose():
+    cell = "```{code-cell} ipython3\n# the paper's Theorem 2.2 with rc.theory.gamma\nx = 1\n```\n"
+    assert not rc.claims.units(cell)
+    assert not rc.claims.misattributions(cell)
+
+
+def test_a_note_phrase_is_fine_when_the_note_is_credited():
+    text = '"Layer normalization cannot help" is the reading note\'s summary of the paper\'s argument.\n'
+    assert not rc.claims.misattributions(text)
+    assert rc.claims.misattributions(text.replace("the reading note's summary of", "the conclusion of"
+                                                  ).replace("the paper's argument", "the paper's conclusion"))
