@@ -13,7 +13,8 @@ import re
 import pytest
 
 import rankcollapse as rc
-from chapters_util import ROOT, toc_files
+from booktools import ROOT
+from booktools.toc import toc_files
 
 PAGES = [ROOT / (f if f.endswith(".md") else f + ".md") for f in toc_files()]
 PAGES = [p for p in PAGES if p.exists()]

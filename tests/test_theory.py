@@ -295,3 +295,13 @@ def test_depth_profile_equals_its_parts():
     assert torch.equal(prof["c"], th.layer_constants(model, X).max())
     hidden = model(X).hidden_states
     assert torch.equal(prof["forward"], torch.stack([torch.log10(composite_norm(res(h))) for h in hidden]))
+
+
+@pytest.mark.parametrize("option, words", [({"causal": True}, "causal mask"), ({"attention": "relative"}, "'relative'"),
+                                            ({"final_layernorm": True}, "final LayerNorm")])
+def test_the_bound_refuses_what_the_proof_does_not_cover(option, words):
+    """The SAN options added for real transformers (a decoder's causal mask, XLNet's relative
+    attention, GPT-2's final LayerNorm) take a network outside the theorems: refused by name."""
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=1, d_model=8, **option), seed=0)
+    with pytest.raises(ValueError, match=words):
+        rc.theory.check_pure_attention(model)

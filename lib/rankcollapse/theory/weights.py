@@ -18,7 +18,8 @@ __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
 def check_pure_attention(model) -> SAN:
     """Raise ``ValueError`` unless ``model`` is a pure self-attention network (Theorems 2.2, 2.3).
 
-    The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` only; the error names
+    The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` (and dot-product
+    attention with no mask and no final LayerNorm) only; the error names
     every switch that takes the model outside them, and why.
     """
     cfg = check_san(model).config
@@ -32,6 +33,13 @@ def check_pure_attention(model) -> SAN:
         why.append(f"it has LayerNorm (layernorm={cfg.layernorm!r}): the proof assumes no normalisation")
     if cfg.bias:
         why.append("it has biases (bias=True): query/key biases change the attention logits the proof expands")
+    if cfg.final_layernorm:
+        why.append("it has a final LayerNorm (final_layernorm=True): the proof assumes no normalisation")
+    if cfg.causal:
+        why.append("it has a causal mask (causal=True): the proof expands full softmax attention "
+                   "(masked attention is a later paper's subject)")
+    if cfg.attention != "dot":
+        why.append(f"its attention is {cfg.attention!r}: the proof covers dot-product attention only")
     if why:
         raise ValueError("model is not a pure self-attention network, which is all the theorem covers: "
                          + "; ".join(why))
