@@ -15,7 +15,7 @@ from torch import nn
 from ._validate import check_choice
 
 __all__ = ["LN_EPS", "ACTIVATIONS", "layer_norm", "activation", "relative_positions", "allowed_keys",
-           "check_key_mask", "check_dtype", "relative_scores", "set_weights"]
+           "check_key_mask", "check_dtype", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size"]
 
 LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -149,3 +149,24 @@ def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> t
         differ = (segments[..., :, None] != segments[..., None, :])[..., None, :, :]
         scores = scores + torch.where(differ, e[..., 1:2], e[..., 0:1])
     return scores
+
+
+MAX_BYTES = 2**31  # the largest network SAN builds: 2 GiB of weights (BERT-base in float64: 0.7 GiB)
+
+
+def weight_count(config) -> int:
+    """How many weights a SAN of ``config`` (a :class:`~rankcollapse.san.SANConfig`) holds (its largest matrices; biases and LayerNorms aside)."""
+    H, d, m = config.n_heads, config.d_model, config.mlp
+    per_block = H * d * (2 * config.d_qk + config.d_v) + H * config.d_v * d + 2 * d * m
+    return per_block * (1 if config.shared else config.n_layers)
+
+
+def check_size(config, max_bytes: int = MAX_BYTES) -> None:
+    """Refuse, before any allocation, a network whose weights would take more than ``max_bytes``."""
+    n_bytes = weight_count(config) * torch.finfo(config.dtype).bits // 8
+    if n_bytes > max_bytes:
+        raise ValueError(
+            f"a SAN with n_layers={config.n_layers}, n_heads={config.n_heads}, d_model={config.d_model}, "
+            f"d_qk={config.d_qk}, d_v={config.d_v}, mlp={config.mlp} would hold {n_bytes / 2**30:.3g} GiB of "
+            f"weights, more than the {max_bytes / 2**30:.3g} GiB rankcollapse.san.MAX_BYTES allows: "
+            "make it smaller (or raise rankcollapse.san.MAX_BYTES)")

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import nn
 
-from ._validate import as_tokens, check_choice, check_int, check_positive_float
+from ._validate import as_tokens, check_choice, check_int, check_positive_float, check_seed
 from .ops import ACTIVATIONS, LN_EPS, activation, allowed_keys, check_dtype, check_key_mask, layer_norm
 from .ops import relative_positions, relative_scores, set_weights as _set_weights
+from .ops import MAX_BYTES, check_size, weight_count  # noqa: F401  (re-exported)
 
 __all__ = ["SANConfig", "SAN", "SANOutput", "Block", "LAYERNORMS", "ACTIVATIONS", "ATTENTIONS",
-           "check_san", "layer_norm", "activation", "relative_positions"]
+           "check_san", "layer_norm", "activation", "relative_positions", "MAX_BYTES", "weight_count", "check_size"]
 
 LAYERNORMS = ("none", "post", "pre")
 ATTENTIONS = ("dot", "relative")
@@ -297,7 +298,8 @@ class SAN(nn.Module):
         if not isinstance(config, SANConfig):
             raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
         self.config = config
-        gen = None if seed is _NO_INIT else torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+        gen = None if seed is _NO_INIT else torch.Generator().manual_seed(check_seed("seed", seed))
+        check_size(config)
         if config.shared:
             block = Block(config, gen)
             self.layers = nn.ModuleList([block] * config.n_layers)
