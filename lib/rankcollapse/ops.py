@@ -15,7 +15,7 @@ from torch import nn
 from ._validate import check_choice
 
 __all__ = ["LN_EPS", "ACTIVATIONS", "layer_norm", "activation", "relative_positions", "allowed_keys",
-           "check_key_mask", "check_dtype", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size"]
+           "check_key_mask", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size"]
 
 LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -116,14 +116,6 @@ def check_key_mask(key_mask, shape) -> torch.Tensor | None:
         row = tuple(int(i) for i in empty.nonzero()[0])
         raise ValueError(f"key_mask has a sequence with no real token (all padding) at index {row}")
     return key_mask
-
-
-def check_dtype(name: str, dtype) -> torch.dtype:
-    """``dtype`` (a torch dtype or ``"float32"``/``"float64"``) as ``torch.float32`` or ``torch.float64``."""
-    dt = {"float32": torch.float32, "float64": torch.float64}.get(dtype, dtype) if isinstance(dtype, str) else dtype
-    if dt not in (torch.float32, torch.float64):
-        raise ValueError(f"{name} must be torch.float32 or torch.float64, got {dtype!r}")
-    return dt
 
 
 def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> torch.Tensor:

@@ -31,7 +31,8 @@ import torch
 from torch import nn
 
 from ._validate import as_tokens, check_choice, check_int, check_positive_float, check_seed
-from .ops import ACTIVATIONS, LN_EPS, activation, allowed_keys, check_dtype, check_key_mask, layer_norm
+from ._validate import check_dtype
+from .ops import ACTIVATIONS, LN_EPS, activation, allowed_keys, check_key_mask, layer_norm
 from .ops import relative_positions, relative_scores, set_weights as _set_weights
 from .ops import MAX_BYTES, check_size, weight_count  # noqa: F401  (re-exported)
 
