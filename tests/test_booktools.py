@@ -205,6 +205,16 @@ def test_differences_by_name_with_a_tolerance():
     assert differences(a, d)[0].startswith("text line 1:")
 
 
+def test_differences_of_svg_figures():
+    """SVG digests (the book's figures) have no pixel shape: a changed one is reported, not a KeyError."""
+    svg = {"format": "svg", "sha256": "0" * 64}
+    png = {"format": "png", "shape": [1, 1, 4], "sha256": "1" * 64}
+    a = {"figures": {"fig-x": svg}}
+    assert differences(a, a) == []
+    assert differences(a, {"figures": {"fig-x": dict(svg, sha256="2" * 64)}}) == ["figure 'fig-x': SVG differs"]
+    assert differences(a, {"figures": {"fig-x": png}}) == ["figure 'fig-x': format svg vs png"]
+
+
 def test_compare_outputs_records_and_compares(tmp_path, capsys):
     """scripts/compare_outputs.py's two steps on hand-made executed notebooks (read with --from)."""
     from booktools.compare import main

@@ -194,6 +194,20 @@ def test_sampled_estimate_of_all_paths_of_a_length(trained):
         assert set(ev.sampled[1][l]) <= set(ev.path_accuracy[ev.lengths == l])
 
 
+@pytest.mark.parametrize("budget_mb", [0.01, 0.05, 160])  # chunks of 1, a few, all sequences
+def test_single_paths_and_draws_use_only_the_first_n_sampled_sequences(trained, budget_mb):
+    """(a) and (c) on ``n_sampled`` sequences are those of the first ``n_sampled`` alone, whatever
+    the chunk size (a chunk running past ``n_sampled`` once counted extra tokens: accuracies > 1)."""
+    model, X, y = trained.exact, trained.data.X_eval, trained.data.y_eval
+    ev = rc.toy.evaluate_paths(model, X, y, draws=3, budget_mb=budget_mb, n_sampled=3)
+    alone = rc.toy.evaluate_paths(model, X[:3], y[:3], draws=3)
+    assert ev.tokens == y[:3].numel()
+    assert np.array_equal(ev.path_accuracy, alone.path_accuracy)
+    for k in ev.sampled:
+        assert np.array_equal(ev.sampled[k], alone.sampled[k])
+    assert ev.path_accuracy.max() <= 1 and max(s.max() for s in ev.sampled.values()) <= 1
+
+
 def test_evaluation_needs_float64(trained):
     with pytest.raises(ValueError, match="float64"):
         rc.toy.evaluate_paths(trained.model, trained.data.X_eval, trained.data.y_eval)

@@ -229,8 +229,17 @@ def differences(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
         if key not in fb or key not in fa:
             out.append(f"figure {key!r}: only in the {'first' if key in fa else 'second'}")
         elif fa[key] != fb[key]:
-            out.append(f"figure {key!r}: pixels differ (shape {fa[key]['shape']} vs {fb[key]['shape']})")
+            out.append(f"figure {key!r}: {_figure_difference(fa[key], fb[key])}")
     return out
+
+
+def _figure_difference(a: dict, b: dict) -> str:
+    """How two figure digests differ: PNGs by pixels (with their shapes), SVGs by their bytes."""
+    if a.get("format") == b.get("format") == "png":
+        return f"pixels differ (shape {a['shape']} vs {b['shape']})"
+    if a.get("format") == b.get("format") == "svg":
+        return "SVG differs"
+    return f"format {a.get('format')} vs {b.get('format')}"
 
 
 def _show(bundle: dict) -> str:

@@ -170,7 +170,8 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
         warnings.simplefilter("ignore", UserWarning)
         groups = [(r, counts[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
     for start in range(0, n_sampled, chunk):
-        E, yc = E_all[start:start + chunk], y[start:start + chunk]
+        stop = min(start + chunk, n_sampled)  # (a) and (c) on the first n_sampled sequences only
+        E, yc = E_all[start:stop], y[start:stop]
         terms = all_path_terms(san, E)  # (K, b, n, d)
         for i in range(0, K, 256):
             path_correct[i:i + 256] += _correct(model, terms[i:i + 256], yc)

@@ -1,27 +1,43 @@
 """Drawings of the chapter "Which paths do trained networks use?" (each on an ``Axes`` it is given).
 
 They compute nothing: every value comes from :func:`rankcollapse.toy.evaluate_paths`,
-``rc.paths.length_profile`` or :func:`rankcollapse.toy.rollout`.
+``rc.paths.length_profile`` or :func:`rankcollapse.toy.rollout`. They follow the book's page
+rules (``rc.plotting``): colours from ``PALETTE`` (Okabe-Ito) with mid-grey for reference
+lines, integer ticks on path lengths and depths, titles fitted to the panel
+(``rc.plotting.fit_title``), no legend inside a panel (the chapter puts one key below the row
+of panels).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["accuracy_by_length", "single_paths", "profile", "trajectories"]
+__all__ = ["accuracy_by_length", "single_paths", "profile", "trajectories", "relative_residual_by_depth"]
 
 
-def _palette():
-    from ..plotting import PALETTE
+def _plotting():
+    from .. import plotting
 
-    return PALETTE
+    return plotting
 
 
-def accuracy_by_length(ax, ev, full: float, baseline: float, baseline_label: str, title: str = ""):
+def _length_axis(ax, title: str, ylim=(0, 1.03)):
+    """Path length on x with integer ticks, accuracy limits, a title fitted to the panel."""
+    P = _plotting()
+    ax.set(xlabel="path length", ylim=ylim)
+    P.integer_ticks(ax, "x")
+    if title:
+        P.fit_title(ax, title)
+    return ax
+
+
+def accuracy_by_length(ax, ev, full: float, baseline: float, baseline_label: str = "trivial predictor",
+                       title: str = ""):
     """The paper's figure with the exact value beside it: for each path length, the accuracy of
     ``k`` sampled paths (mean and standard deviation over the draws, for each ``k``), of all
     paths of that length (exact), the full model's and a trivial predictor's."""
-    C = _palette()
+    P = _plotting()
+    C = P.PALETTE
     x = np.arange(ev.L + 1)
     ks = sorted(ev.sampled)
     offsets = np.linspace(-0.15, 0.15, len(ks))
@@ -30,48 +46,59 @@ def accuracy_by_length(ax, ev, full: float, baseline: float, baseline_label: str
         ax.errorbar(x + off, s.mean(1), yerr=s.std(1), fmt="o", ms=3, capsize=2, color=color, lw=1,
                     label=f"{k} sampled paths")
     ax.plot(x, ev.length_accuracy, "s-", ms=4, color=C[0], label="all paths of the length (exact)")
-    ax.axhline(full, ls="--", lw=1, color=C[7], label="full model")
-    ax.axhline(baseline, ls=":", lw=1.2, color=C[3], label=baseline_label)
-    ax.set(xlabel="path length", ylim=(0, 1.03), title=title)
-    ax.set_xticks(x)
-    return ax
+    ax.axhline(full, ls="--", lw=1, color=P._INK, label="full model")
+    ax.axhline(baseline, ls=":", lw=1.4, color=C[3], label=baseline_label)
+    return _length_axis(ax, title)
 
 
 def single_paths(ax, ev, full: float, title: str = ""):
     """Every single path's accuracy, by length (mean, and the band from worst to best), and the
     accuracy of all paths up to each length."""
-    C = _palette()
+    P = _plotting()
+    C = P.PALETTE
     st = ev.per_length()
     x = st["length"]
     ax.fill_between(x, st["worst"], st["best"], color=C[1], alpha=0.25, lw=0, label="one path: worst to best")
     ax.plot(x, st["mean"], "o-", ms=3, color=C[1], label="one path: mean")
     ax.plot(x, ev.cumulative_accuracy, "s-", ms=4, color=C[2], label="all paths up to the length")
-    ax.axhline(full, ls="--", lw=1, color=C[7], label="full model")
-    ax.set(xlabel="path length", ylim=(0, 1.03), title=title)
-    ax.set_xticks(x)
-    return ax
+    ax.axhline(full, ls="--", lw=1, color=P._INK, label="full model")
+    return _length_axis(ax, title)
 
 
 def profile(ax, trained: dict, initial: dict, key: str = "residual_share", title: str = ""):
     """One quantity of ``rc.paths.length_profile`` (averaged over sequences and tokens' batch axis)
     against path length, for the trained network and the same network at initialisation."""
-    C = _palette()
+    C = _plotting().PALETTE
     for prof, label, color, style in ((trained, "trained", C[0], "o-"), (initial, "at initialisation", C[3], "s--")):
         v = np.asarray(prof[key])
         v = v.reshape(v.shape[0], -1).mean(1)
         ax.plot(np.arange(len(v)), v, style, ms=3, color=color, label=label)
-    ax.set(xlabel="path length", title=title)
-    ax.set_xticks(np.arange(len(v)))
-    return ax
+    return _length_axis(ax, title, ylim=None)
 
 
 def trajectories(ax, traj, title: str = "", lim: float = 0.56):
     """The two points of a circle rollout ``(steps + 1, 2, 2)`` through depth, start marked."""
-    C = _palette()
+    P = _plotting()
+    C = P.PALETTE
     t = np.asarray(traj)
     for i, color in ((0, C[0]), (1, C[3])):
         ax.plot(t[:, i, 0], t[:, i, 1], "-", lw=1, color=color, label=f"point {i + 1}")
         ax.plot(t[0, i, 0], t[0, i, 1], "o", ms=4, color=color)
         ax.plot(t[-1, i, 0], t[-1, i, 1], "x", ms=5, color=color)
-    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", title=title, xlabel="$x$", ylabel="$y$")
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="$x$", ylabel="$y$")
+    if title:
+        P.fit_title(ax, title)
+    return ax
+
+
+def relative_residual_by_depth(ax, rel: dict, labels: dict, title: str = ""):
+    """The relative residual ``(steps + 1,)`` of each circle rollout against depth (applications
+    of the layer), one line per variant, labelled ``labels[variant]``."""
+    P = _plotting()
+    for i, (variant, r) in enumerate(rel.items()):
+        ax.plot(np.arange(len(r)), r, color=P.PALETTE[i], label=labels[variant])
+    ax.set(ylim=(0, 1.05), xlabel="depth (applications)")
+    P.integer_ticks(ax, "x")
+    if title:
+        P.fit_title(ax, title)
     return ax
