@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["use_book_style", "PALETTE"]
+__all__ = ["use_book_style", "PALETTE", "INK"]
 
 # colour-blind safe (Okabe–Ito); at most five or six curves share a panel (more: label them directly)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
-_INK = "#6b6b6b"  # readable on white and on the dark theme's background
+INK = "#6b6b6b"  # text and reference lines: readable on white and on the dark theme's background
+_INK = INK
 
 # The page's text column: measured in Chromium (tests/test_browser.py) at a 1280-pixel window,
 # sphinx-book-theme 1.3, 96 CSS pixels per inch. A figure this wide or narrower is shown at

@@ -97,8 +97,8 @@ def convex_hull(n_train: int, n_eval: int, seq_len: int = 10, *, seed: int) -> T
 
 
 def words() -> list[str]:
-    """The book's prose (``rc.models.corpus()``, every document in order) as lower-case words."""
-    from ..models import corpus
+    """The book's prose (``rc.real.text.corpus()``, every document in order) as lower-case words."""
+    from ..real.text import corpus
 
     return [w for doc in corpus() for w in re.findall(r"[a-z0-9]+", doc.lower())]
 

@@ -46,7 +46,7 @@ def accuracy_by_length(ax, ev, full: float, baseline: float, baseline_label: str
         ax.errorbar(x + off, s.mean(1), yerr=s.std(1), fmt="o", ms=3, capsize=2, color=color, lw=1,
                     label=f"{k} sampled paths")
     ax.plot(x, ev.length_accuracy, "s-", ms=4, color=C[0], label="all paths of the length (exact)")
-    ax.axhline(full, ls="--", lw=1, color=P._INK, label="full model")
+    ax.axhline(full, ls="--", lw=1, color=P.INK, label="full model")
     ax.axhline(baseline, ls=":", lw=1.4, color=C[3], label=baseline_label)
     return _length_axis(ax, title)
 
@@ -61,7 +61,7 @@ def single_paths(ax, ev, full: float, title: str = ""):
     ax.fill_between(x, st["worst"], st["best"], color=C[1], alpha=0.25, lw=0, label="one path: worst to best")
     ax.plot(x, st["mean"], "o-", ms=3, color=C[1], label="one path: mean")
     ax.plot(x, ev.cumulative_accuracy, "s-", ms=4, color=C[2], label="all paths up to the length")
-    ax.axhline(full, ls="--", lw=1, color=P._INK, label="full model")
+    ax.axhline(full, ls="--", lw=1, color=P.INK, label="full model")
     return _length_axis(ax, title)
 
 
