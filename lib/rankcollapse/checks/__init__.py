@@ -16,6 +16,10 @@ function is run on seeded inputs and compared with the library's reference; the 
 Each exercise is registered here with its reference, its inputs and its known mistakes; the
 tests check that every reference passes and every known mistake fails.
 
+An exercise answered by a value (a prediction recorded before a measurement, a number read off a
+figure) is a ``Question`` (``checks/questions.py``): ``rc.checks.check("collapse.predict_rate",
+prediction)`` compares the value with what the library computes; ``None`` is *not attempted*.
+
 One module per chapter registers that chapter's exercises (``checks/paths.py``, ...); this
 package imports them all at the bottom.
 """
@@ -31,7 +35,10 @@ import torch
 
 from .._validate import check_bool
 
-__all__ = ["Exercise", "CheckResult", "EXERCISES", "register", "check", "in_book_build", "BOOK_BUILD_ENV"]
+from .questions import Question
+
+__all__ = ["Exercise", "Question", "CheckResult", "EXERCISES", "QUESTIONS", "register", "check",
+           "in_book_build", "BOOK_BUILD_ENV"]
 
 
 @dataclass
@@ -85,13 +92,20 @@ def in_book_build() -> bool:
     return os.environ.get(BOOK_BUILD_ENV) == "1"
 
 
-EXERCISES: dict[str, Exercise] = {}
+EXERCISES: dict[str, Exercise] = {}  # answered by a function
+QUESTIONS: dict[str, Question] = {}  # answered by a value: a prediction, a figure read off
 
 
-def register(ex: Exercise) -> Exercise:
-    if ex.id in EXERCISES:
+def register(ex):
+    """Register an ``Exercise`` (a function to write) or a ``Question`` (a value to give)."""
+    if not isinstance(ex, (Exercise, Question)):
+        raise TypeError(f"register takes an Exercise or a Question, got {type(ex).__name__}")
+    if ex.id in EXERCISES or ex.id in QUESTIONS:
         raise ValueError(f"exercise {ex.id!r} is registered twice")
-    EXERCISES[ex.id] = ex
+    if isinstance(ex, Question):
+        QUESTIONS[ex.id] = ex
+    else:
+        EXERCISES[ex.id] = ex
     return ex
 
 
@@ -210,10 +224,34 @@ def _short(args) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def check(exercise_id: str, fn: Callable, *, quiet: bool = False) -> CheckResult:
-    """Run the reader's ``fn`` against exercise ``exercise_id``'s reference; print and return the verdict."""
+def _check_question(q: Question, value) -> CheckResult:
+    if value is None or value is Ellipsis:
+        return CheckResult(q.id, "not attempted", "Replace the `None` with your answer.")
+    if not q.allowed(value):
+        expected = f"one of {', '.join(map(repr, q.choices))}" if q.choices is not None else "a number"
+        return CheckResult(q.id, "incorrect", f"Your answer {value!r} is not {expected}.")
+    want = q.answer()
+    if q.same(value, want):
+        return CheckResult(q.id, "correct", "")
+    for wrong, wrong_hint in q.mistakes:
+        if q.same(value, wrong):
+            return CheckResult(q.id, "incorrect", f"Hint: {wrong_hint}")
+    return CheckResult(q.id, "incorrect", f"Hint: {q.hint}")
+
+
+def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
+    """Check the reader's answer to exercise ``exercise_id``; print and return the verdict.
+
+    For an ``Exercise`` the answer ``fn`` is the reader's function, run against the reference;
+    for a ``Question`` it is the value the reader gave (``None``: not attempted).
+    """
+    if exercise_id in QUESTIONS:
+        result = _check_question(QUESTIONS[exercise_id], fn)
+        if not check_bool("quiet", quiet):
+            print(result)
+        return result
     if exercise_id not in EXERCISES:
-        raise ValueError(f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES)}")
+        raise ValueError(f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES) + sorted(QUESTIONS)}")
     if not callable(fn):
         raise TypeError(f"fn must be the function you wrote, got {type(fn).__name__}")
     quiet = check_bool("quiet", quiet)
