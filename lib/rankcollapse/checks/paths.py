@@ -5,7 +5,7 @@ import math
 import torch
 
 from .. import paths
-from . import Exercise, register
+from . import Exercise, Question, register
 
 
 def _count_cases():
@@ -75,6 +75,41 @@ register(
              "The value maps act on the right in the order the layers apply them: X W1 W2."),
             (lambda X, P1, P2, W1, W2: {k: v for k, v in _two_layer(X, P1, P2, W1, W2).items() if k != (None, None)},
              "Don't forget the path that skips both layers: it carries X through untouched."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ value exercises (Questions)
+
+register(
+    Question(
+        id="paths.predict_length",
+        kind="predict",
+        # the measurement the chapter runs after the prediction: the share of paths of each length
+        answer=lambda: int(paths.length_distribution(12, 1).argmax()),
+        choices=(0, 6, 12),
+        hint="Count the paths of each length, C(L, l) H^l, for L = 12 and H = 1.",
+        mistakes=[
+            (12, "With one head a layer offers two choices, the head or the skip, equally often: "
+                 "a path through every layer is one of 2^12 paths, not the typical one."),
+            (0, "The path that skips every layer is also only one of 2^12; C(12, l) is largest in the middle."),
+        ],
+    )
+)
+
+register(
+    Question(
+        id="paths.read_diagram",
+        kind="read",
+        # the network the figure draws: 3 layers, 2 heads, skips
+        answer=lambda: paths.path_count(3, 2, 1),
+        rtol=0.0,
+        hint="A path of length 1 goes through a head in one of the 3 layers and skips the other two.",
+        mistakes=[
+            (3, "You chose the layer the path goes through, but not which of its 2 heads."),
+            (2, "You chose the head, but not which of the 3 layers the path goes through."),
+            (1, "The figure draws one path of each length; count every path of length 1, not only the one drawn."),
         ],
     )
 )
