@@ -5,7 +5,7 @@ import math
 import torch
 
 from ..residual import norm_1, norm_inf
-from . import Exercise, register
+from . import Exercise, Question, register
 
 
 def _cascade(c, r0, L):
@@ -93,6 +93,82 @@ register(
              "Don't forget the value map: the head outputs P X W, so the residual is (P - 1 pbar^T) R W."),
             (lambda P, R, W: (P - torch.eye(P.shape[0], dtype=P.dtype)) @ R @ W,
              "P - I measures how far attention is from each token keeping itself; the residual needs P - 1 pbar^T."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ value exercises (Questions)
+
+# the small pure-attention networks the chapter's exercises measure (the fast preset's shape)
+_SHAPE = dict(n_layers=6, n_heads=4, d_model=16)
+_N_TOKENS = 12
+
+
+def _network_and_input(init_scale, n_layers=6):
+    from ..san import SAN, SANConfig
+    from ..theory import unit_residual_tokens
+
+    model = SAN(SANConfig(**{**_SHAPE, "n_layers": n_layers}, init_scale=init_scale), seed=0)
+    X = unit_residual_tokens(_N_TOKENS, _SHAPE["d_model"], generator=torch.Generator().manual_seed(0))
+    return model, X
+
+
+def _relative_residual_log10(init_scale):
+    """log10 of the tracked relative residual after 6 layers, as section 4 measures it."""
+    from ..residual import composite_norm
+    from ..theory import tracked_residual
+
+    model, X = _network_and_input(init_scale)
+    size = composite_norm(model(X).last_hidden_state).item()
+    return math.log10(max(tracked_residual(model, X)[-1].item() / size, 1e-300))
+
+
+def _keeps_more():
+    usual, large = _relative_residual_log10(1.0), _relative_residual_log10(30.0)
+    if max(usual, large) < -10:
+        return "neither"
+    return "scale 30" if large > usual else "scale 1"
+
+
+register(
+    Question(
+        id="collapse.predict_hard_attention",
+        kind="predict",
+        answer=_keeps_more,
+        choices=("scale 1", "scale 30", "neither"),
+        hint="Look again at section 4: what does attention become when its weights are very large?",
+        mistakes=[
+            ("scale 1", "Larger weights make the constant c larger, so the bound says nothing; and they make attention "
+                        "nearly hard, each token attending to a single token: P stops averaging the tokens together."),
+            ("neither", "Pure attention with usual weights collapses, but nearly hard attention (init_scale 30) is the "
+                        "way out that section 4 found: its relative residual stays above 1e-3."),
+        ],
+    )
+)
+
+
+def _bound_growth():
+    """The factor by which log10 of the paper-form bound grows from layer 3 to layer 4 (nearest choice)."""
+    from ..theory import collapse_bound
+
+    model, X = _network_and_input(0.2, n_layers=4)
+    log_bound = collapse_bound(model, X, "paper", log10=True)
+    ratio = (log_bound[4] / log_bound[3]).item()
+    return min((1, 2, 3), key=lambda c: abs(c - ratio))
+
+
+register(
+    Question(
+        id="collapse.read_bound_growth",
+        kind="read",
+        answer=_bound_growth,
+        choices=(1, 2, 3),
+        hint="The bound is c^((3^l - 1)/2) r0^(3^l): how does its logarithm grow with l?",
+        mistakes=[
+            (1, "Equal steps down a log axis would be a geometric (linear-rate) fall; the dashed curve steepens "
+                "with every layer."),
+            (2, "Squaring would double the exponent each layer; the residual enters each layer's bound cubed (Step 4)."),
         ],
     )
 )

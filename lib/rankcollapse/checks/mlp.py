@@ -1,9 +1,11 @@
 """Exercises of the chapter "The MLP trade-off"."""
 
+import math
+
 import torch
 
 from ..residual import composite_norm
-from . import Exercise, register
+from . import Exercise, Question, register
 
 
 def _weights_cases():
@@ -112,6 +114,80 @@ register(
              "The mean was estimated from the same rows: divide by N - 1, not N, for an unbiased estimate."),
             (lambda G, B: float((G**2).sum() / (G.shape[0] - 1) / B),
              "Subtract the mean gradient first: the variance is the spread around it, not the second moment."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ value exercises (Questions)
+
+# one small SAN + MLP of the fast preset's shape, its MLP scaled by s (the chapter's sweep)
+_SHAPE = dict(n_layers=4, n_heads=2, d_model=16, mlp=64)
+
+
+def _sweep_model(mlp_scale):
+    from ..san import SAN, SANConfig
+
+    return SAN(SANConfig(**_SHAPE, mlp_scale=mlp_scale), seed=0)
+
+
+def _sweep_input():
+    return torch.randn(4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+
+
+def _last_layer_log10(mlp_scale):
+    """log10 of the geometric mean relative residual after the last layer (floor 1e-17)."""
+    from ..residual import relative_residual
+    from ..stats import geometric_mean
+
+    with torch.no_grad():
+        last = _sweep_model(mlp_scale)(_sweep_input()).last_hidden_state
+    return math.log10(geometric_mean(relative_residual(last), floor=1e-17))
+
+
+def _larger_mlp():
+    small, large = _last_layer_log10(0.5), _last_layer_log10(3.0)
+    if abs(large - small) < 0.5:  # within half an order of magnitude
+        return "no change"
+    return "slower" if large > small else "faster"
+
+
+register(
+    Question(
+        id="mlp.predict_scale",
+        kind="predict",
+        answer=_larger_mlp,
+        choices=("faster", "slower", "no change"),
+        hint="What does the bound with an MLP multiply the collapse constant by?",
+        mistakes=[
+            ("faster", "A larger MLP has a larger Lipschitz constant lambda, and lambda multiplies the constant of the "
+                       "collapse bound: it can pull the tokens apart faster than attention averages them."),
+            ("no change", "The MLP acts on each token separately, but with a large gain it amplifies the differences "
+                          "between tokens that attention has not yet removed."),
+        ],
+    )
+)
+
+
+def _lambda_ratio():
+    """The measured lower bound on lambda (mean over layers) at MLP scale 2, over that at scale 1."""
+    from ..lipschitz import mlp_lipschitz
+
+    X = _sweep_input()[:2]
+    lower = [mlp_lipschitz(_sweep_model(s), X, steps=20, points=2, seed=0).lower.mean().item() for s in (1.0, 2.0)]
+    return lower[1] / lower[0]
+
+
+register(
+    Question(
+        id="mlp.read_lambda_scale",
+        kind="read",
+        answer=_lambda_ratio,
+        rtol=0.1,
+        hint="Both weight matrices of the MLP are multiplied by s, and a ReLU commutes with a positive scale.",
+        mistakes=[
+            (2.0, "Each of the MLP's two weight matrices is scaled by s: lambda grows as s times s."),
+            (16.0, "lambda is the product of the two matrices' gains, s each: s^2, not s^4."),
         ],
     )
 )

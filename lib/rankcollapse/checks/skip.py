@@ -1,8 +1,10 @@
 """Exercises of the chapter "Skip connections"."""
 
+import math
+
 import torch
 
-from . import Exercise, register
+from . import Exercise, Question, register
 
 
 def _skip_residual(P, R, W):
@@ -90,6 +92,67 @@ register(
         mistakes=[
             (lambda X, W: X + X @ W, "That is P = I (each token attends to itself). Uniform attention averages all tokens."),
             (lambda X, W: X.mean(dim=-2, keepdim=True) @ W + 0 * X, "Don't forget the skip connection: the layer adds to X."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ value exercises (Questions)
+
+_STRENGTH = 0.5
+_DEPTH = 6
+
+
+def _strength_verdict():
+    """Which law the residual ratio follows at skip strength 0.5: the nearest of the three, in log10."""
+    from ..explorer import skip_strength_grid
+
+    grid = skip_strength_grid(L=_DEPTH, scales=(1.0,), strengths=(0.0, _STRENGTH), n=8, d=16, H=2,
+                              samples=2, seed=0)
+    pure, measured = grid["measured"][0][0][-1], grid["measured"][0][1][-1]
+    laws = {"collapse": pure, "geometric": _DEPTH * math.log10(_STRENGTH), "constant": 0.0}
+    return min(laws, key=lambda k: abs(laws[k] - measured))
+
+
+register(
+    Question(
+        id="skip.predict_strength",
+        kind="predict",
+        answer=_strength_verdict,
+        choices=("collapse", "geometric", "constant"),
+        hint="Split a layer's residual into the skip's part, alpha res(X_l), and attention's part: which is larger?",
+        mistakes=[
+            ("collapse", "Any skip, even a weak one, keeps a length-zero path: the cascade that makes pure attention "
+                         "collapse doubly exponentially never starts."),
+            ("constant", "Only a full-strength skip (alpha = 1) carries the input's residual undiminished; at alpha = 1/2 "
+                         "the skip halves it every layer, and attention adds little."),
+        ],
+    )
+)
+
+
+def _length0_relative_residual():
+    """The relative residual of the length-0 term (nearest order of magnitude), as fig-skip-init (b) draws it."""
+    from ..paths import length_profile
+    from ..san import SAN, SANConfig
+
+    X = torch.randn(12, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    net = SAN(SANConfig(n_layers=2, n_heads=2, d_model=16, skip=True), seed=0)
+    value = float(length_profile(net, X)["relative_residual"][0])
+    return min((1, 0.1, 0.001), key=lambda c: abs(math.log10(c) - math.log10(value)))
+
+
+register(
+    Question(
+        id="skip.read_length0",
+        kind="read",
+        answer=_length0_relative_residual,
+        choices=(1, 0.1, 0.001),
+        hint="Which term is the length-0 path, and how collapsed are Gaussian tokens?",
+        mistakes=[
+            (0.001, "That is where the longest paths end up. The length-0 path is the input X itself: no attention "
+                    "matrix mixes it."),
+            (0.1, "The length-0 term is X itself, Gaussian tokens, as far from 1 x^T as the input: about 1."),
         ],
     )
 )
