@@ -1,25 +1,82 @@
 """Each exercise check: its reference passes, each known mistake fails with its own hint,
 a stub is 'not attempted', and a crashing answer is reported, not raised."""
 
+import re
+
 import pytest
 
 import rankcollapse as rc
 
 EXERCISES = sorted(rc.checks.EXERCISES)
+QUESTIONS = sorted(rc.checks.QUESTIONS)
 
 
-# the least number of exercises each chapter owes its readers (the issues that asked for them)
-MINIMUM = {"paths": 2, "collapse": 3, "skip": 3, "mlp": 3, "layernorm": 3, "real_models": 2, "toy_tasks": 3}
+# issue 18: every chapter has at least four exercises of mixed kinds: implement a function
+# (an Exercise), predict then measure (a Question of kind "predict"), read a figure (a Question of
+# kind "read"), and explain (an exercise with a model answer and no check)
+MINIMUM = 4
+EXERCISE_START = re.compile(r"^````\{exercise-start\}\n:label: (\S+)\n````\n\n(.*?)^````\{exercise-end\}",
+                            re.M | re.S)
+# "**Title** (easy, 10 minutes)": every statement states its difficulty and a time estimate
+DIFFICULTY_AND_TIME = re.compile(r"^\*\*[^*]+\*\* \((easy|medium|hard), \d+ minutes\)", re.M)
+
+
+def exercise_blocks(text):
+    """``(label, statement)`` of every exercise of a chapter's source, in order."""
+    return EXERCISE_START.findall(text)
 
 
 def test_every_chapter_has_its_exercises():
     from booktools.toc import toc_notebooks
 
     for path in toc_notebooks():
+        text = path.read_text()
+        blocks = exercise_blocks(text)
+        assert len(blocks) >= MINIMUM, f"{path.stem}: {[label for label, _ in blocks]}"
+        assert text.count("{exercise-start}") == len(blocks), f"{path.name}: an exercise-start block is malformed"
+        for label, statement in blocks:
+            assert DIFFICULTY_AND_TIME.search(statement), f"{label}: state difficulty and time, **Title** (easy, 10 minutes)"
         ids = [e for e in EXERCISES if e.split(".")[0] == path.stem]
-        assert len(ids) >= MINIMUM.get(path.stem, 2), f"{path.stem}: {ids}"
-        for eid in ids:  # and the chapter calls each check
-            assert f'rc.checks.check("{eid}"' in path.read_text(), f"{eid} is never checked in {path.name}"
+        questions = [q for q in QUESTIONS if q.split(".")[0] == path.stem]
+        assert ids, f"{path.stem} has no function to implement"
+        kinds = {rc.checks.QUESTIONS[q].kind for q in questions}
+        assert kinds >= {"predict", "read"}, f"{path.stem}: a prediction and a figure reading are owed, has {questions}"
+        explain = [label for label, statement in blocks if re.match(r"\*\*Explain: ", statement.lstrip())]
+        assert explain, f"{path.stem}: an explain question (**Explain: ...**) with a model answer is owed"
+        for eid in ids + questions:  # and the chapter calls each check
+            assert f'rc.checks.check("{eid}"' in text, f"{eid} is never checked in {path.name}"
+
+
+def test_a_prediction_is_checked_before_its_measurement():
+    """A predict Question's check cell comes right after its exercise, before the cell that measures:
+    the reader records the prediction first."""
+    from booktools.toc import toc_notebooks
+
+    for path in toc_notebooks():
+        text = path.read_text()
+        for qid in (q for q in QUESTIONS if q.split(".")[0] == path.stem):
+            call = text.index(f'rc.checks.check("{qid}"')
+            cell_start = text.rindex("```{code-cell}", 0, call)
+            before = text[:cell_start]
+            # the exercise (statement, stub, solution) ends just before the check cell
+            assert before.rstrip().endswith("````{solution-end}\n````"), f"{qid}: the check must follow its solution"
+            if rc.checks.QUESTIONS[qid].kind == "predict":
+                after = text[call:]
+                nxt = after.index("```{code-cell}")
+                assert "rc." in after[nxt:after.index("\n```\n", nxt)], f"{qid}: the measurement follows the check"
+
+
+def test_explain_questions_have_a_model_answer():
+    from booktools.toc import toc_notebooks
+
+    for path in toc_notebooks():
+        text = path.read_text()
+        for label, statement in exercise_blocks(text):
+            if not statement.lstrip().startswith("**Explain: "):
+                continue
+            start = text.index(f"````{{solution-start}} {label}\n")
+            answer = text[start:text.index("````{solution-end}", start)]
+            assert "model answer" in answer and len(answer.split()) > 60, f"{label}: the model answer is missing"
 
 
 @pytest.mark.parametrize("eid", EXERCISES)

@@ -1,10 +1,12 @@
 """Exercises of the chapter "LayerNorm's rank argument"."""
 
+import math
+
 import torch
 
 from .. import layernorm as ln
 from ..san import LN_EPS
-from . import Exercise, register
+from . import Exercise, Question, register
 
 
 def _ln_cases():
@@ -106,6 +108,73 @@ register(
             (lambda Y, rtol: min(Y.shape), "Not every matrix has full rank: count the singular values that are not negligible."),
             (lambda Y, rtol: int((torch.linalg.eigvals(Y @ Y.T).abs() > rtol * torch.linalg.eigvals(Y @ Y.T).abs().max()).sum()),
              "Eigenvalues of Y Y^T are squared singular values: compare them with rtol^2 times the largest, or use singular values."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ value exercises (Questions)
+
+_SHAPE = dict(n_layers=6, n_heads=2, d_model=16)  # the fast preset's networks
+
+
+def _nearest_level(log10_value):
+    levels = {"about 1": 0.0, "about 1e-3": -3.0, "rounding error": -16.0}
+    return min(levels, key=lambda k: abs(levels[k] - log10_value))
+
+
+def _post_ln_with_skips():
+    """Relative residual (geometric mean over inputs) after 6 post-LN layers with skips, to the nearest level."""
+    from ..san import SAN, SANConfig
+    from ..stats import geometric_mean
+
+    X = torch.randn(4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    model = SAN(SANConfig(**_SHAPE, layernorm="post", skip=True), seed=0)
+    last = ln.residual_profile(model, X)["relative"][-1]
+    return _nearest_level(math.log10(geometric_mean(last, floor=1e-17)))
+
+
+register(
+    Question(
+        id="layernorm.predict_post_ln_skip",
+        kind="predict",
+        answer=_post_ln_with_skips,
+        choices=("about 1", "about 1e-3", "rounding error"),
+        hint="Which path does a skip connection add, and can a LayerNorm, which rescales each token, remove it?",
+        mistakes=[
+            ("rounding error", "That is post-LN without skips (fig-ln-collapse a). With skips the length-zero path "
+                               "carries the input, and LayerNorm rescales each token without mixing tokens."),
+            ("about 1e-3", "A skip layer loses residual only slowly, and LayerNorm does not mix tokens: after 6 "
+                           "layers the relative residual is still of order one."),
+        ],
+    )
+)
+
+
+def _balanced_law():
+    """How the absolute residual of noiseless balanced tokens changes through post-LN (fig-ln-balanced, right)."""
+    from ..san import SAN, SANConfig
+
+    model = SAN(SANConfig(**_SHAPE, layernorm="post"), seed=0)
+    a = ln.residual_profile(model, ln.balanced_tokens(16, 16, seed=0), rtol=1e-8)["absolute"]
+    drops = [math.log10(a[l].item()) - math.log10(a[l + 1].item()) for l in range(1, len(a) - 1)]
+    if max(abs(x) for x in drops) < 0.05:
+        return "constant"
+    return "doubly exponential" if drops[-1] > 2 * max(drops[0], 1e-3) else "geometric"
+
+
+register(
+    Question(
+        id="layernorm.read_balanced",
+        kind="read",
+        answer=_balanced_law,
+        choices=("constant", "geometric", "doubly exponential"),
+        hint="Look at the noise-0 curve in the right-hand panel, after the first layer.",
+        mistakes=[
+            ("doubly exponential", "That is the left-hand panel, without LayerNorm, where the curves steepen layer "
+                                   "after layer."),
+            ("geometric", "A geometric fall is a straight sloping line on the log axis; the noiseless post-LN curve "
+                          "is flat after the first layer: LayerNorm resets the tokens' size every layer."),
         ],
     )
 )

@@ -3,7 +3,7 @@
 import torch
 
 from .. import residual
-from . import Exercise, register
+from . import Exercise, Question, register
 
 # ----------------------------------------------------------------------- attention along a path
 
@@ -95,6 +95,64 @@ register(
             (_all_rows, "The padding rows are not tokens of the sentence: leave them out of the residual entirely."),
             (_mean_over_all, "The centre must be the mean of the real tokens only; padding rows move the mean."),
             (_zeroed, "Zeroing the padding rows still leaves them in the mean (as zeros) and in the row count: drop them."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ value exercises (Questions)
+
+def _uniform_and_sharp(length=3):
+    """Median relative residual of products of ``length`` random attention matrices, near-uniform and sharp."""
+    from ..real import path_profile
+
+    logits = torch.randn(6, 1, 4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    return {name: path_profile(torch.softmax(scale * logits, dim=-1), n_paths=10, seed=0)[:, length - 1].median().item()
+            for name, scale in (("near-uniform", 0.1), ("sharp", 5.0))}
+
+
+def _closer_to_rank_one():
+    med = _uniform_and_sharp()
+    if max(med.values()) < 2 * min(med.values()):  # within a factor of two: the same
+        return "the same"
+    return min(med, key=med.get)
+
+
+register(
+    Question(
+        id="real_models.predict_sharpness",
+        kind="predict",
+        answer=_closer_to_rank_one,
+        choices=("near-uniform", "sharp", "the same"),
+        hint="What is the product of uniform attention matrices, and how far is it from 1 x^T?",
+        mistakes=[
+            ("sharp", "A sharp attention matrix is close to a 0/1 matrix sending different tokens to different tokens: "
+                      "its rows differ, and so do those of products of a few of them."),
+            ("the same", "Every product of row-stochastic matrices is row-stochastic, but how far its rows are from each "
+                         "other depends on the factors: uniform rows are already equal."),
+        ],
+    )
+)
+
+
+def _minilm_longest_path():
+    from ..real import spec
+
+    return spec("all-MiniLM-L6-v2").config["num_hidden_layers"]
+
+
+register(
+    Question(
+        id="real_models.read_longest_path",
+        kind="read",
+        answer=_minilm_longest_path,
+        rtol=0.0,
+        hint="A path passes through at most one head in each layer.",
+        mistakes=[
+            (12, "12 is MiniLM's number of heads per layer; a path's length counts the layers where it goes "
+                 "through a head."),
+            (72, "A path takes one head per layer at most, not every head of every layer."),
+            (7, "The hidden states count L + 1 (the input too); a path's length counts heads, at most one per layer."),
         ],
     )
 )
