@@ -79,6 +79,49 @@ def test_explain_questions_have_a_model_answer():
             assert "model answer" in answer and len(answer.split()) > 60, f"{label}: the model answer is missing"
 
 
+def exercise_kinds(path):
+    """``{label: (title, kind, difficulty, minutes)}`` of a chapter's exercises, read from its source:
+    the kind is that of the check after the exercise (a function: implement; a Question: its kind),
+    or explain for an **Explain: ...** question."""
+    text = path.read_text()
+    out = {}
+    for label, statement in exercise_blocks(text):
+        title, difficulty, minutes = re.match(r"\*\*([^*]+)\*\* \((\w+), (\d+) minutes\)", statement.lstrip()).groups()
+        if title.startswith("Explain: "):
+            kind = "explain"
+        else:
+            rest = text[text.index(f":label: {label}\n") + 1:]
+            eid = re.search(r'rc\.checks\.check\("([^"]+)"', rest).group(1)
+            kind = rc.checks.QUESTIONS[eid].kind if eid in rc.checks.QUESTIONS else "implement"
+        out[label] = (title, kind, difficulty, minutes)
+    return out
+
+
+def test_the_exercise_map_lists_every_exercise_as_its_chapter_states_it():
+    """_includes/exercise_map.md (included by the instructor's guide): one table per chapter, in the
+    order of _toc.yml, one row per exercise, agreeing with the chapter's source."""
+    from booktools import ROOT
+    from booktools.toc import toc_notebooks
+
+    text = (ROOT / "_includes" / "exercise_map.md").read_text()
+    assert "```{code-cell" not in text
+    tables = re.split(r"^\*\*\{ref\}`(chap-[\w-]+)`\*\*$", text, flags=re.M)[1:]
+    chapters = [path for path in toc_notebooks() if exercise_blocks(path.read_text())]
+    labels = [re.search(r"^\((chap-[\w-]+)\)=$", path.read_text(), re.M).group(1) for path in chapters]
+    assert tables[0::2] == labels, "one table per chapter, in the order of _toc.yml"
+    for path, table in zip(chapters, tables[1::2]):
+        rows = {}
+        for line in table.strip().splitlines()[2:]:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            assert len(cells) == 6 and cells[5], f"{path.stem}: a row needs six cells: {line}"
+            label = cells[0].strip("`")
+            rows[label] = (cells[1], cells[2], cells[3], cells[4].removesuffix(" min"))
+        want = exercise_kinds(path)
+        assert list(rows) == list(want), f"{path.stem}: the map's rows are not the chapter's exercises, in order"
+        for label in want:
+            assert rows[label] == want[label], f"{label}: the map says {rows[label]}, the chapter {want[label]}"
+
+
 @pytest.mark.parametrize("eid", EXERCISES)
 def test_reference_passes(eid):
     ex = rc.checks.EXERCISES[eid]
