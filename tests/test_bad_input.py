@@ -91,6 +91,8 @@ SAN, SANConfig = rc.san.SAN, rc.san.SANConfig
 
 ROWS = [
     # ------------------------------------------------------------------ residual
+    ("through_depth one tensor", lambda: R.through_depth(torch.ones(3, 2)), Raises(TypeError, "hidden_states", "list")),
+    ("through_depth quantity", lambda: R.through_depth([torch.ones(3, 2)], "rank"), Raises(ValueError, "quantity", "residual")),
     ("norm_1 list", lambda: R.norm_1([[1.0, 2.0]]), Raises(TypeError, "X", "torch.Tensor")),
     ("norm_inf 1-D", lambda: R.norm_inf(torch.ones(3)), Raises(ValueError, "X", "shape")),
     ("composite_norm empty", lambda: R.composite_norm(EMPTY), Raises(ValueError, "X", "empty")),

@@ -85,3 +85,61 @@ def test_visible_code_fits_the_page(path):
             if cell.cell_type == "code" and not HIDDEN & set(cell.metadata.get("tags", []))
             for line in cell.source.splitlines() if len(line) > CODE_WIDTH]
     assert not long, f"{path.name}: visible code lines over {CODE_WIDTH} characters:\n" + "\n".join(long)
+
+
+# What a chapter may import: the library, numpy and matplotlib (and two standard-library modules
+# of pure arithmetic). An exercise may also import torch: its solutions are the reader's code, on
+# the tensors the library returns.
+CHAPTER_IMPORTS = {"rankcollapse", "numpy", "matplotlib", "math", "itertools"}
+EXERCISE_IMPORTS = CHAPTER_IMPORTS | {"torch"}
+
+
+def chapter_imports(path):
+    """``(top-level module, in the Exercises section?, cell source's first line)`` per import."""
+    import ast
+
+    import jupytext
+
+    found, in_exercises = [], False
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("## "):
+                    in_exercises = line.strip() == "## Exercises"
+            continue
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found += [(a.name.split(".")[0], in_exercises, a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                found.append(((node.module or "").split(".")[0] if not node.level else ".", in_exercises,
+                              node.module or "."))
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_imports_only_the_library_numpy_and_matplotlib(path):
+    """Outside its exercises a chapter imports nothing but rankcollapse, numpy and matplotlib
+    (math, itertools); the exercises may add torch."""
+    imports = chapter_imports(path)
+    assert any(top == "rankcollapse" for top, _, _ in imports), f"{path.name} does not import the library"
+    bad = [f"{name}{' (in the exercises)' if ex else ''}" for top, ex, name in imports
+           if top not in (EXERCISE_IMPORTS if ex else CHAPTER_IMPORTS)]
+    assert not bad, f"{path.name} imports {', '.join(bad)}: use the library (rc.*) instead"
+
+
+def test_the_import_check_finds_a_forbidden_import(tmp_path):
+    """The check above sees a body's torch and a nested import, and allows torch in the exercises."""
+    chapter = tmp_path / "c.md"
+    header = "---\n" + CHAPTERS[0].read_text().split("---\n", 2)[1] + "---\n"  # a real chapter's
+    chapter.write_text(
+        header +
+        "# C\n\n```{code-cell} ipython3\nimport rankcollapse as rc\n```\n\n## 1. Body\n\n"
+        "```{code-cell} ipython3\nif True:\n    import torch.nn\n```\n\n## Exercises\n\n"
+        "```{code-cell} ipython3\nimport torch\nfrom scipy import linalg\n```\n")
+    assert chapter_imports(chapter) == [("rankcollapse", False, "rankcollapse"), ("torch", False, "torch.nn"),
+                                        ("torch", True, "torch"), ("scipy", True, "scipy")]
+    with pytest.raises(AssertionError, match="torch.nn, scipy \\(in the exercises\\)"):
+        test_chapter_imports_only_the_library_numpy_and_matplotlib(chapter)

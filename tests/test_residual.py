@@ -140,3 +140,23 @@ def test_operator_norms(gen):
     assert rc.residual.norm_1(X).item() == pytest.approx(n1) and rc.residual.norm_inf(X).item() == pytest.approx(ninf)
     tiny = X * 1e-200  # the product ||X||_1 ||X||_inf would underflow to 0; the composite norm must not
     assert rc.residual.composite_norm(tiny).item() == pytest.approx(1e-200 * np.sqrt(n1 * ninf), rel=1e-12)
+
+
+def test_through_depth_stacks_each_quantity_of_the_hidden_states():
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=6), seed=0)
+    X = torch.randn(2, 5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    hidden = model(X).hidden_states
+    for quantity, f in [("residual", lambda h: rc.residual.composite_norm(rc.residual.res(h))),
+                        ("relative", rc.residual.relative_residual),
+                        ("norm", rc.residual.composite_norm)]:
+        curve = rc.residual.through_depth(hidden, quantity)
+        assert curve.shape == (4, 2) and not curve.requires_grad
+        assert torch.equal(curve, torch.stack([f(h) for h in hidden]).detach())
+    fro = rc.residual.through_depth(hidden, "relative", norm="fro")
+    assert torch.equal(fro[1], rc.residual.relative_residual(hidden[1], norm="fro").detach())
+    with pytest.raises(ValueError, match="quantity"):
+        rc.residual.through_depth(hidden, "rank")
+    with pytest.raises(TypeError, match="hidden_states must be a non-empty list"):
+        rc.residual.through_depth(hidden[0])
+    with pytest.raises(TypeError, match="hidden_states"):
+        rc.residual.through_depth([])

@@ -19,12 +19,14 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from ._validate import check_choice, check_seed
+import torch
+
+from ._validate import check_choice, check_dtype, check_int, check_seed
 from .real.registry import MODELS
 
 _REPR_WIDTH = 80  # characters: what a chapter's output box shows
 
-__all__ = ["MODES", "ENV_VAR", "PRESETS", "ARCHITECTURES", "Run", "get", "resolve_mode"]
+__all__ = ["MODES", "ENV_VAR", "PRESETS", "ARCHITECTURES", "Run", "Draws", "get", "resolve_mode"]
 
 MODES = ("fast", "full")
 ENV_VAR = "RANKCOLLAPSE_MODE"
@@ -185,6 +187,44 @@ def resolve_mode(mode: str) -> str:
     return mode
 
 
+class Draws:
+    """A chapter's seeded random inputs: one torch generator seeded with ``seed``.
+
+    ``gen = run.draws()`` (or ``run.draws(1)`` for a second, independent stream) in a chapter,
+    then ``gen.normal(n, d)``, ``gen.uniform(d)``, ``gen.integer(1, r)``: each call continues
+    the same stream, so a chapter's inputs depend on its seed alone and a chapter needs no
+    ``import torch``. ``gen.generator`` is the ``torch.Generator`` itself, for library functions
+    that take one (``rc.theory.unit_residual_tokens(n, d, generator=gen.generator)``).
+    """
+
+    def __init__(self, seed: int):
+        self.seed = check_seed("seed", seed)
+        self.generator = torch.Generator().manual_seed(self.seed)
+
+    @staticmethod
+    def _shape(shape) -> tuple[int, ...]:
+        if not shape:
+            raise ValueError("shape must give at least one dimension, got none")
+        return tuple(check_int(f"shape[{i}]", s) for i, s in enumerate(shape))
+
+    def normal(self, *shape: int, dtype=torch.float64) -> torch.Tensor:
+        """Standard normal entries, a tensor of ``shape`` (float64 unless ``dtype`` says otherwise)."""
+        return torch.randn(self._shape(shape), dtype=check_dtype("dtype", dtype), generator=self.generator)
+
+    def uniform(self, *shape: int, dtype=torch.float64) -> torch.Tensor:
+        """Entries uniform in ``[0, 1)``, a tensor of ``shape``."""
+        return torch.rand(self._shape(shape), dtype=check_dtype("dtype", dtype), generator=self.generator)
+
+    def integer(self, low: int, high: int) -> int:
+        """One integer uniform in ``low..high``, both included."""
+        low = check_int("low", low, minimum=-(2**62))
+        high = check_int("high", high, minimum=low)
+        return int(torch.randint(low, high + 1, (1,), generator=self.generator))
+
+    def __repr__(self):
+        return f"Draws(seed={self.seed})"
+
+
 class Run:
     """A chapter's run: its ``mode``, ``seed`` and sizes, read as attributes (``run.L``)."""
 
@@ -200,6 +240,15 @@ class Run:
 
     def as_dict(self) -> dict:
         return dict(self._sizes)
+
+    def draws(self, offset: int = 0) -> Draws:
+        """The chapter's seeded random inputs, a :class:`Draws` seeded with ``seed + offset``.
+
+        Streams with different offsets are independent; the same offset always starts the same
+        stream (``run.draws(1).normal(samples, n, d)`` is the same tensor on every run).
+        """
+        offset = check_int("offset", offset, minimum=0)
+        return Draws(check_seed("seed + offset", self.seed + offset))
 
     def __repr__(self):
         sizes = ", ".join(f"{k}={v}" for k, v in self._sizes.items())

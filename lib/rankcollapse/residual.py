@@ -24,7 +24,7 @@ import torch
 from ._validate import as_tokens, check_choice
 
 __all__ = ["NORMS", "CENTERS", "check_center", "norm_1", "norm_inf", "composite_norm", "matrix_norm",
-           "center_of", "res", "relative_residual"]
+           "center_of", "res", "relative_residual", "DEPTH_QUANTITIES", "through_depth"]
 
 NORMS = ("l1inf", "fro")
 CENTERS = ("mean",)  # the named centres; any function X -> x is accepted too
@@ -128,3 +128,27 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     num = matrix_norm(res(X, center=center, norm=norm), norm=norm)
     den = matrix_norm(X, norm=norm)
     return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+
+
+DEPTH_QUANTITIES = ("residual", "relative", "norm")
+
+
+def through_depth(hidden_states, quantity: str = "relative", norm: str = "l1inf", center="mean") -> torch.Tensor:
+    r"""One quantity of every hidden state, stacked through depth: shape ``(L + 1, ...)``, detached.
+
+    ``hidden_states``: the ``L + 1`` token matrices ``(..., n, d)`` of a forward pass (a
+    ``SANOutput``'s ``hidden_states``). ``quantity``: ``"residual"``, the norm of
+    :math:`\operatorname{res}(X_l)`; ``"relative"``, :func:`relative_residual`; ``"norm"``, the
+    norm of :math:`X_l` itself. ``norm`` and ``center`` as in :func:`relative_residual`.
+    """
+    check_choice("quantity", quantity, DEPTH_QUANTITIES)
+    if isinstance(hidden_states, torch.Tensor) or not hasattr(hidden_states, "__len__") or not len(hidden_states):
+        raise TypeError("hidden_states must be a non-empty list of token matrices (..., n, d), "
+                        f"got {type(hidden_states).__name__}")
+    measure = {
+        "residual": lambda X: matrix_norm(res(X, center=center, norm=norm), norm=norm),
+        "relative": lambda X: relative_residual(X, norm=norm, center=center),
+        "norm": lambda X: matrix_norm(X, norm=norm),
+    }[quantity]
+    with torch.no_grad():
+        return torch.stack([measure(X) for X in hidden_states]).detach()
