@@ -1,13 +1,15 @@
 """The real-transformers chapter's measurements, as result objects: values, figure data, glue.
 
 Each function runs one of the chapter's measurements and returns an object holding the raw
-results (what the figures draw), the text the chapter prints, and the values its prose states
+results (what the figures draw), the tables the chapter shows (:meth:`table`: ``(header, rows)``
+of strings, for ``rc.book.Table(*result.table())``), and the values its prose states
 (:meth:`glue`: ``{name: (value, format)}`` for :func:`rankcollapse.book.glue`). The chapter's
-cells stay a call and a print. Book: chapter "Real transformers", sections 2 to 6.
+cells stay a call and a table. Book: chapter "Real transformers", sections 2 to 6.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,8 +28,8 @@ FLOOR = 1e-12  # below this a float64 relative residual is rounding error
 
 
 def show(x: float) -> str:
-    """A residual as the chapter prints it: ``9.2e`` width, or ``< 1e-12`` (rounding error)."""
-    return f"{x:9.2e}" if x >= FLOOR else " < 1e-12 "
+    """A residual as the chapter's tables show it: ``1.23e-04``, or ``< 1e-12`` (rounding error)."""
+    return f"{x:.2e}" if x >= FLOOR else "< 1e-12"
 
 
 def _by_name(models, name):
@@ -47,11 +49,15 @@ class Lineup:
     def minilm(self):
         return _by_name(self.models, "all-MiniLM-L6-v2")
 
-    def text(self) -> str:
-        rows = [f"{m.label:40}  layers {m.n_layers:2}   {m.source}" for m in self.models]
+    def table(self) -> tuple[list, list]:
+        """Header and rows: each model's label, number of layers and where its weights come from."""
+        return ["model", "layers", "weights"], [[m.label, str(m.n_layers), m.source] for m in self.models]
+
+    def corpus_text(self, width: int = 80) -> str:
+        """The corpus in a sentence and the first document's beginning, wrapped at ``width``."""
         n_words = sum(len(d.split()) for d in self.docs)
-        return "\n".join(rows) + f"\n\n{len(self.docs)} documents, {n_words:,} words. The first begins:\n" \
-            + self.docs[0][:240] + " ..."
+        return f"{len(self.docs)} documents, {n_words:,} words. The first begins:\n" \
+            + textwrap.fill(self.docs[0][:240] + " ...", width=width)
 
     def glue(self) -> dict:
         m = self.minilm
@@ -80,22 +86,25 @@ class Ablations:
         """The geometric mean over sequences of one curve, ``(L + 1,)`` (what the figure draws)."""
         return gmean(self.curves[(model.label, variant, surgery)])
 
-    def table(self) -> str:
-        lines = [f"{'model':38} {'variant':9} {'surgery':7}   layer 1     layer 2     last layer"]
+    def table(self) -> tuple[list, list]:
+        """Header and rows: the typical relative residual after layers 1, 2 and the last, for
+        every (model, variant, surgery)."""
+        rows = []
         for (label, variant, surgery), c in self.curves.items():
             g = gmean(c)
-            lines.append(f"{label:38} {variant:9} {surgery:7}   {show(g[1])}   {show(g[2])}   {show(g[-1])}")
-        return "\n".join(lines)
+            rows.append([label, variant, surgery, show(g[1]), show(g[2]), show(g[-1])])
+        return ["model", "variant", "surgery", "layer 1", "layer 2", "last layer"], rows
 
-    def surgery_table(self) -> str:
-        lines = []
+    def surgery_table(self) -> tuple[list, list]:
+        """Header and rows: the paper's surgery against the clean one, after layer 3 (or the last
+        but none if fewer) and the last, for the ablations the surgeries differ on."""
+        rows = []
         for m in self.models:
             for v in ("san", "san+mlp", "san+skip"):
                 p, c = self.typical(m, v, "paper"), self.typical(m, v, "clean")
                 mid = min(3, len(p) - 1)
-                lines.append(f"{m.label:38} {v:9}  layer {mid}: paper {show(p[mid])}  clean {show(c[mid])}   "
-                             f"last: paper {show(p[-1])}  clean {show(c[-1])}")
-        return "\n".join(lines)
+                rows.append([m.label, v, str(mid), show(p[mid]), show(c[mid]), show(p[-1]), show(c[-1])])
+        return ["model", "variant", "layer", "paper", "clean", "last: paper", "last: clean"], rows
 
     def glue(self) -> dict:
         models, last = self.models, (lambda m, v, s: self.typical(m, v, s)[-1])
@@ -155,12 +164,14 @@ class Centres:
         m = self.mean[variant]
         return self.optimal[variant] / np.where(m > 0, m, 1)
 
-    def text(self) -> str:
-        lines = []
+    def table(self) -> tuple[list, list]:
+        """Header and rows: per variant, the typical residual at every layer with each centre."""
+        rows = []
         for v in self.mean:
-            lines.append(f"{v:9} mean centre  " + " ".join(show(x) for x in gmean(self.mean[v])))
-            lines.append(f"{'':9} optimal      " + " ".join(show(x) for x in gmean(self.optimal[v])))
-        return "\n".join(lines)
+            rows.append([v, "mean"] + [show(x) for x in gmean(self.mean[v])])
+            rows.append(["", "optimal"] + [show(x) for x in gmean(self.optimal[v])])
+        n_layers = len(rows[0]) - 3 if rows else 0
+        return ["variant", "centre", "input"] + [f"layer {l}" for l in range(1, n_layers + 1)], rows
 
     def glue(self) -> dict:
         r = self.ratio("full")
@@ -193,14 +204,16 @@ class PathProducts:
     def median(self, model, order, against, length) -> float:
         return float(np.median(self.profiles[(model.label, order, against)][:, length - 1]))
 
-    def text(self) -> str:
-        lines = []
+    def table(self, lengths: int = 6) -> tuple[list, list]:
+        """Header and rows: per model and order, the median over paths for lengths 1 to ``lengths``
+        (a model with fewer layers leaves its last cells empty)."""
+        rows = []
         for m in self.models:
-            c = self.profiles[(m.label, "correct", "mean")]
-            r = self.profiles[(m.label, "reversed", "mean")]
-            lines.append(f"{m.label:38} median, lengths 1-6, correct: " + " ".join(show(x) for x in np.median(c, 0)[:6]))
-            lines.append(f"{'':38}                    reversed: " + " ".join(show(x) for x in np.median(r, 0)[:6]))
-        return "\n".join(lines)
+            for order in ("correct", "reversed"):
+                med = np.median(self.profiles[(m.label, order, "mean")], 0)[:lengths]
+                cells = [show(x) for x in med] + [""] * (lengths - len(med))
+                rows.append([m.label if order == "correct" else "", order] + cells)
+        return ["model", "order"] + [f"length {k}" for k in range(1, lengths + 1)], rows
 
     def glue(self) -> dict:
         bert, minilm = _by_name(self.models, "bert-base-cased"), _by_name(self.models, "all-MiniLM-L6-v2")
