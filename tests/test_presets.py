@@ -78,31 +78,42 @@ def test_repr_names_every_size_and_fits_an_output_box():
 
 
 def test_run_draws_are_the_seeded_torch_streams():
-    """run.draws(offset) continues one torch stream seeded with seed + offset, call after call."""
+    """run.stream(offset) continues one torch stream seeded with seed + offset, call after call."""
     import torch
 
     run = rc.presets.get("paths", "fast", seed=5)
-    gen, ref = run.draws(2), torch.Generator().manual_seed(7)
+    gen, ref = run.stream(2), torch.Generator().manual_seed(7)
     assert torch.equal(gen.normal(3, 4), torch.randn(3, 4, dtype=torch.float64, generator=ref))
     assert torch.equal(gen.uniform(4), torch.rand(4, dtype=torch.float64, generator=ref))
     assert gen.integer(1, 6) == int(torch.randint(1, 7, (1,), generator=ref))
     assert torch.equal(gen.normal(2, dtype=torch.float32), torch.randn(2, generator=ref))
     assert gen.normal(2).dtype == torch.float64 and gen.generator.initial_seed() == 7
-    assert torch.equal(run.draws().normal(5), rc.presets.get("paths", "fast", seed=5).draws().normal(5))
-    assert not torch.equal(run.draws().normal(5), run.draws(1).normal(5))
-    assert {run.draws(3).integer(2, 3) for _ in range(50)} <= {2, 3}
+    assert torch.equal(run.stream().normal(5), rc.presets.get("paths", "fast", seed=5).stream().normal(5))
+    assert not torch.equal(run.stream().normal(5), run.stream(1).normal(5))
+    assert {run.stream(3).integer(2, 3) for _ in range(50)} <= {2, 3}
 
 
 @pytest.mark.parametrize("call, error, match", [
-    (lambda r: r.draws(-1), ValueError, "offset must be >= 0"),
-    (lambda r: r.draws(1.5), TypeError, "offset must be an integer"),
-    (lambda r: r.draws(2**32), ValueError, "seed \\+ offset"),
-    (lambda r: r.draws().normal(), ValueError, "at least one dimension"),
-    (lambda r: r.draws().normal(3, 0), ValueError, "shape\\[1\\] must be >= 1"),
-    (lambda r: r.draws().uniform(2.0), TypeError, "shape\\[0\\] must be an integer"),
-    (lambda r: r.draws().normal(2, dtype="int64"), ValueError, "dtype must be"),
-    (lambda r: r.draws().integer(3, 2), ValueError, "high must be >= 3"),
+    (lambda r: r.stream(-1), ValueError, "offset must be >= 0"),
+    (lambda r: r.stream(1.5), TypeError, "offset must be an integer"),
+    (lambda r: r.stream(2**32), ValueError, "seed \\+ offset"),
+    (lambda r: r.stream().normal(), ValueError, "at least one dimension"),
+    (lambda r: r.stream().normal(3, 0), ValueError, "shape\\[1\\] must be >= 1"),
+    (lambda r: r.stream().uniform(2.0), TypeError, "shape\\[0\\] must be an integer"),
+    (lambda r: r.stream().normal(2, dtype="int64"), ValueError, "dtype must be"),
+    (lambda r: r.stream().integer(3, 2), ValueError, "high must be >= 3"),
 ])
 def test_run_draws_refuse_bad_arguments(call, error, match):
     with pytest.raises(error, match=match):
         call(rc.presets.get("paths", "fast", seed=0))
+
+
+def test_no_preset_size_is_hidden_by_a_run_attribute():
+    """Every size of every preset reads back as itself (run.draws once returned a method)."""
+    for chapter in rc.presets.PRESETS:
+        for mode in ("fast", "full"):
+            run = rc.presets.get(chapter, mode, seed=0)
+            for name, value in run.as_dict().items():
+                assert getattr(run, name) == value, f"{chapter}/{mode}: run.{name}"
+    with pytest.raises(ValueError, match="hidden by Run's own attributes"):
+        rc.presets.Run("x", "fast", 0, {"stream": 3})

@@ -190,7 +190,7 @@ def resolve_mode(mode: str) -> str:
 class Draws:
     """A chapter's seeded random inputs: one torch generator seeded with ``seed``.
 
-    ``gen = run.draws()`` (or ``run.draws(1)`` for a second, independent stream) in a chapter,
+    ``gen = run.stream()`` (or ``run.stream(1)`` for a second, independent stream) in a chapter,
     then ``gen.normal(n, d)``, ``gen.uniform(d)``, ``gen.integer(1, r)``: each call continues
     the same stream, so a chapter's inputs depend on its seed alone and a chapter needs no
     ``import torch``. ``gen.generator`` is the ``torch.Generator`` itself, for library functions
@@ -229,6 +229,11 @@ class Run:
     """A chapter's run: its ``mode``, ``seed`` and sizes, read as attributes (``run.L``)."""
 
     def __init__(self, chapter: str, mode: str, seed: int, sizes: dict):
+        # a size read as run.<name> must not be hidden by one of Run's own attributes (a preset's
+        # "draws" was once shadowed by a method of that name and reached the chapter as a method)
+        hidden = sorted(k for k in sizes if hasattr(Run, k) or k in ("chapter", "mode", "seed"))
+        if hidden:
+            raise ValueError(f"preset {chapter!r}: sizes {hidden} would be hidden by Run's own attributes; rename them")
         self.chapter, self.mode, self.seed = chapter, mode, seed
         self._sizes = dict(sizes)
 
@@ -241,11 +246,11 @@ class Run:
     def as_dict(self) -> dict:
         return dict(self._sizes)
 
-    def draws(self, offset: int = 0) -> Draws:
+    def stream(self, offset: int = 0) -> Draws:
         """The chapter's seeded random inputs, a :class:`Draws` seeded with ``seed + offset``.
 
         Streams with different offsets are independent; the same offset always starts the same
-        stream (``run.draws(1).normal(samples, n, d)`` is the same tensor on every run).
+        stream (``run.stream(1).normal(samples, n, d)`` is the same tensor on every run).
         """
         offset = check_int("offset", offset, minimum=0)
         return Draws(check_seed("seed + offset", self.seed + offset))
