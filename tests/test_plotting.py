@@ -102,14 +102,22 @@ def test_the_book_figures_are_legible(book_style):
     panel's 7-point labels, the real-models panels' colliding titles and the 9.6-inch MLP figure
     did not)."""
     rng = np.random.default_rng(0)
-    fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.6), layout="constrained",
-                             gridspec_kw=dict(width_ratios=[1.4, 1]))
-    before = rng.integers(1, 9, 300)
-    rc.plotting.rank_before_after(before, np.minimum(before, rng.integers(1, 9, 300)), ax=axes[1])
-    assert rc.plotting.figure_problems(fig) == []
-    ticks = axes[1].get_xticks()
-    assert np.allclose(ticks, np.round(ticks))  # ranks are whole numbers
-    plt.close(fig)
+    # the LayerNorm chapter's rank panel at its fast and full sizes (ranks 1..7 of 200 inputs,
+    # 1..15 of 2,000: the full size's three-digit counts written in discs once overlapped)
+    for top, count in ((8, 200), (16, 2000)):
+        fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.6), layout="constrained",
+                                 gridspec_kw=dict(width_ratios=[1.4, 1]))
+        before = rng.integers(1, top, count)
+        after = np.where(rng.random(count) < 0.3, before - 1, before)
+        rc.plotting.rank_change_bars(before, after, ax=axes[1])
+        assert rc.plotting.figure_problems(fig) == []
+        ticks = axes[1].get_xticks()
+        assert np.allclose(ticks, np.round(ticks))  # ranks are whole numbers
+        heights = sum(p.get_height() for p in axes[1].patches)
+        assert heights == count  # every input counted once
+        plt.close(fig)
+    with pytest.raises(ValueError, match="same length"):
+        rc.plotting.rank_change_bars([1, 2], [1])
 
     fig, axes = plt.subplots(1, 3, figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
     lam = np.logspace(0, 3, 6)

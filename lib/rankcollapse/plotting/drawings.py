@@ -166,36 +166,40 @@ def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label
 # --------------------------------------------------------- chapter "LayerNorm's rank argument"
 
 
-def rank_before_after(before, after, ax=None):
-    """Counts of (rank before, rank after) pairs as a grid of numbered cells, with the diagonal.
+def rank_change_bars(before, after, ax=None):
+    """How the rank of each input changed: one stacked bar per rank before, split into inputs whose
+    rank after is the same, lower, or higher.
 
-    ``before``, ``after``: integer arrays of the same length (one pair per random input). Each
-    pair that occurs is a light disc with its count written in it (dark on light, legible in
-    both of the page's themes); the dashed diagonal is ``after = before``. Points on or below
-    it are what the rank argument allows. Integer ticks on both axes.
+    ``before``, ``after``: integer arrays of the same length (one pair per random input). The
+    bars' heights are counts read off the axis (no numbers written in the plot, so the figure
+    stays legible at any number of ranks or inputs); a "higher" part, drawn in the palette's
+    warning colour and stacked on top, is what a rank argument forbids; its legend entry says
+    how many there are (often none). Integer ticks on both axes.
     """
     ax = _axes(ax, figsize=(4.2, 3.6))
     before, after = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
-    pairs, counts = np.unique(np.stack([before, after], axis=1), axis=0, return_counts=True)
-    lo, hi = min(before.min(), after.min()), max(before.max(), after.max())
-    ax.plot([lo - 0.6, hi + 0.6], [lo - 0.6, hi + 0.6], ls="--", color=_INK, lw=1, label="after = before",
-            zorder=1)
-    # disc area grows with the count; the count itself is written inside (a fixed 9 pt)
-    size = 160 + 340 * counts / counts.max()
-    ax.scatter(pairs[:, 0], pairs[:, 1], s=size, color="#cfe3f3", edgecolor=PALETTE[0], lw=1.2, zorder=3)
-    for (b, a), c in zip(pairs, counts):
-        ax.text(b, a, str(c), ha="center", va="center", color="#1a1a1a", fontsize=MIN_POINTS, zorder=4)
-    ax.set(xlim=(lo - 0.7, hi + 0.7), ylim=(lo - 0.7, hi + 0.7), xlabel="numerical rank of $Y$",
-           ylabel=r"numerical rank of LN$(Y)$")
+    if before.shape != after.shape or before.ndim != 1:
+        raise ValueError(f"before and after must be 1-D arrays of the same length, got shapes "
+                         f"{before.shape} and {after.shape}")
+    ranks = np.arange(before.min(), before.max() + 1)
+    parts = (("same rank", after == before, PALETTE[0]), ("lower rank", after < before, PALETTE[5]),
+             ("higher rank", after > before, PALETTE[3]))
+    bottom = np.zeros(len(ranks))
+    for label, which, color in parts:
+        height = np.array([np.sum(which & (before == r)) for r in ranks])
+        if label == "higher rank":
+            label = f"higher rank ({int(height.sum())} inputs)"
+        ax.bar(ranks, height, bottom=bottom, width=0.8, color=color, label=label, zorder=2)
+        bottom += height
+    ax.set(xlabel="numerical rank of $Y$", ylabel="number of inputs")
+    ax.set_xlim(ranks[0] - 0.6, ranks[-1] + 0.6)
+    ax.set_ylim(0, bottom.max() * 1.35)  # head room for the legend above the bars
     integer_ticks(ax, "both")
-    ax.set_aspect("equal", adjustable="box")
-    # the key where it covers fewest discs (LayerNorm's pairs leave the lower right corner empty;
-    # other data may not)
-    ax.legend(loc="best")
+    ax.legend(loc="upper center", ncols=1)
     return ax
 
 
-__all__ += ["mlp_tradeoff", "rank_before_after"]
+__all__ += ["mlp_tradeoff", "rank_change_bars"]
 
 
 # ------------------------------------ chapters "Pure attention collapses" and "Skip connections"
