@@ -31,6 +31,8 @@ The core of the library: imports torch and the core modules only. One job per mo
 
 - :mod:`.weights`: which networks the theorems cover, ``W_QK``, ``W_h`` and ``beta``;
 - :mod:`.bound`: ``gamma``, the layer constants, the bound and the residual it bounds;
+- :mod:`.compare`: the bound against the tracked residual (its gap; the residual relative to
+  the tokens' size);
 - :mod:`.skip`: the skip-connection networks that never lose residual, the book's upper bound
   with skips (which can only grow with depth), and the search for the smallest ratio (chapter
   "Skip connections");
@@ -51,6 +53,7 @@ from .bound import (
     tracked_residual,
     unit_residual_tokens,
 )
+from .compare import bound_gaps, tracked_relative_residual
 from .instances import random_instances
 from .skip import PRESERVING_FAMILIES, preserving_input, preserving_san, search_smallest_ratio, skip_bound
 from .weights import beta, check_pure_attention, qk_matrices, value_matrices
@@ -64,6 +67,8 @@ __all__ = [
     "gamma_details",
     "collapse_bound",
     "tracked_residual",
+    "tracked_relative_residual",
+    "bound_gaps",
     "layer_constants",
     "unit_residual_tokens",
     "depth_profile",
