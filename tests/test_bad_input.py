@@ -234,6 +234,8 @@ ROWS = [
     ("collapse_bound large eps", lambda: T.collapse_bound(PURE, 1e3 * X, "paper", log10=True),
      Returns(lambda v: not torch.isnan(v).any() and not (v == math.inf).any(), "finite log bound")),
     ("collapse_bound skip", lambda: T.collapse_bound(SKIP, X), Raises(ValueError, "skip")),
+    ("tracked_relative_residual skip", lambda: T.tracked_relative_residual(SKIP, X), Raises(ValueError, "skip")),
+    ("bound_gaps skip", lambda: T.bound_gaps(SKIP, X, ("paper",)), Raises(ValueError, "skip")),
     ("collapse_bound center 'median'", lambda: T.collapse_bound(PURE, X, center="median"), Raises(ValueError, "center")),
     ("collapse_bound center 'optimal' string", lambda: T.collapse_bound(PURE, X, center="optimal"),
      Raises(ValueError, "center", "optimal_center")),
