@@ -122,3 +122,10 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
     fig, _ = plt.subplots()
     rc.book.glue_figure("fig", fig)
     assert shown[-1] is fig and not plt.fignum_exists(fig.number)
+
+
+@pytest.mark.parametrize("log10_value, text", [(-15.5, "3.2 × 10⁻¹⁶"), (-299.0, "1.0 × 10⁻²⁹⁹"),
+                                               (-300.0, "below 10⁻³⁰⁰"), (float("-inf"), "below 10⁻³⁰⁰"),
+                                               (float("nan"), "below 10⁻³⁰⁰")])
+def test_fmt_sci_log10_says_when_a_value_has_underflowed(log10_value, text):
+    assert rc.book.fmt_sci_log10(log10_value) == text

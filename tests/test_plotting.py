@@ -102,9 +102,9 @@ def test_the_book_figures_are_legible(book_style):
     panel's 7-point labels, the real-models panels' colliding titles and the 9.6-inch MLP figure
     did not)."""
     rng = np.random.default_rng(0)
-    # the LayerNorm chapter's rank panel at its fast and full sizes (ranks 1..7 of 200 inputs,
-    # 1..15 of 2,000: the full size's three-digit counts written in discs once overlapped)
-    for top, count in ((8, 200), (16, 2000)):
+    # the LayerNorm chapter's rank panel at its fast and full sizes (ranks 1..10 of 200 inputs,
+    # 1..16 of 2,000: the full size's three-digit counts written in discs once overlapped)
+    for top, count in ((11, 200), (17, 2000)):
         fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.6), layout="constrained",
                                  gridspec_kw=dict(width_ratios=[1.4, 1]))
         before = rng.integers(1, top, count)

@@ -22,7 +22,7 @@ import torch
 from ._env import threads_from_env
 from ._validate import check_seed
 
-__all__ = ["start", "glue", "glue_figure", "Formatted", "fmt_sci", "Table", "markdown_table", "glue_table"]
+__all__ = ["start", "glue", "glue_figure", "Formatted", "fmt_sci", "fmt_sci_log10", "UNDERFLOW_LOG10", "Table", "markdown_table", "glue_table"]
 
 
 def _seed_globally(seed: int) -> None:
@@ -80,6 +80,18 @@ def fmt_sci(x: float, digits: int = 1) -> str:
         return f"{x:.{digits + 1}g}"
     sup = str(exp).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
     return f"{mant} × 10{sup}"
+
+
+UNDERFLOW_LOG10 = -300  # log10 of the smallest residual the tracked residual follows (then float64 underflows)
+
+
+def fmt_sci_log10(log10_value: float) -> str:
+    """``10 ** log10_value`` as :func:`fmt_sci` writes it, or "below 10⁻³⁰⁰" where the value has
+    underflowed: at or below :data:`UNDERFLOW_LOG10`, ``-inf`` (the log of an exact 0) or NaN."""
+    log10_value = float(log10_value)
+    if not log10_value > UNDERFLOW_LOG10:
+        return "below 10⁻³⁰⁰"
+    return fmt_sci(10**log10_value)
 
 
 def _myst_glue():

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ._validate import check_int, check_positive_float, check_seed
-from .book import fmt_sci
+from .book import UNDERFLOW_LOG10, fmt_sci_log10
 from .centering import optimal_center
 from .residual import composite_norm, res
 from .san import SAN, SANConfig
@@ -36,7 +36,7 @@ from .theory import (bound_gaps, collapse_bound, depth_profile, layer_constants,
 __all__ = ["DepthStudy", "depth_study", "RegimeStudy", "regime_study", "CubicRate", "cubic_rate_study",
            "Tightness", "tightness_study", "CentreStudy", "centre_study"]
 
-UNDERFLOW = 1e-300  # a tracked residual below this has underflowed
+UNDERFLOW = 10.0**UNDERFLOW_LOG10  # a tracked residual below this has underflowed
 
 
 def _generator(generator) -> torch.Generator:
@@ -47,11 +47,6 @@ def _generator(generator) -> torch.Generator:
 
 def _pure(n_layers, n_heads, d_model, init_scale) -> SANConfig:
     return SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, init_scale=init_scale)
-
-
-def _sci_or_underflow(log10_value: float) -> str:
-    """``10 ** log10_value`` as the prose shows it, or "below 10⁻³⁰⁰" once it has underflowed."""
-    return "below 10⁻³⁰⁰" if log10_value <= -300 else fmt_sci(10**log10_value)
 
 
 @dataclass
@@ -121,7 +116,7 @@ class RegimeStudy:
         return {
             "regime-L": (self.n_layers, "{}"),
             "regime-holds-n": (len(holds), "{}"),
-            "regime-holds-worst": (_sci_or_underflow(worst) if len(holds) else "none", "{}"),
+            "regime-holds-worst": (fmt_sci_log10(worst) if len(holds) else "none", "{}"),
             "regime-fails-n": (len(fails), "{}"),
             "regime-fails-collapsed": (len(collapsed), "{}"),
             "regime-fails-cmax": (collapsed[:, 1].max() if len(collapsed) else nan, "sci"),

@@ -182,13 +182,12 @@ def rank_change_bars(before, after, ax=None):
         raise ValueError(f"before and after must be 1-D arrays of the same length, got shapes "
                          f"{before.shape} and {after.shape}")
     ranks = np.arange(before.min(), before.max() + 1)
+    higher = after > before
     parts = (("same rank", after == before, PALETTE[0]), ("lower rank", after < before, PALETTE[5]),
-             ("higher rank", after > before, PALETTE[3]))
+             (f"higher rank ({int(higher.sum())} inputs)", higher, PALETTE[3]))
     bottom = np.zeros(len(ranks))
     for label, which, color in parts:
-        height = np.array([np.sum(which & (before == r)) for r in ranks])
-        if label == "higher rank":
-            label = f"higher rank ({int(height.sum())} inputs)"
+        height = np.bincount(before[which] - ranks[0], minlength=len(ranks))  # inputs per rank before
         ax.bar(ranks, height, bottom=bottom, width=0.8, color=color, label=label, zorder=2)
         bottom += height
     ax.set(xlabel="numerical rank of $Y$", ylabel="number of inputs")
