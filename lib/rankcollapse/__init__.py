@@ -35,6 +35,7 @@ _MODULES = (
     "checks",
     "real",
     "toy",
+    "later",
     "book",
     "explorer",
     "claims",

@@ -68,6 +68,38 @@ PRESETS: dict[str, dict[str, dict]] = {
             explorer_strengths=(0.0, 0.25, 0.5, 0.75, 1.0),
         ),
     },
+    "limits": {
+        # what the theorem does not say: the convergence condition on real weights (helperA's keys),
+        # two meanings of rank collapse and the other accounts, on one small training run (helperB's keys).
+        "fast": dict(
+            # REGION helperA
+            # END REGION helperA
+            # REGION helperB
+            # END REGION helperB
+        ),
+        "full": dict(
+            # REGION helperA
+            # END REGION helperA
+            # REGION helperB
+            # END REGION helperB
+        ),
+    },
+    "later": {
+        # five later results, each reproduced small: gradients and masks (helperC's keys), the
+        # skip strength, the two collapses and the particles (helperD's keys).
+        "fast": dict(
+            # REGION helperC
+            # END REGION helperC
+            # REGION helperD
+            # END REGION helperD
+        ),
+        "full": dict(
+            # REGION helperC
+            # END REGION helperC
+            # REGION helperD
+            # END REGION helperD
+        ),
+    },
     "toy_tasks": {
         # the paper's toy tasks (sorting, convex hull, memorization: ToyTask fields), trained with
         # skips and post-LayerNorm, every path evaluated; n_sampled: sequences on which every single

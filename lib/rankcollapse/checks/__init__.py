@@ -297,3 +297,5 @@ from . import toy_tasks as _toy_tasks  # noqa: E402,F401
 from . import mlp as _mlp  # noqa: E402,F401
 from . import layernorm as _layernorm  # noqa: E402,F401
 from . import real_models as _real_models  # noqa: E402,F401
+from . import limits as _limits  # noqa: E402,F401
+from . import later as _later  # noqa: E402,F401
