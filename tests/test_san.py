@@ -175,6 +175,41 @@ def test_causal_mask_is_lower_triangular_and_prefixes_are_unchanged(gen):
     assert torch.allclose(m(X[:4]).last_hidden_state, out.last_hidden_state[:4], atol=1e-13)
 
 
+def test_window_mask_is_banded_and_a_window_of_n_is_full_attention(gen):
+    X = random_tokens(gen, 2, 7, 8)
+    full = rc.san.SAN(small(skip=True, mlp=4), seed=3)(X)
+    for window in (7, 9):  # a window of n (or more) hides nothing: the same network, bit for bit
+        wide = rc.san.SAN(small(skip=True, mlp=4, window=window), seed=3)(X)
+        assert torch.equal(wide.last_hidden_state, full.last_hidden_state)
+    i = torch.arange(7)
+    for causal in (False, True):
+        out = rc.san.SAN(small(window=3, causal=causal), seed=3)(X)
+        band = (i[:, None] - i[None, :]).abs() < 3
+        if causal:
+            band = band & (i[:, None] >= i[None, :])
+        for P in out.attentions:
+            assert (P[..., ~band] == 0).all() and (P[..., band] > 0).all()
+            assert torch.allclose(P.sum(-1), torch.ones_like(P.sum(-1)))
+    # a window of 1: every token attends to itself only, so P = I and SA(X) = X W_V W_O
+    one = rc.san.SAN(small(n_layers=1, n_heads=1, window=1), seed=3)
+    b = one.layers[0]
+    assert torch.allclose(one(X).last_hidden_state, X @ b.W_V[0] @ b.W_O[0], atol=1e-13)
+    with pytest.raises(ValueError, match="window"):
+        small(window=-1)
+    with pytest.raises(TypeError, match="window"):
+        small(window=2.5)
+
+
+def test_causal_first_token_never_depends_on_later_tokens(gen):
+    m = rc.san.SAN(small(n_layers=4, causal=True, layernorm="post", mlp=4), seed=2)
+    X = random_tokens(gen, 6, 8)
+    Y = X.clone()
+    Y[1:] = Y[1:] * 3 + 1  # change every later token
+    a, b = m(X), m(Y)
+    for ha, hb in zip(a.hidden_states, b.hidden_states):
+        assert torch.equal(ha[0], hb[0])
+
+
 def test_layernorm_eps_activations_and_final_layernorm(gen):
     Y = random_tokens(gen, 4, 6)
     ours = rc.san.layer_norm(Y, torch.ones(6, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), 1e-12)[0]

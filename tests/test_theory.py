@@ -297,7 +297,8 @@ def test_depth_profile_equals_its_parts():
     assert torch.equal(prof["forward"], torch.stack([torch.log10(composite_norm(res(h))) for h in hidden]))
 
 
-@pytest.mark.parametrize("option, words", [({"causal": True}, "causal mask"), ({"attention": "relative"}, "'relative'"),
+@pytest.mark.parametrize("option, words", [({"causal": True}, "causal mask"), ({"window": 2}, "sliding-window"),
+                                            ({"attention": "relative"}, "'relative'"),
                                             ({"final_layernorm": True}, "final LayerNorm")])
 def test_the_bound_refuses_what_the_proof_does_not_cover(option, words):
     """The SAN options added for real transformers (a decoder's causal mask, XLNet's relative

@@ -58,20 +58,26 @@ def relative_positions(n: int, d: int, clamp_len: int = 0, dtype=torch.float64) 
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
 
 
-def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool):
+def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: int = 0):
     """Which keys each query may attend to, a boolean ``(..., 1, n, n)`` (or ``None``: all).
 
-    Query ``i`` sees key ``j`` when ``j`` is a real token (``key_mask``) and, with ``causal``,
-    ``j <= i``; every token always sees itself, so a padding row attends at least to itself
-    and no softmax row is empty (XLNet's rule; padding rows are never part of a result).
+    Query ``i`` sees key ``j`` when ``j`` is a real token (``key_mask``), with ``causal`` when
+    ``j <= i``, and with a sliding ``window`` ``w >= 1`` when ``|i - j| < w`` (with ``causal``
+    too: the ``w`` tokens ``i - w < j <= i``, a decoder's sliding window; ``window=0``: no
+    window; ``window >= n``: every token). Every token always sees itself, so a padding row
+    attends at least to itself and no softmax row is empty (XLNet's rule; padding rows are
+    never part of a result).
     """
-    if key_mask is None and not causal:
+    if key_mask is None and not causal and (window == 0 or window >= n):
         return None
     eye = torch.eye(n, dtype=torch.bool)
     ok = torch.ones(n, n, dtype=torch.bool) if key_mask is None else key_mask[..., None, None, :].expand(
         *key_mask.shape[:-1], 1, n, n)
     if causal:
         ok = ok & torch.ones(n, n, dtype=torch.bool).tril()
+    if window:
+        i = torch.arange(n)
+        ok = ok & ((i[:, None] - i[None, :]).abs() < window)
     return ok | eye
 
 

@@ -60,7 +60,10 @@ class SANConfig:
     (``X + SA(LN(X))``). ln_eps: the ``eps`` inside every LayerNorm's square root.
     final_layernorm: one more LayerNorm on the last layer's output (GPT-2's ``ln_f``).
     bias: biases in the query, key, value, output and MLP maps. shared: one set of weights for
-    all layers. causal: token ``i`` attends to tokens ``j <= i`` only (a decoder).
+    all layers. causal: token ``i`` attends to tokens ``j <= i`` only (a decoder). window: a
+    sliding-window (local) mask, token ``i`` attends to tokens with ``|i - j| < window`` (with
+    ``causal``: the ``window`` tokens ``i - window < j <= i``); 0 (default) is no window, and a
+    window of ``n`` or more is full attention (:func:`rankcollapse.ops.allowed_keys`).
     attention: ``"dot"`` (the paper's) or ``"relative"`` (XLNet's content stream: the scores gain
     a term in the relative position ``i - j`` and one in whether ``i`` and ``j`` share a segment,
     see :meth:`Block.scores`). clamp_len: relative positions beyond it are clamped (0: none).
@@ -92,6 +95,7 @@ class SANConfig:
     attention: str = "dot"
     clamp_len: int = 0
     position_dtype: torch.dtype | None = None
+    window: int = 0
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -113,6 +117,7 @@ class SANConfig:
         if self.attention == "relative" and self.d_qk != self.d_v:
             raise ValueError(f"attention='relative' needs d_qk == d_v, got {self.d_qk} and {self.d_v}")
         set_("clamp_len", check_int("clamp_len", self.clamp_len, minimum=0))
+        set_("window", check_int("window", self.window, minimum=0))
         set_("init_scale", check_positive_float("init_scale", self.init_scale, allow_zero=True))
         set_("mlp_scale", check_positive_float("mlp_scale", self.mlp_scale, allow_zero=True))
         set_("ln_eps", check_positive_float("ln_eps", self.ln_eps))
@@ -221,7 +226,7 @@ class Block(nn.Module):
         """``SA(X)`` and the attention matrices ``P`` of shape ``(..., H, n, n)``.
 
         ``key_mask`` ``(..., n)``: ``True`` on real tokens; padded keys get weight 0 (see
-        :func:`allowed_keys`, which also applies the causal mask). ``segments`` ``(..., n)``:
+        :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(..., n)``:
         segment ids for the relative attention's segment term.
         """
         cfg = self.cfg
@@ -231,7 +236,7 @@ class Block(nn.Module):
         if cfg.bias:
             q, k, v = q + self.b_Q[:, None, :], k + self.b_K[:, None, :], v + self.b_V[:, None, :]
         scores = self.scores(q, k, segments)
-        allowed = allowed_keys(X.shape[-2], key_mask, cfg.causal)
+        allowed = allowed_keys(X.shape[-2], key_mask, cfg.causal, cfg.window)
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
         P = torch.softmax(scores, dim=-1)

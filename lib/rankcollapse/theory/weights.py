@@ -38,6 +38,9 @@ def check_pure_attention(model) -> SAN:
     if cfg.causal:
         why.append("it has a causal mask (causal=True): the proof expands full softmax attention "
                    "(masked attention is a later paper's subject)")
+    if cfg.window:
+        why.append(f"it has a sliding-window mask (window={cfg.window}): the proof expands full softmax "
+                   "attention (masked attention is a later paper's subject)")
     if cfg.attention != "dot":
         why.append(f"its attention is {cfg.attention!r}: the proof covers dot-product attention only")
     if why:
