@@ -3,4 +3,24 @@
 One module per result, each with the measurement a section of the chapter draws and a ``verdict``:
 ``gradients`` (Noci et al. 2022), ``masks`` (Wu et al. 2024), ``lam`` (Joseph et al.), ``phases``
 (Giorlandino and Goldt 2025), ``particles`` (Geshkovski et al.); ``verdicts`` collects the closing table.
+Submodules load on first use (``rc.later.gradients``), as the package's own modules do.
 """
+
+import importlib
+import pkgutil
+
+
+def _submodules():
+    return tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def __getattr__(name):
+    if name in _submodules():
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'rankcollapse.later' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_submodules()))
