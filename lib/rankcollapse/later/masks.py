@@ -1,0 +1,313 @@
+"""Masks do not prevent collapse, local masks slow it; LayerNorm can (Wu et al. 2024), measured small.
+
+Wu, Ajorlou, Wang, Jegelka and Jadbabaie ("On the role of attention masks and LayerNorm in
+transformers", NeurIPS 2024) state in their abstract that pure masked attention still collapses
+exponentially to a rank-one subspace, that sparse or local masks provably slow the collapse, and
+that with LayerNorm and suitable value matrices the attention dynamics have equilibria of every
+rank between one and full. Two measurements:
+
+- :func:`mask_study`: the relative residual through depth of random pure-attention networks at
+  the usual initialisation under each mask of :data:`MASKS` (full, causal, a sliding window, a
+  causal sliding window; :attr:`rankcollapse.san.SANConfig.window`), with the fitted rate
+  (:func:`rankcollapse.stats.log_slope`, decades per layer) and the depth where it reaches
+  ``1e-6`` (:func:`rankcollapse.stats.first_below`);
+- :func:`ln_counterexample`: the book's own construction of such equilibria (the paper's exact
+  matrices could not be read offline): tokens at the ``2^k`` vertices of a ``k``-cube in a
+  subspace orthogonal to the all-ones feature vector (:func:`cube_tokens`), sharp
+  attention :math:`W_Q W_K^\\top = (\\beta/\\sqrt d) I` and the identity value matrix
+  (:func:`sharp_attention_network`). By the cube's symmetry :math:`P X = c X` with :math:`c > 0`,
+  so post-LayerNorm restores :math:`X` exactly (up to LayerNorm's ``eps``): an equilibrium of
+  rank ``k``. Without LayerNorm the same network shrinks :math:`X` by ``c`` every layer, the
+  attention flattens as the tokens shrink, and they collapse.
+
+Above the core (``residual``, ``san``, ``stats``, :mod:`.verdicts`). Book: chapter "After the
+paper", section 2.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed
+from ..residual import relative_residual, through_depth
+from ..san import SAN, SANConfig
+from ..stats import first_below, geometric_mean, log_slope
+from .verdicts import Verdict
+
+__all__ = ["MASKS", "mask_options", "MaskStudy", "mask_study", "cube_tokens", "sharp_attention_network",
+           "numerical_rank", "LNCounterexample", "ln_counterexample", "MaskResult"]
+
+MASKS = ("full", "causal", "window", "causal window")
+FIT_FLOOR = 1e-12  # the rate is fitted on the layers whose relative residual is above this (float64 floors near 1e-16)
+LEVEL = 1e-6  # "collapsed": the relative residual below this
+
+
+def mask_options(mask: str, window: int) -> dict:
+    """The :class:`~rankcollapse.san.SANConfig` fields of ``mask`` (one of :data:`MASKS`) with a
+    sliding window of ``window`` tokens."""
+    if not isinstance(mask, str) or mask not in MASKS:
+        raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
+    window = check_int("window", window)
+    return {"full": {}, "causal": dict(causal=True), "window": dict(window=window),
+            "causal window": dict(causal=True, window=window)}[mask]
+
+
+def _generator(generator) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
+    return generator
+
+
+@dataclass
+class MaskStudy:
+    """Relative residual through depth per mask (section 2): ``curves[mask]`` is ``(samples, L+1)``."""
+
+    curves: dict
+    window: int
+    n_tokens: int
+    samples: int
+
+    def typical(self, mask: str) -> np.ndarray:
+        """The geometric mean over networks, ``(L+1,)``."""
+        return geometric_mean(self.curves[mask], floor=1e-300)
+
+    def rate(self, mask: str) -> float:
+        """Fitted decades per layer (a negative slope of ``log10`` relative residual against layer)
+        over the layers above :data:`FIT_FLOOR`; ``nan`` with fewer than two such layers."""
+        y = self.typical(mask)
+        above = np.nonzero(y > FIT_FLOOR)[0]
+        above = above[: np.argmax(np.diff(np.r_[above, -1]) != 1) + 1]  # the first run of layers above it
+        if above.size < 2:
+            return float("nan")
+        return log_slope(above.astype(float), y[above], base=10)
+
+    def depth_to_collapse(self, mask: str):
+        """The first layer where the typical relative residual is below :data:`LEVEL`, or ``None``."""
+        return first_below(self.typical(mask), LEVEL)
+
+    def rows(self) -> list:
+        """The section's table: mask, fitted rate, depth to :data:`LEVEL`, residual at the last layer."""
+        L = self.curves[MASKS[0]].shape[1] - 1
+        out = []
+        for mask in self.curves:
+            depth = self.depth_to_collapse(mask)
+            out.append([mask, f"{-self.rate(mask):.2f}", f"> {L}" if depth is None else str(depth),
+                        f"{self.typical(mask)[-1]:.1e}"])
+        return out
+
+    def glue(self) -> dict:
+        """Rates (decades lost per layer), depths to ``1e-6``, the window and the sizes."""
+        L = self.curves[MASKS[0]].shape[1] - 1
+        out = {"mask-L": (L, "{}"), "mask-n": (self.n_tokens, "{}"), "mask-window": (self.window, "{}"),
+               "mask-samples": (self.samples, "{}"), "mask-level": (LEVEL, "sci")}
+        for mask in self.curves:
+            key = mask.replace(" ", "-")
+            depth = self.depth_to_collapse(mask)
+            out[f"mask-rate-{key}"] = (-self.rate(mask), "{:.2f}")
+            out[f"mask-depth-{key}"] = (f"more than {L}" if depth is None else depth, "{}")
+            out[f"mask-last-{key}"] = (self.typical(mask)[-1], "sci")
+        return out
+
+    def ordering_holds(self) -> bool:
+        """Full attention falls fastest, every mask slower, the local windows slowest: the paper's ordering."""
+        r = {m: -self.rate(m) for m in self.curves}
+        full = r.get("full", float("nan"))
+        return all(full > r[m] for m in r if m != "full") and r.get("window", 0) < r.get("causal", 0)
+
+    def collapse_everywhere(self) -> bool:
+        """Every mask's residual still falls (a positive fitted rate): masks slow collapse, none stops it."""
+        return all(-self.rate(m) > 0 for m in self.curves)
+
+
+def mask_study(*, masks=MASKS, window: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
+               samples: int, seed: int, generator) -> MaskStudy:
+    """``samples`` pure-attention networks per mask (seeds ``seed + s``, the same weights for every
+    mask) on standard normal inputs ``(n_tokens, d_model)`` drawn from ``generator``."""
+    masks = tuple(masks)
+    if not masks:
+        raise ValueError("masks must name at least one mask")
+    options = {m: mask_options(m, window) for m in masks}
+    n_layers, n_heads, d_model = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
+    n_tokens, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+    generator = _generator(generator)
+    inputs = [torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator) for _ in range(samples)]
+    curves = {}
+    for mask in masks:
+        cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, **options[mask])
+        with torch.no_grad():
+            curves[mask] = np.array([through_depth(SAN(cfg, seed=seed + s)(X).hidden_states).numpy()
+                                     for s, X in enumerate(inputs)])
+    return MaskStudy(curves, check_int("window", window), n_tokens, samples)
+
+
+# ------------------------------------------------------------------ LayerNorm's equilibria
+
+
+def cube_tokens(rank: int, d_model: int, generator) -> torch.Tensor:
+    """The ``2^rank`` vertices of a cube, as tokens ``(2^rank, d_model)`` (float64).
+
+    Row ``s`` is :math:`\\sqrt{d/k}\\sum_g s_g u_g` for the sign vector ``s`` in :math:`\\{-1, 1\\}^k`,
+    ``u_1..u_k`` orthonormal and orthogonal to the all-ones feature vector (a random such frame
+    from ``generator``): every row has feature mean 0 and variance 1, so LayerNorm (gain 1, shift 0)
+    leaves it as it is (up to ``eps``). The matrix has rank ``k``; ``k <= d_model - 1`` and at most 10.
+    """
+    d = check_int("d_model", d_model, minimum=2)
+    k = check_int("rank", rank, maximum=min(d - 1, 10))
+    A = torch.randn(d, k, dtype=torch.float64, generator=_generator(generator))
+    U, _ = torch.linalg.qr(A - A.mean(dim=0))
+    signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=k)), dtype=torch.float64)
+    return math.sqrt(d / k) * signs @ U.T
+
+
+def sharp_attention_network(d_model: int, n_layers: int, beta: float, *, layernorm: bool, value=None) -> SAN:
+    """One head, shared weights: logits :math:`\\beta\\, x_i^\\top x_j / d`, value map ``value``
+    ``(d, d)`` (identity by default; :math:`W_V = ` ``value``, :math:`W_O = I`), post-LayerNorm
+    (gain 1, shift 0) when ``layernorm``, no skip, no MLP."""
+    d = check_int("d_model", d_model, minimum=2)
+    beta = check_positive_float("beta", beta)
+    layernorm = check_bool("layernorm", layernorm)
+    cfg = SANConfig(n_layers=check_int("n_layers", n_layers), n_heads=1, d_model=d, d_qk=d, d_v=d,
+                    layernorm="post" if layernorm else "none", shared=True)
+    eye = torch.eye(d, dtype=torch.float64)
+    if value is None:
+        value = eye
+    elif not isinstance(value, torch.Tensor) or value.shape != (d, d):
+        raise ValueError(f"value must be a ({d}, {d}) tensor, got {getattr(value, 'shape', type(value).__name__)}")
+    s = math.sqrt(beta / math.sqrt(d))  # W_Q W_K^T / sqrt(d_qk) = (beta / d) I
+    weights = {"W_Q": (s * eye)[None], "W_K": (s * eye)[None], "W_V": value.to(torch.float64)[None], "W_O": eye[None]}
+    if layernorm:
+        weights.update(ln1_gain=torch.ones(d, dtype=torch.float64), ln1_shift=torch.zeros(d, dtype=torch.float64))
+    return SAN.from_weights(cfg, [weights])
+
+
+def numerical_rank(X, rtol: float = 1e-8) -> int:
+    """The number of singular values of ``X`` ``(n, d)`` above ``rtol`` times the largest (0 for ``X = 0``):
+    the dimension of the subspace the tokens span."""
+    X = as_tokens("X", X, max_batch_dims=0)
+    rtol = check_positive_float("rtol", rtol)
+    s = torch.linalg.svdvals(X)
+    return 0 if s[0] == 0 else int((s > rtol * s[0]).sum())
+
+
+@dataclass
+class LNCounterexample:
+    """Section 2's LayerNorm construction. ``rows``: one dict per rank ``k`` with the rank and relative
+    residual after ``n_layers`` for four runs (``"ln"``: the construction; ``"no_ln"``: the same
+    weights without LayerNorm; ``"ln_random_value"``: with LayerNorm but a random value matrix;
+    ``"ln_perturbed"``: the construction from a perturbed start), ``"moved"``, how far the
+    construction's tokens moved after ``n_layers`` (relative Frobenius distance), ``"defect"``, how
+    far one layer moves them (0 for an exact equilibrium; LayerNorm's ``eps`` leaves about ``eps/2``), and
+    ``"self_weight"``, the attention a token pays itself on the cube (the mean diagonal of ``P``)."""
+
+    rows: list
+    d_model: int
+    n_layers: int
+    beta: float
+    noise: float
+
+    def table(self) -> tuple:
+        """``(header, rows)`` for :class:`rankcollapse.book.Table`: rank after ``L`` layers, relative residual."""
+        header = ["rank at input", "LN: rank (residual)", "no LN", "LN, random value matrix",
+                  f"LN, start moved by {self.noise:g}"]
+        cell = lambda r: f"{r[0]} ({r[1]:.1e})"  # noqa: E731
+        return header, [[str(r["k"]), cell(r["ln"]), cell(r["no_ln"]), cell(r["ln_random_value"]), cell(r["ln_perturbed"])]
+                        for r in self.rows]
+
+    def holds(self) -> bool:
+        """Every cube is an equilibrium of one layer (up to LayerNorm's ``eps``), the post-LN network
+        never ends at rank one, and the same weights without LayerNorm collapse."""
+        return all(r["defect"] < 1e-4 and r["ln"][0] >= 2 and r["no_ln"][1] < LEVEL for r in self.rows)
+
+    def kept(self) -> list:
+        """The ranks the post-LN network still has, exactly, after ``n_layers``."""
+        return [r["k"] for r in self.rows if r["ln"][0] == r["k"]]
+
+    def glue(self) -> dict:
+        ks = [r["k"] for r in self.rows]
+        worst_no_ln = max(r["no_ln"][1] for r in self.rows)
+        return {"ln-ranks": (", ".join(map(str, ks)), "{}"), "ln-kmax": (max(ks), "{}"), "ln-d": (self.d_model, "{}"),
+                "ln-L": (self.n_layers, "{}"), "ln-beta": (self.beta, "{:g}"), "ln-noise": (self.noise, "{:g}"),
+                "ln-defect": (max(r["defect"] for r in self.rows), "sci"),
+                "ln-kept": (", ".join(map(str, self.kept())) or "none", "{}"),
+                "ln-rank-min": (min(r["ln"][0] for r in self.rows), "{}"),
+                "ln-moved-max": (max(r["moved"] for r in self.rows), "{:.2f}"),
+                "ln-moved-kept": (max([r["moved"] for r in self.rows if r["k"] in self.kept()] or [float("nan")]), "sci"),
+                "ln-self-min": (min(r["self_weight"] for r in self.rows), "{:.2f}"),
+                "ln-self-max": (max(r["self_weight"] for r in self.rows), "{:.2f}"), "ln-no-ln-worst": (worst_no_ln, "sci"),
+                "ln-random-rank-max": (max(r["ln_random_value"][0] for r in self.rows), "{}"),
+                "ln-random-res-min": (min(r["ln_random_value"][1] for r in self.rows), "{:.2f}"),
+                "ln-perturbed-rank-max": (max(r["ln_perturbed"][0] for r in self.rows), "{}"),
+                "ln-perturbed-res-min": (min(r["ln_perturbed"][1] for r in self.rows), "{:.2f}")}
+
+
+def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise: float, generator) -> LNCounterexample:
+    """Run :func:`sharp_attention_network` for ``n_layers`` on :func:`cube_tokens` of each rank in
+    ``ranks``, with and without LayerNorm, with a random value matrix (standard deviation
+    ``1/sqrt(d)``, the usual initialisation of ``W_V W_O``'s scale) and from a start moved by
+    Gaussian noise of standard deviation ``noise``; everything random is drawn from ``generator``."""
+    ranks = tuple(check_int("ranks", k) for k in ranks)
+    if not ranks:
+        raise ValueError("ranks must list at least one rank")
+    noise = check_positive_float("noise", noise, allow_zero=True)
+    generator = _generator(generator)
+    d = check_int("d_model", d_model, minimum=2)
+    rows = []
+    for k in ranks:
+        X = cube_tokens(k, d, generator)
+        value = torch.randn(d, d, dtype=torch.float64, generator=generator) / math.sqrt(d)
+        moved = X + noise * torch.randn(X.shape, dtype=torch.float64, generator=generator)
+
+        def last(layernorm, start, v=None):
+            with torch.no_grad():
+                out = sharp_attention_network(d, n_layers, beta, layernorm=layernorm, value=v)(start)
+            Y = out.last_hidden_state
+            return out, (numerical_rank(Y) if Y.abs().max() > 0 else 0, float(relative_residual(Y)))
+
+        out, ln = last(True, X)
+        with torch.no_grad():
+            once = sharp_attention_network(d, 1, beta, layernorm=True)(X).last_hidden_state
+        rows.append(dict(k=k, ln=ln, defect=float((once - X).norm() / X.norm()), no_ln=last(False, X)[1], ln_random_value=last(True, X, value)[1],
+                         ln_perturbed=last(True, moved)[1],
+                         moved=float((out.last_hidden_state - X).norm() / X.norm()),
+                         self_weight=float(out.attentions[0].diagonal(dim1=-2, dim2=-1).mean())))
+    return LNCounterexample(rows, d, n_layers, float(beta), noise)
+
+
+@dataclass
+class MaskResult:
+    """Section 2's two measurements together: ``study`` (:func:`mask_study`) and ``ln``
+    (:func:`ln_counterexample`), with one :meth:`glue` and the closing table's :meth:`verdict`."""
+
+    study: MaskStudy
+    ln: LNCounterexample
+
+    def glue(self) -> dict:
+        return {**self.study.glue(), **self.ln.glue()}
+
+    def verdict(self) -> Verdict:
+        """The closing table's row, its words computed from both measurements."""
+        study, ln = self.study, self.ln
+        masks_ok = study.collapse_everywhere() and study.ordering_holds()
+        ln_ok = ln.holds()
+        agreement = "agrees" if masks_ok and ln_ok else ("partly" if masks_ok or ln_ok else "disagrees")
+        rates = ", ".join(f"{m} {-study.rate(m):.2f}" for m in study.curves)
+        ks = "/".join(str(r["k"]) for r in ln.rows)
+        collapsed = all(r["no_ln"][1] < LEVEL for r in ln.rows)
+        return Verdict(
+            result="Masked attention still collapses, local masks slow it; with LayerNorm, equilibria of higher rank exist",
+            cite="wu2024role",
+            assumes="initialisation (masks); a network built by the book (LayerNorm); attention only",
+            measured=(f"decades lost per layer: {rates}; post-LN equilibria of rank {ks} (one layer moves them by "
+                      f"{max(r['defect'] for r in ln.rows):.0e}) have rank "
+                      f"{'/'.join(str(r['ln'][0]) for r in ln.rows)} after {ln.n_layers} layers (from starts moved by "
+                      f"{ln.noise:g}: {'/'.join(str(r['ln_perturbed'][0]) for r in ln.rows)}); without LayerNorm "
+                      f"{'every one collapses' if collapsed else 'not every one collapses'}"),
+            agreement=agreement,
+            untested="the paper's rate constants and its own value matrices; trained models; inputs far from the "
+                     "constructed equilibria",
+        )
