@@ -78,13 +78,12 @@ class MaskStudy:
 
     def rate(self, mask: str) -> float:
         """Fitted decades per layer (a negative slope of ``log10`` relative residual against layer)
-        over the layers above :data:`FIT_FLOOR`; ``nan`` with fewer than two such layers."""
+        over the layers before the curve first falls below :data:`FIT_FLOOR`; ``nan`` with fewer than two."""
         y = self.typical(mask)
-        above = np.nonzero(y > FIT_FLOOR)[0]
-        above = above[: np.argmax(np.diff(np.r_[above, -1]) != 1) + 1]  # the first run of layers above it
-        if above.size < 2:
+        stop = first_below(y, FIT_FLOOR, default=len(y))  # the layers before the curve first reaches the floor
+        if stop < 2:
             return float("nan")
-        return log_slope(above.astype(float), y[above], base=10)
+        return log_slope(np.arange(stop, dtype=float), y[:stop], base=10)
 
     def depth_to_collapse(self, mask: str):
         """The first layer where the typical relative residual is below :data:`LEVEL`, or ``None``."""
