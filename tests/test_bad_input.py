@@ -87,6 +87,7 @@ LN = rc.layernorm
 S = rc.stats
 C = rc.checks
 SAN, SANConfig = rc.san.SAN, rc.san.SANConfig
+LG, LM, LV = rc.later.gradients, rc.later.masks, rc.later.verdicts
 
 
 ROWS = [
@@ -342,6 +343,39 @@ ROWS = [
     ("first_below none below", lambda: S.first_below([1.0, 2.0], 1e-3), Returns(lambda v: v is None, "None")),
     ("log_slope one point", lambda: S.log_slope([1.0], [1.0]), Raises(ValueError, "at least 2")),
     ("log_slope zero y", lambda: S.log_slope([1.0, 2.0], [0.0, 1.0]), Raises(ValueError, "y", "positive")),
+    # ------------------------------------------------------------------ later: gradients, masks, verdicts (helperC)
+    ("SANConfig window -1", lambda: SANConfig(window=-1), Raises(ValueError, "window")),
+    ("SANConfig window 1.5", lambda: SANConfig(window=1.5), Raises(TypeError, "window")),
+    ("branch_states with an MLP", lambda: LG.branch_states(MLP, X, skip=True), Raises(ValueError, "mlp")),
+    ("branch_states scale nan", lambda: LG.branch_states(PURE, X, skip=True, branch_scale=NANF), Raises(ValueError, "branch_scale")),
+    ("branch_states skip 'yes'", lambda: LG.branch_states(PURE, X, skip="yes"), Raises(TypeError, "skip")),
+    ("layer_gradients G misshapen", lambda: LG.layer_gradients(PURE, X, X[:2], skip=False), Raises(ValueError, "G", "shape")),
+    ("layer_gradients batched X", lambda: LG.layer_gradients(PURE, X[None], X[None], skip=False), Raises(ValueError, "X")),
+    ("layer_gradients depth 0", lambda: LG.layer_gradients(DEPTH0, X, X, skip=False), Raises(ValueError, "n_layers")),
+    ("gradient_study generator 0", lambda: LG.gradient_study(n_layers=2, n_heads=1, d_model=4, n_tokens=3, samples=1, seed=0,
+                                                               generator=0), Raises(TypeError, "generator")),
+    ("gradient_study one token", lambda: LG.gradient_study(n_layers=2, n_heads=1, d_model=4, n_tokens=1, samples=1, seed=0,
+                                                             generator=torch.Generator()), Raises(ValueError, "n_tokens")),
+    ("mask_options unknown", lambda: LM.mask_options("sparse", 2), Raises(ValueError, "mask", "causal")),
+    ("mask_options window 0", lambda: LM.mask_options("window", 0), Raises(ValueError, "window")),
+    ("mask_study no masks", lambda: LM.mask_study(masks=(), window=2, n_layers=2, n_heads=1, d_model=4, n_tokens=3,
+                                                  samples=1, seed=0, generator=torch.Generator()), Raises(ValueError, "masks")),
+    ("mask_study seed 2**70", lambda: LM.mask_study(window=2, n_layers=2, n_heads=1, d_model=4, n_tokens=3, samples=1,
+                                                    seed=HUGE_SEED, generator=torch.Generator()), Raises(ValueError, "seed")),
+    ("cube_tokens rank = d", lambda: LM.cube_tokens(4, 4, torch.Generator()), Raises(ValueError, "rank")),
+    ("cube_tokens rank 30", lambda: LM.cube_tokens(30, 64, torch.Generator()), Raises(ValueError, "rank", "10")),
+    ("sharp_attention_network beta 0", lambda: LM.sharp_attention_network(4, 2, 0.0, layernorm=True), Raises(ValueError, "beta")),
+    ("sharp_attention_network value shape", lambda: LM.sharp_attention_network(4, 2, 1.0, layernorm=False, value=torch.eye(2)),
+     Raises(ValueError, "value")),
+    ("numerical_rank zeros", lambda: LM.numerical_rank(torch.zeros(3, 4)), Returns(lambda v: v == 0, "0")),
+    ("numerical_rank NaN", lambda: LM.numerical_rank(NAN), Raises(ValueError, "X", "NaN")),
+    ("ln_counterexample no ranks", lambda: LM.ln_counterexample(ranks=(), d_model=4, n_layers=2, beta=1.0, noise=0.0,
+                                                                generator=torch.Generator()), Raises(ValueError, "ranks")),
+    ("ln_counterexample noise -1", lambda: LM.ln_counterexample(ranks=(2,), d_model=4, n_layers=2, beta=1.0, noise=-1.0,
+                                                                generator=torch.Generator()), Raises(ValueError, "noise")),
+    ("verdicts table empty", lambda: LV.table([]), Raises(ValueError, "verdicts")),
+    ("verdicts table of strings", lambda: LV.table(["agrees"]), Raises(TypeError, "verdicts[0]")),
+    ("work_label None", lambda: LV.work_label(None), Raises(TypeError, "cite")),
     # ------------------------------------------------------------------ checks
     ("check unknown id", lambda: C.check("paths.nothing", lambda: 0, quiet=True), Raises(ValueError, "unknown exercise")),
     ("check quiet 'no'", lambda: C.check("paths.count", lambda *a: 0, quiet="no"), Raises(TypeError, "quiet")),

@@ -89,12 +89,21 @@ PRESETS: dict[str, dict[str, dict]] = {
         # skip strength, the two collapses and the particles (helperD's keys).
         "fast": dict(
             # REGION helperC
+            # gradients (section 1): depth, tokens, width, heads, networks
+            grad_L=12, grad_n=12, grad_d=16, grad_H=2, grad_samples=2,
+            # masks (section 2): depth, tokens, width, heads, networks, sliding window (tokens)
+            mask_L=24, mask_n=12, mask_d=16, mask_H=2, mask_samples=2, mask_window=2,
+            # LayerNorm's equilibria (section 2): cube ranks, width, depth, attention sharpness, start noise
+            ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
             # END REGION helperC
             # REGION helperD
             # END REGION helperD
         ),
         "full": dict(
             # REGION helperC
+            grad_L=32, grad_n=32, grad_d=64, grad_H=4, grad_samples=8,
+            mask_L=48, mask_n=32, mask_d=64, mask_H=4, mask_samples=8, mask_window=3,
+            ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
             # END REGION helperC
             # REGION helperD
             # END REGION helperD

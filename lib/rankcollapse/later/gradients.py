@@ -162,7 +162,7 @@ class GradientStudy:
             "grad-pure-gone": ("never" if gone is None else gone + 1, "{}"),
             "grad-pure-res-gone": (v["res_at_gone"], "sci"),
             "grad-skip-qv-first": (v["qv_skip_1"], "{:.2f}"), "grad-skip-qv-last": (v["qv_skip_last"], "sci"),
-            "grad-skip-res-last": (v["res_skip_last"], "{:.2f}"), "grad-skip-att-last": (v["att_skip_last"], "{:.2f}"),
+            "grad-skip-res-last": (v["res_skip_last"], "sci"), "grad-skip-att-last": (v["att_skip_last"], "{:.2f}"),
             "grad-scaled-qv-min": (v["qv_scaled_min"], "{:.2f}"), "grad-scaled-res-min": (v["res_scaled_min"], "{:.2f}"),
             "grad-scaled-att-last": (v["att_scaled_last"], "{:.2f}"),
         }

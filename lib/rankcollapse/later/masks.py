@@ -95,7 +95,7 @@ class MaskStudy:
         out = []
         for mask in self.curves:
             depth = self.depth_to_collapse(mask)
-            out.append([mask, f"{-self.rate(mask):.2f}", f"> {L}" if depth is None else str(depth),
+            out.append([mask, f"{-self.rate(mask):.2g}", f"> {L}" if depth is None else str(depth),
                         f"{self.typical(mask)[-1]:.1e}"])
         return out
 
@@ -107,7 +107,7 @@ class MaskStudy:
         for mask in self.curves:
             key = mask.replace(" ", "-")
             depth = self.depth_to_collapse(mask)
-            out[f"mask-rate-{key}"] = (-self.rate(mask), "{:.2f}")
+            out[f"mask-rate-{key}"] = (-self.rate(mask), "{:.2g}")
             out[f"mask-depth-{key}"] = (f"more than {L}" if depth is None else depth, "{}")
             out[f"mask-last-{key}"] = (self.typical(mask)[-1], "sci")
         return out
@@ -294,7 +294,7 @@ class MaskResult:
         masks_ok = study.collapse_everywhere() and study.ordering_holds()
         ln_ok = ln.holds()
         agreement = "agrees" if masks_ok and ln_ok else ("partly" if masks_ok or ln_ok else "disagrees")
-        rates = ", ".join(f"{m} {-study.rate(m):.2f}" for m in study.curves)
+        rates = ", ".join(f"{m} {-study.rate(m):.2g}" for m in study.curves)
         ks = "/".join(str(r["k"]) for r in ln.rows)
         collapsed = all(r["no_ln"][1] < LEVEL for r in ln.rows)
         return Verdict(
