@@ -20,7 +20,7 @@ rank between one and full. Two measurements:
   rank ``k``. Without LayerNorm the same network shrinks :math:`X` by ``c`` every layer, the
   attention flattens as the tokens shrink, and they collapse.
 
-Above the core (``residual``, ``san``, ``stats``, :mod:`.verdicts`). Book: chapter "After the
+Above the core (``residual``, ``san``, ``stats``, ``book``, :mod:`.verdicts`). Book: chapter "After the
 paper", section 2.
 """
 
@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed
+from ..book import fmt_sci
 from ..residual import relative_residual, through_depth
 from ..san import SAN, SANConfig
 from ..stats import first_below, geometric_mean, log_slope
@@ -91,7 +92,7 @@ class MaskStudy:
 
     def rows(self) -> list:
         """The section's table: mask, fitted rate, depth to :data:`LEVEL`, residual at the last layer."""
-        L = self.curves[MASKS[0]].shape[1] - 1
+        L = next(iter(self.curves.values())).shape[1] - 1
         out = []
         for mask in self.curves:
             depth = self.depth_to_collapse(mask)
@@ -99,9 +100,15 @@ class MaskStudy:
                         f"{self.typical(mask)[-1]:.1e}"])
         return out
 
+    def table(self) -> tuple:
+        """``(header, rows)`` for :class:`rankcollapse.book.Table` (:meth:`rows` under their titles)."""
+        L = next(iter(self.curves.values())).shape[1] - 1
+        return (["mask", "decades lost per layer (fit)", f"first layer below {fmt_sci(LEVEL)}",
+                 f"relative residual at layer {L}"], self.rows())
+
     def glue(self) -> dict:
         """Rates (decades lost per layer), depths to ``1e-6``, the window and the sizes."""
-        L = self.curves[MASKS[0]].shape[1] - 1
+        L = next(iter(self.curves.values())).shape[1] - 1
         out = {"mask-L": (L, "{}"), "mask-n": (self.n_tokens, "{}"), "mask-window": (self.window, "{}"),
                "mask-samples": (self.samples, "{}"), "mask-level": (LEVEL, "sci")}
         for mask in self.curves:
