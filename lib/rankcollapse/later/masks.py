@@ -248,6 +248,8 @@ class LNCounterexample:
                 "ln-random-rank-max": (max(r["ln_random_value"][0] for r in self.rows), "{}"),
                 "ln-random-res-min": (min(r["ln_random_value"][1] for r in self.rows), "{:.2f}"),
                 "ln-perturbed-rank-max": (max(r["ln_perturbed"][0] for r in self.rows), "{}"),
+                "ln-perturbed-rank-min": (min(r["ln_perturbed"][0] for r in self.rows), "{}"),
+                "ln-eps": (SANConfig().ln_eps, "sci"),
                 "ln-perturbed-res-min": (min(r["ln_perturbed"][1] for r in self.rows), "{:.2f}")}
 
 
