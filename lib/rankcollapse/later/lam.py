@@ -184,7 +184,8 @@ class LambdaResult:
             "lam-rho-max": (float(rho[-1]), "sci"), "lam-max": (float(self.lambdas[-1]), "{:g}"),
             "lam-kept-below": (kept, "{:.2f}"),
             "lam-violations": (self.violations(), "{}"),
-            "lam-monotone": ("never rises" if self.monotone() else "does not always fall", None),
+            "lam-one-side": ("above" if self.threshold < 1 else "below", "{}"),
+            "lam-monotone": ("never rises" if self.monotone() else "does not always fall", "{}"),
         }
 
     def figure(self):
