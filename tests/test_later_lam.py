@@ -80,7 +80,9 @@ def test_the_study_residual_falls_with_lambda_and_the_threshold_is_where_g_reach
     assert r.lambdas[0] == 0 and r.rho.shape == (3, 8, 7) and r.violations() == 0
     last = r.median()[:, -1]
     assert last[0] == pytest.approx(r.median()[0, 0])  # lambda = 0: the input's relative residual
-    assert r.monotone() and last[-1] < 1e-2 * last[0]
+    assert r.falls() and last[-1] < 1e-2 * last[0]
+    low, high = r.kept()
+    assert r.bound[:, 1:, -1].min() <= low <= high <= 1
     for s in range(3):
         below = (r.lambdas > 0) & (r.lambdas < r.lam_star[s])
         above = r.lambdas > r.lam_star[s]
@@ -92,8 +94,19 @@ def test_the_study_is_deterministic_and_glues_its_numbers():
     a, b = _study(), _study()
     assert np.array_equal(a.rho, b.rho) and a.glue() == b.glue()
     g = a.glue()
-    assert g["lam-violations"] == (0, "{}") and g["lam-monotone"][0] == "never rises"
+    assert g["lam-violations"] == (0, "{}") and g["lam-falls"][0] == "has fallen below"
     assert g["lam-rho0"][0] == pytest.approx(a.median()[0, -1])
+
+
+def test_the_trend_on_hand_made_curves():
+    lams = np.array([0.0, 0.1, 1.0, 10.0])
+    rho = np.zeros((1, 4, 2))
+    rho[0, :, 0] = 0.9
+    rho[0, :, 1] = [0.9, 0.95, 0.5, 0.01]
+    r = lm.LambdaResult(lams, rho, np.zeros_like(rho), np.array([[0.0, 0.5, 5.0, 50.0]]), np.array([0.3]), 1, 1)
+    assert r.kept() == (0.95, 0.95) and r.falls()
+    r.rho[0, -1, 1] = 0.2  # the residual kept at the largest lambda: no collapse
+    assert not r.falls() and r.glue()["lam-falls"][0] == "has not fallen below"
 
 
 def test_threshold_interpolation():
