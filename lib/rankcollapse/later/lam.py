@@ -39,11 +39,13 @@ import torch
 
 from .._validate import as_tokens, check_int, check_positive_float, check_seed
 from ..residual import relative_residual, through_depth
-from ..san import SAN, SANConfig, check_san
+from ..san import SAN, SANConfig, check_san, check_size
 from ..theory import value_matrices
 from .verdicts import Verdict
 
-__all__ = ["lambda_skip_san", "layer_constants", "relative_residual_lower_bound", "LambdaResult",
+MAX_ENTRIES = 10**8  # samples * n_tokens * max(n_tokens * n_heads, d_model): refused above, before any allocation
+
+__all__ = ["MAX_ENTRIES", "lambda_skip_san", "layer_constants", "relative_residual_lower_bound", "LambdaResult",
            "lambda_study"]
 
 
@@ -262,6 +264,10 @@ def lambda_study(*, lambdas, n_layers: int, n_heads: int, d_model: int, n_tokens
     if len(lams) < 2:
         raise ValueError("lambdas must hold at least one value > 0")
     cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
+    check_size(cfg)
+    if samples * n * max(n * H, d) > MAX_ENTRIES:
+        raise ValueError(f"samples * n_tokens * max(n_tokens * n_heads, d_model) = {samples * n * max(n * H, d):,} "
+                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
     X = as_tokens("X", torch.randn(samples, n, d, generator=generator, dtype=torch.float64))
     rho = np.zeros((samples, len(lams), L + 1))
     bound, gmax = np.zeros_like(rho), np.zeros((samples, len(lams)))

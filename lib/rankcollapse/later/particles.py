@@ -29,15 +29,18 @@ from .._validate import as_tokens, check_int, check_positive_float, check_seed
 from .verdicts import Verdict
 
 __all__ = ["sphere_tokens", "attention_velocity", "attention_flow", "count_clusters", "ParticleResult",
-           "particle_study", "CLUSTER_TOL", "MAX_STEPS"]
+           "particle_study", "CLUSTER_TOL", "MAX_STEPS", "MAX_TOKENS"]
 
 CLUSTER_TOL = 1e-3  # two tokens are together when 1 - <x_i, x_j> <= CLUSTER_TOL (angle about 0.045)
-MAX_STEPS = 10**6
+MAX_STEPS = 10**5  # Euler steps of one run
+MAX_TOKENS = 10**4  # the flow forms n x n attention at every step
 
 
 def sphere_tokens(n: int, d: int, *, seed: int) -> torch.Tensor:
     """``n`` tokens uniform on the unit sphere of ``R^d`` (normalised standard normals), ``(n, d)`` float64."""
-    n, d = check_int("n", n), check_int("d", d, minimum=2)
+    n, d = check_int("n", n, maximum=MAX_TOKENS), check_int("d", d, minimum=2)
+    if n * d > 10**8:
+        raise ValueError(f"n * d = {n * d:,} exceeds 10**8: make the tokens fewer or narrower")
     gen = torch.Generator().manual_seed(check_seed("seed", seed))
     X = torch.randn(n, d, generator=gen, dtype=torch.float64)
     return X / X.norm(dim=-1, keepdim=True)
@@ -45,6 +48,8 @@ def sphere_tokens(n: int, d: int, *, seed: int) -> torch.Tensor:
 
 def _unit(name, X) -> torch.Tensor:
     X = as_tokens(name, X)
+    if X.shape[-2] > MAX_TOKENS:
+        raise ValueError(f"{name} holds {X.shape[-2]} tokens, more than MAX_TOKENS = {MAX_TOKENS}")
     if not torch.allclose(X.norm(dim=-1), torch.ones((), dtype=X.dtype), atol=1e-6):
         raise ValueError(f"{name} must hold unit vectors (tokens on the sphere), got norms "
                          f"{X.norm(dim=-1).min().item():.3g}..{X.norm(dim=-1).max().item():.3g}")
@@ -181,6 +186,9 @@ class ParticleResult:
         for colour, beta, c in zip(sequential_colours(len(self.betas)), self.betas, self.counts):
             ax.step(self.times, c, where="post", color=colour, label=rf"$\beta={beta:g}$")
         ax.set_yscale("log")
+        ticks = [t for t in (1, 2, 5, 10, 20, 50, 100) if t <= self.n]
+        ax.set_yticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
         ax.set_xlabel("depth $t$")
         ax.set_ylabel("clusters")
         ax.legend(fontsize=8, ncol=2)

@@ -26,15 +26,16 @@ import torch
 
 from .._validate import as_tokens, check_int, check_positive_float, check_seed
 from ..residual import relative_residual
-from ..san import SAN, SANConfig, check_san
+from ..san import SAN, SANConfig, check_san, check_size
 from .verdicts import Verdict
 
 __all__ = ["attention_entropy", "scaled_qk_san", "post_ln_states", "PhaseResult", "phase_study",
-           "RANK_LEVEL", "ENTROPY_LEVEL", "PHASES"]
+           "RANK_LEVEL", "ENTROPY_LEVEL", "PHASES", "MAX_ENTRIES"]
 
 RANK_LEVEL = 0.05  # relative residual after L layers below this: rank collapse
 ENTROPY_LEVEL = 0.25  # mean attention entropy below this fraction of log n: entropy collapse
 PHASES = ("rank collapse", "entropy collapse", "both", "neither")
+MAX_ENTRIES = 10**8  # samples * strengths * n_tokens * max(n_tokens * n_heads, d_model): refused above
 
 
 def attention_entropy(P) -> torch.Tensor:
@@ -217,6 +218,11 @@ def phase_study(*, scales, strengths, n_layers: int, n_heads: int, d_model: int,
             raise ValueError(f"{name} must be a non-empty increasing sequence, got {vals}")
         grids[name] = np.array(vals)
     cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
+    check_size(cfg)
+    size = samples * len(grids["strengths"]) * n * max(n * H, d)
+    if size > MAX_ENTRIES:
+        raise ValueError(f"samples * len(strengths) * n_tokens * max(n_tokens * n_heads, d_model) = {size:,} "
+                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
     X = torch.randn(samples, n, d, generator=generator, dtype=torch.float64)
     alphas = torch.tensor(grids["strengths"], dtype=torch.float64).reshape(-1, 1, 1)
     entropy = np.zeros((len(grids["scales"]), len(grids["strengths"])))
