@@ -97,6 +97,14 @@ PRESETS: dict[str, dict[str, dict]] = {
             ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
             # END REGION helperC
             # REGION helperD
+            # lam: lambda-skip networks (rc.later.lam.lambda_study); phase: the query/key scale by
+            # skip strength grid (rc.later.phases.phase_study); particle: the attention flow on the
+            # sphere (rc.later.particles.particle_study)
+            lam=dict(lambdas=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0), n_layers=8, n_heads=2,
+                     d_model=16, n_tokens=8, samples=3),
+            phase=dict(scales=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), strengths=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
+                       n_layers=8, n_heads=2, d_model=16, n_tokens=8, samples=3),
+            particle=dict(n=24, d=3, betas=(1.0, 4.0, 9.0, 16.0, 25.0), T=30.0, dt=0.02, every=25),
             # END REGION helperD
         ),
         "full": dict(
@@ -106,6 +114,12 @@ PRESETS: dict[str, dict[str, dict]] = {
             ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
             # END REGION helperC
             # REGION helperD
+            lam=dict(lambdas=(0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
+                              3.0, 5.0, 7.0, 10.0), n_layers=12, n_heads=2, d_model=32, n_tokens=16, samples=8),
+            phase=dict(scales=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0),
+                       strengths=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0), n_layers=12, n_heads=2, d_model=32,
+                       n_tokens=16, samples=8),
+            particle=dict(n=48, d=3, betas=(1.0, 2.0, 4.0, 9.0, 16.0, 25.0), T=60.0, dt=0.01, every=50),
             # END REGION helperD
         ),
     },

@@ -1,0 +1,284 @@
+"""Lambda-skip connections: ``X + lambda SA(X)``, the residual against the branch weight ``lambda``.
+
+Joseph, Sieber, Zeilinger and Amo Alonso (ICLR 2025) weight the skip connection against the
+attention branch and state a sufficient condition on that weight under which rank collapse cannot
+happen. Their exact condition (stated with LayerNorm) could not be read offline; this module
+measures the book's own version: networks ``X_{l+1} = X_l + lambda SA(X_l)`` (pure attention and a
+skip, nothing else) and the book's sufficient condition below.
+
+A lambda-skip layer is a core :class:`~rankcollapse.san.SAN` with ``skip=True`` whose output
+projections ``W_O`` are multiplied by ``lambda`` (:func:`lambda_skip_san`): the attention matrices
+``P_h`` depend on ``W_Q, W_K`` only, so ``lambda SA(X)`` is exactly ``SA`` with value maps
+``lambda W_h``. ``lambda = 0`` is the identity; ``lambda = 1`` the usual skip connection.
+
+**The book's condition** (chapter "After the paper", section 3). With :math:`C = I - \\mathbf 1
+\\mathbf 1^\\top/n` and :math:`R_l = C X_l` (the mean-centred residual, the exact minimiser in the
+Frobenius norm), :math:`P_h\\mathbf 1 = \\mathbf 1` gives :math:`R_{l+1} = R_l + \\sum_h C P_h C R_l
+W_h`, hence
+
+.. math::
+    \\lVert R_{l+1}\\rVert_F \\ge (1 - g_l)\\lVert R_l\\rVert_F,\\quad
+    g_l = \\sum_h \\lVert C P_h C\\rVert_2 \\lVert W_h\\rVert_2, \\qquad
+    \\lVert X_{l+1}\\rVert_F \\le (1 + c_l)\\lVert X_l\\rVert_F,\\quad
+    c_l = \\sum_h \\lVert P_h\\rVert_2 \\lVert W_h\\rVert_2,
+
+(``W_h`` including ``lambda``), so the relative residual obeys
+:math:`\\rho_L \\ge \\rho_0\\prod_l (1 - g_l)_+/(1 + c_l)`. If every :math:`g_l < 1` the residual
+cannot vanish at any depth and falls at most geometrically: no doubly exponential collapse.
+Since :math:`g_l` is proportional to ``lambda`` (up to the attention's change), the condition holds
+below a threshold :math:`\\lambda^*` where :math:`\\max_l g_l = 1` (:func:`lambda_study` finds it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validate import as_tokens, check_int, check_positive_float, check_seed
+from ..residual import relative_residual, through_depth
+from ..san import SAN, SANConfig, check_san, check_size
+from ..theory import value_matrices
+from .verdicts import Verdict
+
+MAX_ENTRIES = 10**8  # samples * n_tokens * max(n_tokens * n_heads, d_model): refused above, before any allocation
+
+__all__ = ["MAX_ENTRIES", "lambda_skip_san", "layer_constants", "relative_residual_lower_bound", "LambdaResult",
+           "lambda_study"]
+
+
+def _check_config(config) -> SANConfig:
+    if not isinstance(config, SANConfig):
+        raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
+    if config.mlp or config.layernorm != "none" or config.bias or config.causal or config.attention != "dot":
+        raise ValueError("config must be pure attention (mlp=0, layernorm='none', bias=False, causal=False, "
+                         "attention='dot'): a lambda-skip layer is X + lambda SA(X)")
+    return config.replace(skip=True)
+
+
+@torch.no_grad()
+def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
+    """The network ``X_{l+1} = X_l + lam SA_l(X_l)``: ``config``'s weights (drawn from ``seed``),
+    skip connections on, every ``W_O`` multiplied by ``lam`` (``>= 0``). ``lam = 0`` is the identity.
+
+    ``config``: a pure-attention :class:`~rankcollapse.san.SANConfig` (its ``skip`` flag is set).
+    The same ``seed`` gives the same ``W_Q, W_K, W_V`` and the same attention at every ``lam``.
+    """
+    cfg = _check_config(config)
+    lam = check_positive_float("lam", lam, allow_zero=True)
+    model = SAN(cfg, seed=check_seed("seed", seed))
+    for block in dict.fromkeys(model.layers):
+        block.W_O.mul_(lam)
+    return model
+
+
+def _check_lambda_model(model) -> SAN:
+    cfg = check_san(model).config
+    if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
+        raise ValueError("model must be a lambda-skip network (skip=True, mlp=0, layernorm='none', bias=False), "
+                         "as lambda_skip_san builds")
+    return model
+
+
+@torch.no_grad()
+def layer_constants(model, X) -> dict:
+    """The book's per-layer constants ``g_l`` and ``c_l`` (module docstring) on the forward pass of ``X``.
+
+    ``X``: ``(n, d)`` or ``(..., n, d)``. Returns ``{"g": (L, ...), "c": (L, ...)}`` tensors (the
+    attention ``P_h`` is the one the network computes on ``X``; ``W_h`` includes ``lambda``).
+    """
+    _check_lambda_model(model)
+    X = model.check_input(X)
+    return _constants(model, X, model(X))
+
+
+def _constants(model, X, out) -> dict:
+    L, n = model.config.n_layers, X.shape[-2]
+    if L == 0:
+        empty = torch.zeros((0,) + X.shape[:-2], dtype=X.dtype)
+        return {"g": empty, "c": empty.clone()}
+    W = torch.linalg.matrix_norm(value_matrices(model), ord=2)  # (L, H)
+    C = torch.eye(n, dtype=X.dtype) - 1.0 / n
+    g, c = [], []
+    for l, P in enumerate(out.attentions):  # P: (..., H, n, n)
+        cpc = torch.linalg.matrix_norm(C @ P @ C, ord=2)  # (..., H)
+        p2 = torch.linalg.matrix_norm(P, ord=2)
+        g.append((cpc * W[l]).sum(dim=-1))
+        c.append((p2 * W[l]).sum(dim=-1))
+    return {"g": torch.stack(g), "c": torch.stack(c)}
+
+
+@torch.no_grad()
+def relative_residual_lower_bound(model, X) -> torch.Tensor:
+    """The book's lower bound on the Frobenius relative residual ``rho_l``, ``l = 0..L``:
+    ``rho_0 prod_{k<l} max(1 - g_k, 0) / (1 + c_k)``. Shape ``(L + 1, ...)``."""
+    X = _check_lambda_model(model).check_input(X)
+    return _bound(X, layer_constants(model, X))
+
+
+def _bound(X, k) -> torch.Tensor:
+    factors = (1 - k["g"]).clamp(min=0) / (1 + k["c"])
+    rho0 = relative_residual(X, norm="fro")
+    return torch.cat([rho0.unsqueeze(0), rho0 * torch.cumprod(factors, dim=0)]) if len(factors) else rho0.unsqueeze(0)
+
+
+def _threshold(lams, gmax) -> float:
+    """The ``lambda`` where ``max_l g_l`` crosses 1, interpolated in log-log between grid points
+    (``inf`` if it never does, ``nan`` if it already exceeds 1 at the smallest positive ``lambda``)."""
+    pos = [(a, g) for a, g in zip(lams, gmax) if a > 0]
+    for (a0, g0), (a1, g1) in zip(pos, pos[1:]):
+        if g0 < 1 <= g1:
+            t = (0 - math.log(g0)) / (math.log(g1) - math.log(g0))
+            return math.exp(math.log(a0) + t * (math.log(a1) - math.log(a0)))
+    if pos and pos[0][1] >= 1:
+        return float("nan")
+    return float("inf")
+
+
+@dataclass
+class LambdaResult:
+    """The relative residual against ``lambda`` (section 3). ``lambdas``: the grid; ``rho``:
+    ``(samples, len(lambdas), L+1)`` Frobenius relative residuals through depth; ``bound``: the
+    book's lower bound, same shape; ``gmax``: ``(samples, len(lambdas))`` the largest ``g_l``;
+    ``lam_star``: the threshold of each sample; ``n_layers``, ``samples`` the sizes."""
+
+    lambdas: np.ndarray
+    rho: np.ndarray
+    bound: np.ndarray
+    gmax: np.ndarray
+    lam_star: np.ndarray
+    n_layers: int
+    samples: int
+
+    def median(self, which: str = "rho") -> np.ndarray:
+        """Median over samples, ``(len(lambdas), L+1)``."""
+        return np.median(getattr(self, which), axis=0)
+
+    @property
+    def threshold(self) -> float:
+        """The median threshold ``lambda*`` over samples."""
+        return float(np.median(self.lam_star))
+
+    def violations(self) -> int:
+        """Entries where the measured relative residual falls below the book's bound (must be 0)."""
+        return int(np.sum(self.rho < self.bound * (1 - 1e-9) - 1e-300))
+
+    def kept(self) -> tuple[float, float]:
+        """The smallest and largest median ``rho_L`` over ``0 < lambda < lambda*`` (``nan`` if none)."""
+        rho = self.median()[:, -1]
+        below = (self.lambdas > 0) & (self.lambdas < self.threshold)
+        return (float(rho[below].min()), float(rho[below].max())) if below.any() else (math.nan, math.nan)
+
+    def falls(self) -> bool:
+        """The trend: is the median ``rho_L`` at the largest ``lambda`` below a tenth of the smallest
+        value kept below the threshold (and below a tenth of ``rho_0``)?"""
+        rho = self.median()[:, -1]
+        low = min(self.kept()[0], rho[0]) if not math.isnan(self.kept()[0]) else rho[0]
+        return bool(rho[-1] < 0.1 * low)
+
+    def _at(self, lam):
+        return int(np.argmin(np.abs(self.lambdas - lam)))
+
+    def glue(self) -> dict:
+        rho = self.median()[:, -1]
+        low, high = self.kept()
+        return {
+            "lam-L": (self.n_layers, "{}"), "lam-samples": (self.samples, "{}"),
+            "lam-star": (self.threshold, "{:.2f}"),
+            "lam-rho0": (float(rho[0]), "{:.2f}"),
+            "lam-rho-one": (float(rho[self._at(1.0)]), "{:.2g}"),
+            "lam-one": (float(self.lambdas[self._at(1.0)]), "{:g}"),
+            "lam-rho-max": (float(rho[-1]), "sci"), "lam-max": (float(self.lambdas[-1]), "{:g}"),
+            "lam-rho-max-worst": (float(self.rho[:, -1, -1].max()), "{:.2g}"),
+            "lam-kept-below": (low, "{:.2f}"), "lam-kept-above": (high, "{:.2f}"),
+            "lam-violations": (self.violations(), "{}"),
+            "lam-one-side": ("above" if self.threshold < 1 else "below", "{}"),
+            "lam-falls": ("has fallen below" if self.falls() else "has not fallen below", "{}"),
+        }
+
+    def figure(self):
+        """Left: the median relative residual after depths ``l`` against ``lambda``, the book's bound
+        dashed and ``lambda*`` as a vertical line. Right: ``max_l g_l`` against ``lambda``."""
+        import matplotlib.pyplot as plt
+
+        from ..plotting import PALETTE, WIDTH, sequential_colours, spread_indices
+
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH, 3.0), constrained_layout=True)
+        lam, rho, bound = self.lambdas[1:], self.median()[1:], self.median("bound")[1:]
+        depths = [l for l in spread_indices(self.n_layers + 1, 4) if l > 0]
+        for colour, l in zip(sequential_colours(len(depths)), depths):
+            ax.plot(lam, rho[:, l], "o-", ms=3, color=colour, label=f"$L={l}$")
+        ax.plot(lam, np.maximum(bound[:, -1], 1e-300), "--", color=PALETTE[7],
+                label=f"book's bound, $L={self.n_layers}$")
+        for a in (ax, bx):
+            a.axvline(self.threshold, color=PALETTE[3], lw=1)
+            a.set_xscale("log")
+            a.set_xlabel(r"branch weight $\lambda$")
+        ax.set_yscale("log")
+        ax.set_ylim(max(1e-6, 0.3 * np.nanmin(rho[:, -1])), 2)
+        ax.set_ylabel(r"relative residual $\rho_L$")
+        ax.legend(fontsize=8, loc="lower left")
+        bx.plot(lam, np.median(self.gmax, axis=0)[1:], "o-", ms=3, color=PALETTE[0])
+        bx.axhline(1, color=PALETTE[7], lw=0.8, ls=":")
+        bx.set_yscale("log")
+        bx.set_ylabel(r"$\max_l g_l$")
+        return fig
+
+    def verdict(self) -> Verdict:
+        g = self.glue()
+        holds = self.violations() == 0
+        kept = g["lam-kept-below"][0]
+        agreement = "partly" if holds and self.falls() and kept > 0 else "disagrees"
+        return Verdict(
+            result="A small enough weight on the attention branch (lambda-skip) prevents rank collapse",
+            cite="joseph2025lambda",
+            assumes="initialisation; pure attention with X + lambda SA(X), no LayerNorm or MLP",
+            measured=(f"relative residual after {self.n_layers} layers: {g['lam-rho0'][0]:.2f} at lambda = 0, "
+                      f"{g['lam-rho-one'][0]:.2g} at lambda = {g['lam-one'][0]:g}, "
+                      f"{g['lam-rho-max'][0]:.1e} at lambda = {g['lam-max'][0]:g} (medians); below the book's threshold lambda* = {self.threshold:.2f} it stays above {kept:.2f}; "
+                      f"the book's lower bound was violated {self.violations()} times"),
+            agreement=agreement,
+            untested="the paper's own condition (with LayerNorm) and its state-space models; trained weights",
+        )
+
+
+def lambda_study(*, lambdas, n_layers: int, n_heads: int, d_model: int, n_tokens: int, samples: int,
+                 seed: int, generator) -> LambdaResult:
+    """The relative residual of lambda-skip networks against ``lambda`` (chapter "After the paper", section 3).
+
+    ``samples`` networks (seeds ``seed + s``, ``n_heads`` heads, width ``d_model``, depth
+    ``n_layers``) read inputs of ``n_tokens`` standard normal tokens drawn from ``generator``; the
+    same networks and inputs serve every ``lambda`` in ``lambdas`` (non-negative, increasing; 0 is
+    added if absent). Float64 throughout.
+    """
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
+    L, H, d = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
+    n, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+    try:
+        lams = sorted({0.0} | {check_positive_float("lambdas", a, allow_zero=True) for a in lambdas})
+    except TypeError:
+        raise TypeError(f"lambdas must be a sequence of numbers >= 0, got {type(lambdas).__name__}") from None
+    if len(lams) < 2:
+        raise ValueError("lambdas must hold at least one value > 0")
+    cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
+    check_size(cfg)
+    if samples * n * max(n * H, d) > MAX_ENTRIES:
+        raise ValueError(f"samples * n_tokens * max(n_tokens * n_heads, d_model) = {samples * n * max(n * H, d):,} "
+                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
+    X = as_tokens("X", torch.randn(samples, n, d, generator=generator, dtype=torch.float64))
+    rho = np.zeros((samples, len(lams), L + 1))
+    bound, gmax = np.zeros_like(rho), np.zeros((samples, len(lams)))
+    for s in range(samples):
+        for j, lam in enumerate(lams):
+            model = lambda_skip_san(cfg, lam, seed=seed + s)
+            with torch.no_grad():
+                out = model(X[s])
+                k = _constants(model, X[s], out)
+            rho[s, j] = through_depth(out.hidden_states, "relative", norm="fro").numpy()
+            bound[s, j] = _bound(X[s], k).numpy()
+            gmax[s, j] = k["g"].max().item()
+    lam_star = np.array([_threshold(lams, gmax[s]) for s in range(samples)])
+    return LambdaResult(np.array(lams), rho, bound, gmax, lam_star, L, samples)

@@ -1,0 +1,240 @@
+"""Tokens as particles on the sphere that cluster: self-attention in continuous depth.
+
+Geshkovski, Letrouit, Polyanskiy and Rigollet ("A mathematical perspective on transformers") model
+a transformer with LayerNorm as ``n`` particles on the unit sphere moving in continuous depth
+``t`` (with query, key and value maps the identity):
+
+.. math::
+    \\dot x_i = P^\\perp_{x_i}\\Big(\\sum_j \\frac{e^{\\beta\\langle x_i, x_j\\rangle}}
+    {\\sum_k e^{\\beta\\langle x_i, x_k\\rangle}}\\, x_j\\Big),
+    \\qquad P^\\perp_x y = y - \\langle x, y\\rangle x,
+
+``beta`` the inverse temperature. The projection :math:`P^\\perp` keeps the motion tangent to the
+sphere, the role LayerNorm plays in a transformer (without its centring, it puts every token on a
+sphere). :func:`attention_flow` integrates it by explicit Euler steps of size ``dt``, each followed
+by a projection back to the sphere (dividing every token by its norm): the points stay on the
+sphere to rounding. :func:`count_clusters` counts groups of tokens that have merged. Book: chapter
+"After the paper", section 5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validate import as_tokens, check_int, check_positive_float, check_seed
+from .verdicts import Verdict
+
+__all__ = ["sphere_tokens", "attention_velocity", "attention_flow", "count_clusters", "ParticleResult",
+           "particle_study", "CLUSTER_TOL", "MAX_STEPS", "MAX_TOKENS"]
+
+CLUSTER_TOL = 1e-3  # two tokens are together when 1 - <x_i, x_j> <= CLUSTER_TOL (angle about 0.045)
+MAX_STEPS = 10**5  # Euler steps of one run
+MAX_TOKENS = 10**4  # the flow forms n x n attention at every step
+
+
+def sphere_tokens(n: int, d: int, *, seed: int) -> torch.Tensor:
+    """``n`` tokens uniform on the unit sphere of ``R^d`` (normalised standard normals), ``(n, d)`` float64."""
+    n, d = check_int("n", n, maximum=MAX_TOKENS), check_int("d", d, minimum=2)
+    if n * d > 10**8:
+        raise ValueError(f"n * d = {n * d:,} exceeds 10**8: make the tokens fewer or narrower")
+    gen = torch.Generator().manual_seed(check_seed("seed", seed))
+    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    return X / X.norm(dim=-1, keepdim=True)
+
+
+def _unit(name, X) -> torch.Tensor:
+    X = as_tokens(name, X)
+    if X.shape[-2] > MAX_TOKENS:
+        raise ValueError(f"{name} holds {X.shape[-2]} tokens, more than MAX_TOKENS = {MAX_TOKENS}")
+    if not torch.allclose(X.norm(dim=-1), torch.ones((), dtype=X.dtype), atol=1e-6):
+        raise ValueError(f"{name} must hold unit vectors (tokens on the sphere), got norms "
+                         f"{X.norm(dim=-1).min().item():.3g}..{X.norm(dim=-1).max().item():.3g}")
+    return X
+
+
+def attention_velocity(X, beta: float) -> torch.Tensor:
+    """The right-hand side :math:`P^\\perp_{x_i}(\\sum_j \\mathrm{softmax}_j(\\beta\\langle x_i,x_j\\rangle) x_j)`,
+    shape of ``X`` (``(..., n, d)``, unit rows)."""
+    X = _unit("X", X)
+    beta = check_positive_float("beta", beta, allow_zero=True)
+    return _velocity(X, beta)
+
+
+def _velocity(X, beta):
+    A = torch.softmax(beta * X @ X.transpose(-1, -2), dim=-1)
+    V = A @ X
+    return V - (V * X).sum(dim=-1, keepdim=True) * X
+
+
+def attention_flow(X0, beta: float, *, dt: float, steps: int, every: int = 1) -> torch.Tensor:
+    """Explicit Euler of the attention flow on the sphere from ``X0`` (``(..., n, d)``, unit rows),
+    each step followed by the projection ``x <- x / |x|``. Returns the states at steps
+    ``0, every, 2 every, ..., steps`` (the last always included): ``(T, ..., n, d)``, times ``k dt``."""
+    X = _unit("X0", X0).clone()
+    beta = check_positive_float("beta", beta, allow_zero=True)
+    dt = check_positive_float("dt", dt)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
+    every = check_int("every", every)
+    if dt * (1 + beta) > 1:
+        raise ValueError(f"dt must be at most 1 / (1 + beta) = {1 / (1 + beta):.3g} for a stable Euler step, got {dt}")
+    out = [X.clone()]
+    for k in range(1, steps + 1):
+        X = X + dt * _velocity(X, beta)
+        X = X / X.norm(dim=-1, keepdim=True)
+        if k % every == 0 or k == steps:
+            out.append(X.clone())
+    return torch.stack(out)
+
+
+def count_clusters(X, tol: float = CLUSTER_TOL) -> int:
+    """The number of clusters of the tokens ``X`` (``(n, d)``, unit rows): connected groups of the
+    graph joining ``i`` and ``j`` when ``1 - <x_i, x_j> <= tol``."""
+    X = _unit("X", X)
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
+    tol = check_positive_float("tol", tol)
+    near = (1 - X @ X.T) <= tol
+    n, seen, count = X.shape[0], set(), 0
+    for i in range(n):
+        if i in seen:
+            continue
+        count += 1
+        stack = [i]
+        seen.add(i)
+        while stack:
+            j = stack.pop()
+            for k in torch.nonzero(near[j]).flatten().tolist():
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(k)
+    return count
+
+
+@dataclass
+class ParticleResult:
+    """Clusters against depth and ``beta`` (section 5). ``times``: ``(T,)``; ``betas``; ``counts``:
+    ``(len(betas), T)`` cluster counts (one seed); ``paths``: ``{beta: (T, n, d) array}`` for
+    :meth:`figure`; ``n``, ``d``, ``dt``."""
+
+    times: np.ndarray
+    betas: np.ndarray
+    counts: np.ndarray
+    paths: dict
+    n: int
+    d: int
+    dt: float
+
+    def merge_time(self, beta_index: int) -> float:
+        """The first time at which one cluster remains (``inf`` if never within the run)."""
+        one = np.nonzero(self.counts[beta_index] == 1)[0]
+        return float(self.times[one[0]]) if one.size else math.inf
+
+    def non_increasing_tail(self) -> bool:
+        """Over the second half of the run, does every ``beta``'s count never rise?"""
+        half = len(self.times) // 2
+        return bool(np.all(np.diff(self.counts[:, half:], axis=1) <= 0))
+
+    def glue(self) -> dict:
+        mid = len(self.times) // 4
+        out = {"part-n": (self.n, "{}"), "part-d": (self.d, "{}"), "part-T": (float(self.times[-1]), "{:g}"),
+               "part-dt": (self.dt, "{:g}"), "part-t-mid": (float(self.times[mid]), "{:g}"),
+               "part-beta-min": (float(self.betas[0]), "{:g}"), "part-beta-max": (float(self.betas[-1]), "{:g}"),
+               "part-merge-min": (self.merge_time(0), "{:.3g}"),
+               "part-mid-min": (int(self.counts[0, mid]), "{}"), "part-mid-max": (int(self.counts[-1, mid]), "{}"),
+               "part-end-max": (int(self.counts[-1, -1]), "{}"),
+               "part-single": (int(np.sum(self.counts[:, -1] == 1)), "{}"), "part-betas": (len(self.betas), "{}"),
+               "part-tol": (CLUSTER_TOL, "{:g}")}
+        return out
+
+    def figure(self):
+        """Three panels, one per ``beta`` of :attr:`paths`: each token's path projected on the first
+        two coordinates (the view from above the sphere), its end marked by a dot."""
+        import matplotlib.pyplot as plt
+
+        from ..plotting import PALETTE, WIDTH
+
+        betas = sorted(self.paths)
+        fig, axes = plt.subplots(1, len(betas), figsize=(WIDTH, WIDTH / len(betas) + 0.3), constrained_layout=True)
+        theta = np.linspace(0, 2 * np.pi, 200)
+        for ax, beta in zip(np.atleast_1d(axes), betas):
+            path = self.paths[beta]
+            ax.plot(np.cos(theta), np.sin(theta), color="#BBBBBB", lw=0.8)
+            for i in range(path.shape[1]):
+                front = path[-1, i, 2] >= 0 if self.d > 2 else True
+                ax.plot(path[:, i, 0], path[:, i, 1], color=PALETTE[0], lw=0.6, alpha=0.6)
+                ax.plot(path[0, i, 0], path[0, i, 1], ".", color="#999999", ms=3)
+                ax.plot(path[-1, i, 0], path[-1, i, 1], "o", ms=4, color=PALETTE[3] if front else PALETTE[1])
+            b = list(self.betas).index(beta)
+            ax.set_title(rf"$\beta={beta:g}$: {self.counts[b, -1]} cluster(s)", fontsize=9)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_frame_on(False)
+        return fig
+
+    def count_figure(self):
+        """The number of clusters against depth ``t``, one curve per ``beta`` (log count axis)."""
+        import matplotlib.pyplot as plt
+
+        from ..plotting import WIDTH, sequential_colours
+
+        fig, ax = plt.subplots(figsize=(WIDTH, 2.8), constrained_layout=True)
+        for colour, beta, c in zip(sequential_colours(len(self.betas)), self.betas, self.counts):
+            ax.step(self.times, c, where="post", color=colour, label=rf"$\beta={beta:g}$")
+        ax.set_yscale("log")
+        ticks = [t for t in (1, 2, 5, 10, 20, 50, 100) if t <= self.n]
+        ax.set_yticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("depth $t$")
+        ax.set_ylabel("clusters")
+        ax.legend(fontsize=8, ncol=2)
+        return fig
+
+    def verdict(self) -> Verdict:
+        g = self.glue()
+        single = g["part-single"][0]
+        more = g["part-mid-max"][0] > g["part-mid-min"][0]
+        ok = self.non_increasing_tail() and single >= 1 and more
+        return Verdict(
+            result="Tokens on the sphere cluster under self-attention dynamics; for large beta several "
+                   "clusters persist a long time before merging",
+            cite="geshkovski2023mathematical",
+            assumes="continuous depth, query, key and value maps the identity, tokens on the sphere (LayerNorm)",
+            measured=(f"{self.n} tokens in R^{self.d}, t up to {g['part-T'][0]:g}: at t = {g['part-t-mid'][0]:g}, "
+                      f"{g['part-mid-min'][0]} cluster(s) at beta = {g['part-beta-min'][0]:g} and "
+                      f"{g['part-mid-max'][0]} at beta = {g['part-beta-max'][0]:g}; one cluster at the end for "
+                      f"{single} of {len(self.betas)} values of beta"),
+            agreement="agrees" if ok else ("partly" if single >= 1 else "disagrees"),
+            untested="general Q, K, V and trained weights; the proofs' rates and times; convergence beyond the run",
+        )
+
+
+def particle_study(*, n: int, d: int, betas, T: float, dt: float, every: int, seed: int,
+                   show=None) -> ParticleResult:
+    """Cluster counts against depth ``t <= T`` for each ``beta`` (section 5), from the same ``n``
+    tokens uniform on the sphere of ``R^d`` (``seed``); ``show``: the betas whose paths
+    :meth:`ParticleResult.figure` draws (default: first, middle and last)."""
+    try:
+        betas = [check_positive_float("betas", b, allow_zero=True) for b in betas]
+    except TypeError:
+        raise TypeError(f"betas must be a sequence of numbers >= 0, got {type(betas).__name__}") from None
+    if not betas:
+        raise ValueError("betas must hold at least one value")
+    T, dt = check_positive_float("T", T), check_positive_float("dt", dt)
+    steps = check_int("steps (T / dt)", round(T / dt), maximum=MAX_STEPS)
+    X0 = sphere_tokens(n, d, seed=seed)
+    show = [betas[0], betas[len(betas) // 2], betas[-1]] if show is None else [float(b) for b in show]
+    if not set(show) <= set(betas):
+        raise ValueError(f"show must be a subset of betas {betas}, got {show}")
+    counts, paths, times = [], {}, None
+    for beta in betas:
+        traj = attention_flow(X0, beta, dt=dt, steps=steps, every=every)
+        counts.append([count_clusters(x) for x in traj])
+        if beta in show:
+            paths[beta] = traj.numpy()
+        times = dt * np.array([min(k * every, steps) for k in range(len(traj))])
+    return ParticleResult(times, np.array(betas), np.array(counts), paths, n, d, dt)
