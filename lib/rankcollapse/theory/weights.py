@@ -7,11 +7,15 @@ of their norms that the theorems call ``beta`` (Dong et al. 2021, Section 2). Bo
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from ..san import SAN, check_san
 
 __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
+
+_NORMS = weakref.WeakKeyDictionary()  # model -> (the weights' addresses and versions, their norms)
 
 
 def check_pure_attention(model) -> SAN:
@@ -80,20 +84,27 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
     The norms ``beta`` and ``nu`` are made of (:func:`~.bound.gamma_details`), one layer's ``d x d``
     products at a time (:func:`qk_matrices` holds all ``L H d^2`` entries at once;
-    shared layers are computed once). ``beta = q * sqrt(w1 * winf)``, as :func:`beta`.
+    shared layers are computed once). Kept for the model until one of its attention weights is
+    replaced or changed in place (each tensor's address and version are checked), since the
+    bound's functions ask for them at every call. ``beta = q * sqrt(w1 * winf)``, as :func:`beta`.
     """
     cfg = check_san(model).config
     if cfg.n_layers == 0:  # a network of depth 0: no layer, no constant; the bound is the input's residual
         z = torch.zeros(0, cfg.n_heads, dtype=cfg.dtype)
         return z, z, z
+    key = tuple((p.data_ptr(), p._version, p.dtype) for b in model.layers for p in (b.W_Q, b.W_K, b.W_V, b.W_O))
+    cached = _NORMS.get(model)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     done = {}
     for b in model.layers:
         if id(b) not in done:
             Q = (b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2)).abs()
             W = (b.W_V.detach() @ b.W_O.detach()).abs()
             done[id(b)] = torch.stack([Q.sum(-2).amax(-1), W.sum(-2).amax(-1), W.sum(-1).amax(-1)])
-    q, w1, winf = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
-    return q, w1, winf
+    norms = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
+    _NORMS[model] = (key, norms)
+    return norms
 
 
 def beta(model) -> torch.Tensor:
