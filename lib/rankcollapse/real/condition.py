@@ -136,7 +136,7 @@ def condition_holds(san, X, condition: str = "layer") -> bool:
 
 @torch.no_grad()
 def smallest_shrink(san, X, condition: str = "layer", *, rtol: float = 1e-2) -> tuple[float, float]:
-    """The smallest ``k`` such that dividing ``W_Q`` and ``W_K`` by ``k`` makes ``condition`` hold on
+    r"""The smallest ``k`` such that dividing ``W_Q`` and ``W_K`` by ``k`` makes ``condition`` hold on
     every input of ``X`` ``(b, n, d)``, to relative precision ``rtol``: ``(k_holds, k_fails)`` with
     the condition holding at ``k_holds`` and failing at ``k_fails >= k_holds / (1 + rtol)``
     (``(1.0, 0.0)`` when it already holds at ``k = 1``).
@@ -200,7 +200,7 @@ def attention_entropy(san, X) -> torch.Tensor:
 
 @dataclass
 class ModelCondition:
-    """The condition on one real model, on real inputs (section 1 of the chapter).
+    r"""The condition on one real model, on real inputs (section 1 of the chapter).
 
     Arrays (numpy, float64): ``beta`` ``(L, H)`` (per head, :func:`rankcollapse.theory.beta`);
     ``gamma``, ``constants`` ``(L, b)`` (per layer and input sequence, the book's ``gamma`` and
@@ -248,7 +248,7 @@ class ModelCondition:
         return np.exp(np.log(np.clip(self.relative, 1e-300, None)).mean(axis=0))
 
     def collapse_rate(self) -> float:
-        """The slope of :math:`\log(-\log\rho_l)` against layer, :math:`\rho_l` the typical relative
+        r"""The slope of :math:`\log(-\log\rho_l)` against layer, :math:`\rho_l` the typical relative
         residual over the input's (:func:`rankcollapse.stats.log_slope`, from layer 1 to the last layer
         above 1e-290): :math:`\log 3 \approx 1.10` for the cubic rate, 0 for a linear one."""
         rho = self.typical() / self.typical()[0]

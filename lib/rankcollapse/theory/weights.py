@@ -7,15 +7,11 @@ of their norms that the theorems call ``beta`` (Dong et al. 2021, Section 2). Bo
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 
 from ..san import SAN, check_san
 
 __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
-
-_NORMS = weakref.WeakKeyDictionary()  # model -> (the weights' addresses and versions, their norms)
 
 
 def check_pure_attention(model) -> SAN:
@@ -93,7 +89,7 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         z = torch.zeros(0, cfg.n_heads, dtype=cfg.dtype)
         return z, z, z
     key = tuple((p.data_ptr(), p._version, p.dtype) for b in model.layers for p in (b.W_Q, b.W_K, b.W_V, b.W_O))
-    cached = _NORMS.get(model)
+    cached = model.__dict__.get("_head_norms_cache")  # (the weights' addresses and versions, their norms)
     if cached is not None and cached[0] == key:
         return cached[1]
     done = {}
@@ -103,7 +99,7 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
             W = (b.W_V.detach() @ b.W_O.detach()).abs()
             done[id(b)] = torch.stack([Q.sum(-2).amax(-1), W.sum(-2).amax(-1), W.sum(-1).amax(-1)])
     norms = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
-    _NORMS[model] = (key, norms)
+    model.__dict__["_head_norms_cache"] = (key, norms)
     return norms
 
 
