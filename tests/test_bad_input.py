@@ -83,6 +83,7 @@ def finite(v):
 R = rc.residual
 P = rc.paths
 T = rc.theory
+RC = rc.real.condition
 LN = rc.layernorm
 S = rc.stats
 C = rc.checks
@@ -336,6 +337,20 @@ ROWS = [
     ("balanced_tokens L=10**6 width", lambda: LN.balanced_tokens(10**6, 10**6, seed=0), Raises(ValueError, "n * d")),
     ("residual_profile rtol nan", lambda: LN.residual_profile(PURE, X, NANF), Raises(ValueError, "rtol")),
     ("residual_profile not a model", lambda: LN.residual_profile(None, X), Raises(TypeError, "model")),
+    # ------------------------------------------------------------------ real.condition
+    ("pure_attention not a model", lambda: RC.pure_attention(PURE), Raises(TypeError, "model")),
+    ("real_inputs not a model", lambda: RC.real_inputs(None, 2, 8), Raises(TypeError, "model")),
+    ("condition_models unknown name", lambda: RC.condition_models(0, ["bert"]), Raises(ValueError, "names")),
+    ("condition_models no name", lambda: RC.condition_models(0, []), Raises(ValueError, "names")),
+    ("condition_holds bad condition", lambda: RC.condition_holds(PURE, X[None], "strict"),
+     Raises(ValueError, "condition")),
+    ("condition_holds skip", lambda: RC.condition_holds(SKIP, X[None]), Raises(ValueError, "skip")),
+    ("smallest_shrink 2-D X", lambda: RC.smallest_shrink(PURE, X), Raises(ValueError, "X", "(b, n, d)")),
+    ("smallest_shrink rtol 0", lambda: RC.smallest_shrink(PURE, X[None], rtol=0.0), Raises(ValueError, "rtol")),
+    ("smallest_shrink bias", lambda: RC.smallest_shrink(BIAS, X[None]), Raises(ValueError, "bias")),
+    ("attention_entropy one token", lambda: RC.attention_entropy(PURE, X[:1]), Raises(ValueError, "2 tokens")),
+    ("model_condition not a model", lambda: RC.model_condition(PURE, 2, 8), Raises(TypeError, "model")),
+    ("condition_study no model", lambda: RC.condition_study([], 2, 8), Raises(ValueError, "models")),
     # ------------------------------------------------------------------ stats
     ("geometric_mean empty", lambda: S.geometric_mean([]), Raises(ValueError, "values")),
     ("geometric_mean floor nan", lambda: S.geometric_mean([1.0], floor=NANF), Raises(ValueError, "floor")),

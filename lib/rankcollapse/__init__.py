@@ -9,7 +9,7 @@ knows nothing of plotting, real models or exercises. The layers on top import th
 the other way round: ``centering`` (the exact centre of the residual, a linear programme solved
 with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
 ``layernorm``, ``stats`` (small statistics of curves), ``bound_study`` (the collapse bound
-measured on random networks, as result objects), ``presets``, ``plotting``, ``checks``,
+measured on random networks, as result objects), ``lower_bound`` (the open problem with skips, explored), ``presets``, ``plotting``, ``checks``,
 ``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``claims`` reads text, not tensors: the book's own results and the
 check that the chapters credit them right. ``tests/test_init.py`` checks that this list is what
 exists.
@@ -30,6 +30,7 @@ _MODULES = (
     "layernorm",
     "stats",
     "bound_study",
+    "lower_bound",
     "presets",
     "plotting",
     "checks",

@@ -73,12 +73,21 @@ PRESETS: dict[str, dict[str, dict]] = {
         # two meanings of rank collapse and the other accounts, on one small training run (helperB's keys).
         "fast": dict(
             # REGION helperA
+            # the condition on real weights: models (fast: three of the registry), sequences x
+            # tokens of real text, sequences for the shrink search and the attention entropies
+            cond_models=("all-MiniLM-L6-v2", "bert-base-cased", "gpt2"),
+            cond_seq=2, cond_tokens=32, cond_rescale_seq=1, cond_entropy_seq=1,
+            # the open problem: the skip chapter's search for the smallest ratio with skips
+            open_depths=(1, 2, 4), open_n=12, open_d=16, open_H=4, open_scale=0.5, open_steps=12,
             # END REGION helperA
             # REGION helperB
             # END REGION helperB
         ),
         "full": dict(
             # REGION helperA
+            cond_models=("all-MiniLM-L6-v2", "bert-base-cased", "albert-base-v2", "xlnet-base-cased", "gpt2"),
+            cond_seq=4, cond_tokens=128, cond_rescale_seq=2, cond_entropy_seq=2,
+            open_depths=(1, 2, 4, 8, 16), open_n=16, open_d=32, open_H=4, open_scale=0.5, open_steps=60,
             # END REGION helperA
             # REGION helperB
             # END REGION helperB

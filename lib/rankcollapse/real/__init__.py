@@ -10,7 +10,9 @@ Book: chapter "Real transformers". Sub-modules, one job each:
   what only XLNet needs);
 - :mod:`~rankcollapse.real.measure`: hidden states and relative-residual curves;
 - :mod:`~rankcollapse.real.products`: products of attention matrices along sampled paths;
-- :mod:`~rankcollapse.real.study`: the chapter's measurements as result objects.
+- :mod:`~rankcollapse.real.study`: the chapter's measurements as result objects;
+- :mod:`~rankcollapse.real.condition`: the collapse condition evaluated on real weights
+  (chapter "What the theorem does not say").
 
 ``transformers`` is imported only when a model is built or loaded.
 """
@@ -18,7 +20,7 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 from .convert import Embedding, Network, ablation_config, from_transformers
 from .hub import RealModel, hub_problem, hub_timeout, lineup, load, try_load
 from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
-from . import study
+from . import condition, study
 from .products import path_products, path_profile, path_residuals, sample_paths
 from .registry import ABLATIONS, MODELS, SURGERIES, VARIANTS, ModelSpec, ModelUnavailable, minilm_path, spec
 from .text import corpus, encode, token_windows
@@ -29,5 +31,5 @@ __all__ = [
     "Embedding", "Network", "ablation_config", "from_transformers",
     "corpus", "encode", "token_windows",
     "hidden_states", "relative_residuals", "residual_curve", "residual_curves",
-    "sample_paths", "path_products", "path_residuals", "path_profile", "study",
+    "sample_paths", "path_products", "path_residuals", "path_profile", "study", "condition",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import torch
 
-from ..residual import norm_1, norm_inf
 from ..san import SAN, check_san
 
 __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
@@ -78,6 +77,35 @@ def value_matrices(model) -> torch.Tensor:
     return torch.stack(mats)
 
 
+@torch.no_grad()
+def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    r""":math:`\lVert W_{QK,h}\rVert_1`, :math:`\lVert W_h\rVert_1` and :math:`\lVert W_h\rVert_\infty`, each ``(L, H)``.
+
+    The norms ``beta`` and ``nu`` are made of (:func:`~.bound.gamma_details`), one layer's ``d x d``
+    products at a time (:func:`qk_matrices` holds all ``L H d^2`` entries at once;
+    shared layers are computed once). Kept for the model until one of its attention weights is
+    replaced or changed in place (each tensor's address and version are checked), since the
+    bound's functions ask for them at every call. ``beta = q * sqrt(w1 * winf)``, as :func:`beta`.
+    """
+    cfg = check_san(model).config
+    if cfg.n_layers == 0:  # a network of depth 0: no layer, no constant; the bound is the input's residual
+        z = torch.zeros(0, cfg.n_heads, dtype=cfg.dtype)
+        return z, z, z
+    key = tuple((p.data_ptr(), p._version, p.dtype) for b in model.layers for p in (b.W_Q, b.W_K, b.W_V, b.W_O))
+    cached = model.__dict__.get("_head_norms_cache")  # (the weights' addresses and versions, their norms)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    done = {}
+    for b in model.layers:
+        if id(b) not in done:
+            Q = (b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2)).abs()
+            W = (b.W_V.detach() @ b.W_O.detach()).abs()
+            done[id(b)] = torch.stack([Q.sum(-2).amax(-1), W.sum(-2).amax(-1), W.sum(-1).amax(-1)])
+    norms = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
+    model.__dict__["_head_norms_cache"] = (key, norms)
+    return norms
+
+
 def beta(model) -> torch.Tensor:
     """:math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}` per layer and head, shape ``(L, H)``.
 
@@ -88,7 +116,5 @@ def beta(model) -> torch.Tensor:
     bound of these numbers: ``beta(model).max()``. Defined for any SAN (the skip-connection
     chapter uses it too); the bound itself needs a pure attention network.
     """
-    Q, W = qk_matrices(model), value_matrices(model)
-    if Q.shape[0] == 0:  # no layers: no heads to bound
-        return torch.zeros(Q.shape[:2], dtype=Q.dtype)
-    return norm_1(Q) * torch.sqrt(norm_1(W) * norm_inf(W))
+    q, w1, winf = _head_norms(model)  # one layer's d x d products at a time
+    return q * torch.sqrt(w1 * winf)
