@@ -239,9 +239,12 @@ def dynamics_study(task: ToyTask, seed: int = 0, *, checkpoints=6, n_probe: int 
     """Train ``task``'s network with and without skip connections (:func:`training_run`) and, at
     every kept epoch, measure the stable ranks of its attention weights and the relative residual
     of its tokens through depth, both from that checkpoint's weights (:meth:`TrainingRun.measure`)."""
+    if not isinstance(task, ToyTask):
+        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    n_eval = task.n_train if task.task == "memorization" else task.n_eval  # memorization: its training set
+    n_probe = check_int("n_probe", n_probe, maximum=n_eval)
     runs = {skip: training_run(task, seed, skip=skip, checkpoints=checkpoints, retrain=retrain, progress=progress)
             for skip in (True, False)}
-    n_probe = check_int("n_probe", n_probe, maximum=len(runs[True].data.X_eval))
     sr, res, acc, qk = {}, {}, {}, {}
     for skip, run in runs.items():
         m = [run.measure(k, n_probe) for k in range(len(run.epochs))]
