@@ -35,7 +35,7 @@ from ..residual import through_depth
 from ..stats import geometric_mean
 from . import data as _data
 from .model import ToyModel
-from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, task_data, toy_config, token_accuracy
+from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, task_data, toy_config
 
 __all__ = ["DYNAMICS_VERSION", "WEIGHT_KINDS", "stable_rank", "weight_matrices", "TrainingRun", "training_run",
            "DynamicsStudy", "dynamics_study"]
@@ -120,7 +120,8 @@ class TrainingRun:
         ``{kind: (L, H)}``; ``residual`` ``(L + 1,)``, the geometric mean over the first ``n_probe``
         held-out sequences of the relative residual (mean centre, composite norm) of each layer's
         output, index 0 the SAN's input; ``accuracy`` on all held-out sequences; ``qk_norm``, the
-        largest :math:`\\lVert W_Q W_K^\\top\\rVert_2 / \\sqrt{d_{head}}` over layers and heads."""
+        largest :math:`\\lVert W_Q W_K^\\top\\rVert_2 / \\sqrt{d_{head}}` over layers and heads;
+        ``constant``, the fraction of held-out sequences on which it predicts one value at every position."""
         n_probe = check_int("n_probe", n_probe, maximum=len(self.data.X_eval))
         model = self.model_at(k)
         W = weight_matrices(model)
@@ -128,10 +129,25 @@ class TrainingRun:
             hidden = model.san(model.embed(self.data.X_eval[:n_probe])).hidden_states
             rel = through_depth(hidden)  # (L + 1, n_probe)
             qk = torch.linalg.matrix_norm(W["W_Q"] @ W["W_K"].transpose(-1, -2), ord=2) / W["W_Q"].shape[-1] ** 0.5
-            acc = token_accuracy(model(self.data.X_eval), self.data.y_eval)
+            pred = model(self.data.X_eval).argmax(-1)
+            acc = float((pred == self.data.y_eval).double().mean())
+            constant = float((pred == pred[..., :1]).all(-1).double().mean())
         return {"stable_rank": {kind: stable_rank(W[kind]).numpy() for kind in WEIGHT_KINDS},
                 "residual": geometric_mean(rel.numpy(), axis=1, floor=FLOOR),
-                "accuracy": acc, "qk_norm": float(qk.max())}
+                "accuracy": acc, "constant": constant, "qk_norm": float(qk.max())}
+
+
+    def sensitivity(self, k: int, n_probe: int, *, eps: float = 1e-4, directions: int = 4, seed: int = 0) -> np.ndarray:
+        """Relative sensitivity of the SAN at checkpoint ``k`` to small random perturbations of its
+        input tokens (``rc.lipschitz.perturbation_gain`` on the first ``n_probe`` held-out
+        sequences' embeddings): ``(n_probe, directions)``. Chapter "The MLP trade-off", section 4."""
+        from ..lipschitz import perturbation_gain
+
+        n_probe = check_int("n_probe", n_probe, maximum=len(self.data.X_eval))
+        model = self.model_at(k)
+        with torch.no_grad():
+            X = model.embed(self.data.X_eval[:n_probe])
+        return perturbation_gain(model.san, X, eps=eps, directions=directions, seed=seed).numpy()
 
 
 def training_run(task: ToyTask, seed: int = 0, *, skip: bool = True, checkpoints=6, retrain: bool = False,
@@ -186,7 +202,8 @@ class DynamicsStudy:
     """Both meanings of rank collapse on the same runs. For ``skip`` in ``(True, False)``:
     ``runs[skip]`` the :class:`TrainingRun`; ``stable_rank[skip]`` ``(K, 4 L H)`` every attention
     weight matrix's stable rank at each of the ``K`` kept ``epochs``; ``residual[skip]``
-    ``(K, L + 1)``; ``accuracy[skip]``, ``qk_norm[skip]`` ``(K,)``; ``run_ids[skip]``."""
+    ``(K, L + 1)``; ``accuracy[skip]``, ``qk_norm[skip]``, ``constant[skip]`` ``(K,)`` (see
+    :meth:`TrainingRun.measure`); ``run_ids[skip]``."""
 
     runs: dict
     epochs: np.ndarray
@@ -194,10 +211,12 @@ class DynamicsStudy:
     residual: dict
     accuracy: dict
     qk_norm: dict
+    constant: dict
     n_probe: int
 
     @property
     def run_ids(self) -> dict:
+        """``{skip: run_id}``: the run each quantity was read from."""
         return {skip: run.run_id for skip, run in self.runs.items()}
 
     def change(self, skip: bool) -> dict:
@@ -224,13 +243,17 @@ class DynamicsStudy:
         for skip, tag in ((True, "skip"), (False, "noskip")):
             c = self.change(skip)
             sr, res, acc, qk = self.stable_rank[skip], self.residual[skip][:, -1], self.accuracy[skip], self.qk_norm[skip]
-            out.update({f"limits-dyn-acc0-{tag}": (acc[0], "{:.2f}"), f"limits-dyn-acc-{tag}": (acc[-1], "{:.2f}"),
+            out.update({f"limits-dyn-id-{tag}": (self.runs[skip].run_id, "{}"),
+                        f"limits-dyn-acc0-{tag}": (acc[0], "{:.2f}"), f"limits-dyn-acc-{tag}": (acc[-1], "{:.2f}"),
                         f"limits-dyn-res0-{tag}": (res[0], "sci"), f"limits-dyn-res-{tag}": (res[-1], "sci"),
                         f"limits-dyn-resfactor-{tag}": (c["residual_factor"], "{:.3g}"),
+                        f"limits-dyn-resdir-{tag}": ("rises" if c["residual_factor"] > 1 else "falls", "{}"),
+                        f"limits-dyn-resin-{tag}": (self.residual[skip][-1, 0], "{:.2f}"),
                         f"limits-dyn-sr0-{tag}": (sr[0].mean(), "{:.2f}"), f"limits-dyn-sr-{tag}": (sr[-1].mean(), "{:.2f}"),
                         f"limits-dyn-srchange-{tag}": (100 * c["stable_rank"], "{:.1f}"),
                         f"limits-dyn-srmean-{tag}": (100 * c["stable_rank_mean"], "{:+.1f}"),
-                        f"limits-dyn-qk0-{tag}": (qk[0], "{:.2f}"), f"limits-dyn-qk-{tag}": (qk[-1], "{:.2f}")})
+                        f"limits-dyn-qk0-{tag}": (qk[0], "{:.2f}"), f"limits-dyn-qk-{tag}": (qk[-1], "{:.2f}"),
+                        f"limits-dyn-constant-{tag}": (100 * self.constant[skip][-1], "{:.0f}")})
         return out
 
 
@@ -245,11 +268,12 @@ def dynamics_study(task: ToyTask, seed: int = 0, *, checkpoints=6, n_probe: int 
     n_probe = check_int("n_probe", n_probe, maximum=n_eval)
     runs = {skip: training_run(task, seed, skip=skip, checkpoints=checkpoints, retrain=retrain, progress=progress)
             for skip in (True, False)}
-    sr, res, acc, qk = {}, {}, {}, {}
+    sr, res, acc, qk, const = {}, {}, {}, {}, {}
     for skip, run in runs.items():
         m = [run.measure(k, n_probe) for k in range(len(run.epochs))]
         sr[skip] = np.array([np.concatenate([x["stable_rank"][kind].ravel() for kind in WEIGHT_KINDS]) for x in m])
         res[skip] = np.array([x["residual"] for x in m])
         acc[skip] = np.array([x["accuracy"] for x in m])
         qk[skip] = np.array([x["qk_norm"] for x in m])
-    return DynamicsStudy(runs, np.array(runs[True].epochs), sr, res, acc, qk, n_probe)
+        const[skip] = np.array([x["constant"] for x in m])
+    return DynamicsStudy(runs, np.array(runs[True].epochs), sr, res, acc, qk, const, n_probe)
