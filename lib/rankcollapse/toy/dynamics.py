@@ -49,8 +49,11 @@ def stable_rank(W) -> torch.Tensor:
     """Stable rank :math:`\\lVert W\\rVert_F^2 / \\lVert W\\rVert_2^2` of each matrix of ``W`` ``(..., m, k)``.
 
     Between 1 (one singular value carries everything) and the rank (all non-zero singular
-    values equal); shape ``(...)``. A zero matrix has none: it is refused.
+    values equal); shape ``(...)``. A numpy array is taken as a tensor. A zero matrix has none: it
+    is refused.
     """
+    if isinstance(W, np.ndarray) and np.issubdtype(W.dtype, np.floating):
+        W = torch.from_numpy(W)
     if not isinstance(W, torch.Tensor) or W.ndim < 2 or not W.is_floating_point():
         raise TypeError(f"W must be a floating-point tensor of matrices (..., m, k), got {type(W).__name__}"
                         + (f" of shape {tuple(W.shape)}" if isinstance(W, torch.Tensor) else ""))
@@ -245,7 +248,7 @@ class DynamicsStudy:
             sr, res, acc, qk = self.stable_rank[skip], self.residual[skip][:, -1], self.accuracy[skip], self.qk_norm[skip]
             out.update({f"limits-dyn-id-{tag}": (self.runs[skip].run_id, "{}"),
                         f"limits-dyn-acc0-{tag}": (acc[0], "{:.2f}"), f"limits-dyn-acc-{tag}": (acc[-1], "{:.2f}"),
-                        f"limits-dyn-res0-{tag}": (res[0], "sci"), f"limits-dyn-res-{tag}": (res[-1], "sci"),
+                        f"limits-dyn-res0-{tag}": _small(res[0]), f"limits-dyn-res-{tag}": _small(res[-1]),
                         f"limits-dyn-resfactor-{tag}": (c["residual_factor"], "{:.3g}"),
                         f"limits-dyn-resdir-{tag}": ("rises" if c["residual_factor"] > 1 else "falls", "{}"),
                         f"limits-dyn-resin-{tag}": (self.residual[skip][-1, 0], "{:.2f}"),
@@ -255,6 +258,11 @@ class DynamicsStudy:
                         f"limits-dyn-qk0-{tag}": (qk[0], "{:.2f}"), f"limits-dyn-qk-{tag}": (qk[-1], "{:.2f}"),
                         f"limits-dyn-constant-{tag}": (100 * self.constant[skip][-1], "{:.0f}")})
         return out
+
+
+def _small(x: float) -> tuple:
+    """A glue entry: two decimals down to 0.01, scientific notation below."""
+    return (x, "{:.2f}") if x >= 0.01 else (x, "sci")
 
 
 def dynamics_study(task: ToyTask, seed: int = 0, *, checkpoints=6, n_probe: int = 32, retrain: bool = False,
