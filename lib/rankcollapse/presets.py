@@ -81,6 +81,14 @@ PRESETS: dict[str, dict[str, dict]] = {
             open_depths=(1, 2, 4), open_n=12, open_d=16, open_H=4, open_scale=0.5, open_steps=12,
             # END REGION helperA
             # REGION helperB
+            # sorting trained with and without skips (dyn_task: ToyTask fields), weights kept at
+            # dyn_checkpoints epochs, tokens measured on dyn_probe held-out sequences; loss slices along
+            # slice_directions filter-normalised directions at slice_points steps in [-1, 1], on slice_n
+            # training sequences, summarised at +-slice_radius
+            dyn_task=dict(n_layers=4, n_heads=2, d_model=16, seq_len=8, vocab=10, n_train=300,
+                          n_eval=40, epochs=6, batch=50, lr=3e-3),
+            dyn_checkpoints=4, dyn_probe=16,
+            slice_directions=2, slice_points=11, slice_n=64, slice_radius=0.5,
             # END REGION helperB
         ),
         "full": dict(
@@ -90,6 +98,10 @@ PRESETS: dict[str, dict[str, dict]] = {
             open_depths=(1, 2, 4, 8, 16), open_n=16, open_d=32, open_H=4, open_scale=0.5, open_steps=60,
             # END REGION helperA
             # REGION helperB
+            dyn_task=dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000,
+                          n_eval=200, epochs=25, batch=50, lr=1e-3),
+            dyn_checkpoints=6, dyn_probe=32,
+            slice_directions=3, slice_points=21, slice_n=256, slice_radius=0.5,
             # END REGION helperB
         ),
     },

@@ -3,7 +3,9 @@
 Above the core: ``data`` (seeded task generators), ``model`` (embedding, ``rc.san.SAN``,
 readout), ``train`` (deterministic CPU training with cached checkpoints), ``evaluate``
 (path-restricted accuracy: every single path, the sum of each length, the paper's sampled
-estimate) and ``circle`` (the circle toy's rollouts). Book: chapter "Which paths do trained
+estimate), ``circle`` (the circle toy's rollouts), ``dynamics`` (weight stable ranks and token
+residuals at kept epochs of one training run, with and without skips) and ``landscape``
+(filter-normalised loss slices). Book: chapter "Which paths do trained
 networks use?".
 """
 
@@ -14,6 +16,6 @@ from .train import (CIRCLE_VARIANTS, OFFICIAL, OFFICIAL_LINES, TASKS, TRAINING_C
                     task_data, token_accuracy, toy_config, train)
 from .evaluate import (PathEvaluation, all_path_terms, by_length, evaluate_paths, path_index, sample_paths)
 from .circle import rollout
-from . import figures
+from . import dynamics, figures, landscape
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,7 +1,9 @@
 """Drawings of the chapter "Which paths do trained networks use?" (each on an ``Axes`` it is given).
 
 They compute nothing: every value comes from :func:`rankcollapse.toy.evaluate_paths`,
-``rc.paths.length_profile`` or :func:`rankcollapse.toy.rollout`. They follow the book's page
+``rc.paths.length_profile``, :func:`rankcollapse.toy.rollout`, or (chapter "What the theorem
+does not say") :func:`rankcollapse.toy.dynamics.dynamics_study` and
+:func:`rankcollapse.toy.landscape.landscape_study`. They follow the book's page
 rules (``rc.plotting``): colours from ``PALETTE`` (Okabe-Ito) with mid-grey for reference
 lines, integer ticks on path lengths and depths, titles fitted to the panel
 (``rc.plotting.fit_title``), no legend inside a panel (the chapter puts one key below the row
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["accuracy_by_length", "single_paths", "profile", "trajectories", "relative_residual_by_depth"]
+__all__ = ["accuracy_by_length", "single_paths", "profile", "trajectories", "relative_residual_by_depth",
+           "training_dynamics", "loss_slices"]
 
 
 def _plotting():
@@ -99,6 +102,50 @@ def relative_residual_by_depth(ax, rel: dict, labels: dict, title: str = ""):
         ax.plot(np.arange(len(r)), r, color=P.PALETTE[i], label=labels[variant])
     ax.set(ylim=(0, 1.05), xlabel="depth (applications)")
     P.integer_ticks(ax, "x")
+    if title:
+        P.fit_title(ax, title)
+    return ax
+
+
+def _variants():
+    C = _plotting().PALETTE
+    return ((True, "with skips", C[0], "o-"), (False, "without skips", C[3], "s--"))
+
+
+def training_dynamics(axes, study, floor: float = 1e-17):
+    """Three panels on the kept epochs of one :class:`~rankcollapse.toy.dynamics.DynamicsStudy`:
+    (a) the stable rank of the attention weight matrices (mean over matrices, band from the
+    smallest to the largest), (b) the relative residual after the last layer (log scale, values
+    below ``floor`` drawn at ``floor``), (c) the held-out token accuracy; both variants in each."""
+    P = _plotting()
+    a, b, c = axes
+    x = study.epochs
+    for skip, label, color, style in _variants():
+        sr = study.stable_rank[skip]
+        a.fill_between(x, sr.min(1), sr.max(1), color=color, alpha=0.15, lw=0)
+        a.plot(x, sr.mean(1), style, ms=3, color=color, label=label)
+        b.semilogy(x, np.clip(study.residual[skip][:, -1], floor, None), style, ms=3, color=color, label=label)
+        c.plot(x, study.accuracy[skip], style, ms=3, color=color, label=label)
+    L = study.residual[True].shape[1] - 1
+    a.set(xlabel="epoch", ylabel="stable rank of $W$")
+    b.set(xlabel="epoch", ylabel=f"relative residual, layer {L}")
+    c.set(xlabel="epoch", ylabel="held-out token accuracy", ylim=(0, 1.03))
+    for ax, title in zip(axes, ("(a) weights", "(b) tokens", "(c) accuracy")):
+        P.integer_ticks(ax, "x")
+        P.fit_title(ax, title)
+    return axes
+
+
+def loss_slices(ax, landscape, title: str = ""):
+    """Every filter-normalised loss slice of a :class:`~rankcollapse.toy.landscape.LandscapeStudy`
+    (one thin line per direction), both variants, the trained weights at ``alpha = 0``."""
+    P = _plotting()
+    for skip, label, color, style in _variants():
+        s = landscape.slices[skip]
+        for i, row in enumerate(s.losses):
+            ax.plot(s.alphas, row, style[1:], lw=1.2, color=color, label=label if i == 0 else None)
+        ax.plot([0], [s.loss0], style[0], ms=4, color=color)
+    ax.set(xlabel=r"step $\alpha$ along a filter-normalised direction", ylabel="training loss")
     if title:
         P.fit_title(ax, title)
     return ax

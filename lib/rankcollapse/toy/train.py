@@ -197,7 +197,14 @@ def _loss(task, out, y):
     return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
 
-def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool) -> dict:
+def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool, on_epoch=None) -> dict:
+    """Adam on ``task``'s schedule, in order, no shuffling; the log of losses per epoch.
+
+    ``on_epoch(epoch, model)``, when given, is called before the first step (``epoch = 0``) and
+    after each epoch (``epoch = 1 .. task.epochs``), under ``torch.no_grad``; it must not change
+    the model (``rc.toy.dynamics`` copies the weights there). Training itself is the same with or
+    without it.
+    """
     from tqdm import tqdm  # a plain bar on stderr: never part of a notebook's compared output
 
     X, y = data.X_train, data.y_train
@@ -214,6 +221,9 @@ def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool) -
     losses = []
     bar = tqdm(range(task.epochs), desc=task.task + (f"-{task.variant}" if task.variant else ""),
                file=sys.stderr, disable=not progress, leave=False)
+    if on_epoch is not None:
+        with torch.no_grad():
+            on_epoch(0, model)
     for epoch in bar:
         if task.schedule == "step" and epoch in task.milestones:
             for group in opt.param_groups:
@@ -229,6 +239,9 @@ def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool) -
             total_loss += float(loss.detach()) * len(X[i:i + task.batch])
         losses.append(total_loss / len(X))
         bar.set_postfix(loss=f"{losses[-1]:.3g}")
+        if on_epoch is not None:
+            with torch.no_grad():
+                on_epoch(epoch + 1, model)
     return {"epochs": task.epochs, "steps_per_epoch": steps, "loss": losses}
 
 
