@@ -58,6 +58,12 @@ BIAS = rc.san.SAN(CFG.replace(bias=True), seed=0)
 DEPTH0 = rc.san.SAN(CFG.replace(n_layers=0), seed=0)
 DEPTH0_POST = rc.san.SAN(CFG.replace(n_layers=0, layernorm="post"), seed=0)
 ZERO = rc.san.SAN(CFG.replace(init_scale=0.0), seed=0)  # output exactly zero
+_SORT = rc.toy.ToyTask("sorting", n_layers=1, n_heads=1, d_model=4, seq_len=3, n_train=4, n_eval=2, epochs=2,
+                      batch=2, lr=1e-3, vocab=3)
+_CIRCLE = rc.toy.ToyTask("circle", 1, 2, 8, 2, 20, 1, 1, 5, 1e-3, variant="skip")
+_TOY_X = torch.tensor([[0, 1, 2], [2, 1, 0]])
+_TOY_Y = torch.sort(_TOY_X, -1).values
+_TOY_MODEL = rc.toy.ToyModel(rc.toy.toy_config(_SORT, rc.toy.task_data(_SORT, 0)), seed=0)
 NAN = torch.tensor([[1.0, float("nan"), 0.0, 0.0]] * 3, dtype=torch.float64)
 INF = torch.tensor([[1.0, float("inf"), 0.0, 0.0]] * 3, dtype=torch.float64)
 EMPTY = torch.zeros(0, 4, dtype=torch.float64)
@@ -436,6 +442,30 @@ ROWS = [
      Raises(ValueError, "betas")),
     ("particle_study T/dt huge", lambda: rc.later.particles.particle_study(n=3, d=3, betas=[1.0], T=1e9, dt=0.1, every=1, seed=0),
      Raises(ValueError, "steps")),
+    # ------------------------------------------------------------------ toy.dynamics, toy.landscape
+    ("stable_rank vector", lambda: rc.toy.dynamics.stable_rank(torch.ones(3)), Raises(TypeError, "W")),
+    ("stable_rank ints", lambda: rc.toy.dynamics.stable_rank(torch.ones(2, 2, dtype=torch.int64)), Raises(TypeError, "W")),
+    ("stable_rank zero matrix", lambda: rc.toy.dynamics.stable_rank(torch.zeros(3, 3)), Raises(ValueError, "zero matrix")),
+    ("stable_rank numpy", lambda: float(rc.toy.dynamics.stable_rank(np.eye(3))),
+     Returns(lambda v: abs(v - 3.0) < 1e-12, "3 for the identity")),
+    ("weight_matrices not a toy model", lambda: rc.toy.dynamics.weight_matrices(PURE), Raises(TypeError, "model")),
+    ("training_run not a task", lambda: rc.toy.dynamics.training_run("sorting"), Raises(TypeError, "task")),
+    ("training_run circle", lambda: rc.toy.dynamics.training_run(_CIRCLE), Raises(ValueError, "circle")),
+    ("training_run skip 'no'", lambda: rc.toy.dynamics.training_run(_SORT, skip="no"), Raises(TypeError, "skip")),
+    ("training_run seed 2**70", lambda: rc.toy.dynamics.training_run(_SORT, seed=HUGE_SEED), Raises(ValueError, "seed")),
+    ("training_run checkpoints 1", lambda: rc.toy.dynamics.training_run(_SORT, checkpoints=1), Raises(ValueError, "checkpoints")),
+    ("training_run checkpoints past the end", lambda: rc.toy.dynamics.training_run(_SORT, checkpoints=(0, 9)),
+     Raises(ValueError, "checkpoints")),
+    ("dynamics_study n_probe too many", lambda: rc.toy.dynamics.dynamics_study(_SORT, n_probe=10**6), Raises(ValueError, "n_probe")),
+    ("dynamics_study not a task", lambda: rc.toy.dynamics.dynamics_study(None), Raises(TypeError, "task")),
+    ("filter_normalised_direction not a model", lambda: rc.toy.landscape.filter_normalised_direction(PURE, torch.Generator()),
+     Raises(TypeError, "model")),
+    ("training_loss not a model", lambda: rc.toy.landscape.training_loss(PURE, X, X), Raises(TypeError, "model")),
+    ("loss_slice alphas without 0", lambda: rc.toy.landscape.loss_slice(_TOY_MODEL, _TOY_X, _TOY_Y, alphas=[1.0, 2.0, 3.0]),
+     Raises(ValueError, "alphas")),
+    ("loss_slice directions 0", lambda: rc.toy.landscape.loss_slice(_TOY_MODEL, _TOY_X, _TOY_Y, alphas=[-1, 0, 1], directions=0),
+     Raises(ValueError, "directions")),
+    ("landscape_study not a study", lambda: rc.toy.landscape.landscape_study(None, alphas=[-1, 0, 1]), Raises(TypeError, "study")),
     # ------------------------------------------------------------------ checks
     ("check unknown id", lambda: C.check("paths.nothing", lambda: 0, quiet=True), Raises(ValueError, "unknown exercise")),
     ("check quiet 'no'", lambda: C.check("paths.count", lambda *a: 0, quiet="no"), Raises(TypeError, "quiet")),
