@@ -115,3 +115,16 @@ def test_refuses_bad_input(gen):
         M.sharp_attention_network(4, 2, 1.0, layernorm=True, value=torch.eye(3))
     with pytest.raises(TypeError, match="generator"):
         M.ln_counterexample(ranks=(2,), d_model=4, n_layers=2, beta=1.0, noise=0.0, generator=0)
+
+
+def test_the_window_exercise_reference_is_the_core_mask(gen):
+    """The exercise's reference equals the attention the core computes with SANConfig.window."""
+    ref = rc.checks.EXERCISES["later.window_attention"].reference
+    m = rc.san.SAN(rc.san.SANConfig(n_layers=1, n_heads=1, d_model=4, window=2), seed=0)
+    X = random_tokens(gen, 6, 4)
+    b = m.layers[0]
+    with torch.no_grad():
+        S = (X @ b.W_Q[0]) @ (X @ b.W_K[0]).T / math.sqrt(b.cfg.d_qk)
+        assert torch.allclose(ref(S, 2), m(X).attentions[0][0], atol=1e-14)
+    i = torch.arange(6)
+    assert torch.equal(ref(S, 2) > 0, (i[:, None] - i[None, :]).abs() < 2)

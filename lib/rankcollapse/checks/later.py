@@ -7,11 +7,13 @@ import torch  # noqa: E402
 
 
 def _window_attention(S, window):
-    """Row softmax of the logits ``S`` ``(n, n)`` with keys outside ``|i - j| < window`` given weight 0."""
+    """Row softmax of the logits ``S`` ``(n, n)`` with keys outside ``|i - j| < window`` given weight 0
+    (the mask the core applies, :func:`rankcollapse.ops.allowed_keys`)."""
     from ..ops import allowed_keys
 
-    allowed = allowed_keys(S.shape[-1], None, False, window)
-    return torch.softmax(S if allowed is None else S.masked_fill(~allowed[0], float("-inf")), dim=-1)
+    n = S.shape[-1]
+    allowed = allowed_keys(n, None, False, window)
+    return torch.softmax(S if allowed is None else S.masked_fill(~allowed.reshape(n, n), float("-inf")), dim=-1)
 
 
 def _band(n, window, lower, upper=None):
