@@ -191,7 +191,7 @@ class LambdaResult:
             "lam-rho-one": (float(rho[self._at(1.0)]), "{:.2g}"),
             "lam-one": (float(self.lambdas[self._at(1.0)]), "{:g}"),
             "lam-rho-max": (float(rho[-1]), "sci"), "lam-max": (float(self.lambdas[-1]), "{:g}"),
-            "lam-rho-max-worst": (float(self.rho[:, -1, -1].max()), "{:.2g}"),
+            "lam-rho-max-worst": (float(self.rho[:, -1, -1].max()), "sci"),
             "lam-kept-below": (low, "{:.2f}"), "lam-kept-above": (high, "{:.2f}"),
             "lam-violations": (self.violations(), "{}"),
             "lam-one-side": ("above" if self.threshold < 1 else "below", "{}"),
