@@ -141,7 +141,10 @@ def test_change_and_glue(study):
         assert c["residual_factor"] == pytest.approx(study.residual[skip][-1, -1] / study.residual[skip][0, -1])
     g = study.glue()
     assert g["limits-dyn-L"][0] == TINY.n_layers and g["limits-dyn-matrices"][0] == 4 * TINY.n_layers * TINY.n_heads
-    assert all(np.isfinite(float(v)) for v, _ in g.values())
+    words = {name: v for name, (v, _) in g.items() if isinstance(v, str)}
+    assert all(np.isfinite(float(v)) for v, _ in g.values() if not isinstance(v, str))
+    directions = {k: w for k, w in words.items() if "-resdir-" in k}
+    assert directions and set(directions.values()) <= {"rises", "falls"}, words
     assert g["limits-dyn-acc-skip"][0] == study.accuracy[True][-1]
 
 
