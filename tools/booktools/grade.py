@@ -161,13 +161,13 @@ def plan(cells: list[dict], specs: list[CheckSpec], mode: str, seed: int = 0):
     params = f"mode = {mode!r}\nseed = {seed!r}  # injected by the grader"
     out = []
     for i, c in enumerate(cells):
-        out.append({"source": "pass" if i in unchanged else c["source"],
+        out.append({"source": "pass" if i in unchanged else c["source"], "origin": i + 1,
                     "capture": [{"id": s.id, "name": s.name, "kind": s.kind}
                                 for s in specs if where.get(s.id) == i]})
         if "parameters" in c["tags"]:
-            out.append({"source": params, "capture": []})
+            out.append({"source": params, "capture": [], "origin": None})
     if not any("parameters" in c["tags"] for c in cells):
-        out.insert(0, {"source": params, "capture": []})
+        out.insert(0, {"source": params, "capture": [], "origin": None})
     return out, status
 
 
@@ -225,12 +225,13 @@ def grade_one(sub: Submission, specs: dict, mode: str, timeout: float) -> Submis
         (run_dir / "plan.json").write_text(json.dumps({"cells": to_run}))
         state = _child(["run", str(run_dir)], work, timeout, run_dir / "output.txt")
         log = _jsonl(run_dir / "cells.jsonl")
+        origin = [c["origin"] for c in to_run]  # the submission's code cell, counted from 1
         started = [r["cell"] for r in log if r.get("started")]
         finished = {r["cell"]: r["error"] for r in log if "error" in r}
-        sub.cell_errors = [(i + 1, e) for i, e in finished.items() if e]
+        sub.cell_errors = [(origin[i], e) for i, e in finished.items() if e]
         stuck = next((i for i in started if i not in finished), None)
         if state != "ok":
-            where = f" in cell {stuck + 1}" if stuck is not None else ""
+            where = f" in code cell {origin[stuck]}" if stuck is not None and origin[stuck] else ""
             sub.run = ("timed out" if state == "timed out" else "crashed") + where
         answers = [s.id for s in chapter if (run_dir / "answers" / f"{s.id}.pkl").exists()]
         verdicts = _verify(run_dir, work, answers, timeout)

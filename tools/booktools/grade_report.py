@@ -40,7 +40,7 @@ def write_report(sub, path: Path) -> None:
         lines.append("")
     if sub.cell_errors:
         lines += ["Cells that raised an error (the run went on with the next cell):", ""]
-        lines += [f"- cell {i}: `{_cell(e)}`" for i, e in sub.cell_errors[:20]]
+        lines += [f"- code cell {i}: `{_cell(e)}`" for i, e in sub.cell_errors[:20]]
         if len(sub.cell_errors) > 20:
             lines.append(f"- ... and {len(sub.cell_errors) - 20} more")
         lines.append("")

@@ -65,13 +65,13 @@ def run(run_dir: Path) -> None:
             err = e
         _append(log, {"cell": i, "error": _error_text(err) if err is not None else None})
         for cap in cell.get("capture", []):
-            _capture(shell.user_ns, cap, answers, i)
+            _capture(shell.user_ns, cap, answers, cell.get("origin") or i + 1)
 
 
 def _capture(ns: dict, cap: dict, answers: Path, cell: int) -> None:
     name, kind = cap["name"], cap["kind"]
     if name not in ns:
-        record = {"failed": f"`{name}` is not defined when its check cell (cell {cell + 1}) runs"}
+        record = {"failed": f"`{name}` is not defined when its check cell (code cell {cell}) runs"}
     else:
         try:
             record = {"value": plain_value(ns[name])} if kind == "value" else {"packed": pack_namespace(ns, name)}
