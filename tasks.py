@@ -5,10 +5,14 @@
     python tasks.py test      install, then run the tests (library, every chapter in fast mode,
                               the book built in fast mode from a clean _build)
     python tasks.py student   write the student version (solutions stripped) to _build/student/
+    python tasks.py grade SUBMISSIONS_DIR [--out DIR] [--timeout SECONDS]
+                              grade submitted student notebooks: grades.csv and one report each,
+                              in SUBMISSIONS_DIR/graded/ unless --out says otherwise
     python tasks.py install   only install the pinned requirements and the library
 
 Every command installs first: `pip install` of pinned versions is a no-op when they are present.
-Extra arguments after `test` go to pytest (`python tasks.py test -k paths`).
+Extra arguments after `test` go to pytest (`python tasks.py test -k paths`); after `grade`, to
+`booktools.grade` (`python tasks.py grade submissions/ --timeout 300`).
 
 This file is what installs, so it uses the standard library alone; the steps after the install
 run in a new process, which imports what was installed (the book's tooling, `booktools`).
@@ -49,7 +53,7 @@ def install() -> None:
 
 
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] not in {"book", "test", "student", "install"}:
+    if not argv or argv[0] not in {"book", "test", "student", "grade", "install"}:
         print(__doc__)
         sys.exit(2)
     cmd, rest = argv[0], argv[1:]
@@ -61,6 +65,8 @@ def main(argv: list[str]) -> None:
         step("run the tests (pytest)", PY, "-m", "pytest", *rest)
     elif cmd == "student":
         step("write the student version", PY, "scripts/student.py", *rest)
+    elif cmd == "grade":
+        step("grade the submissions", PY, "-m", "booktools.grade", *rest)
 
 
 if __name__ == "__main__":
