@@ -19,6 +19,7 @@ repository's chapter, solutions included) and fail the build if a solution is le
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import sys
@@ -80,6 +81,25 @@ def executed_notebooks(mode: str | None = None) -> dict[Path, Path]:
     return out
 
 
+def glue_cell(glue: dict):
+    """A hidden code cell whose outputs hold the glued values myst-nb took out of the executed
+    notebook (it writes them beside it, ``<chapter>.glue.json``): read again, they glue as they
+    did in the book build. A value also shown as an output (no ``mime_prefix``: the figures) is
+    still in its cell and is left out here."""
+    import nbformat
+
+    outputs = []
+    for name, output in glue.items():
+        prefix = output.get("metadata", {}).get("scrapbook", {}).get("mime_prefix", "")
+        if not prefix:
+            continue
+        outputs.append(nbformat.from_dict({**output, "data": {prefix + k: v for k, v in output["data"].items()}}))
+    cell = nbformat.v4.new_code_cell("# the values glued in the book build (booktools.edition)",
+                                     metadata={"tags": ["remove-cell"]})
+    cell.outputs = outputs
+    return cell
+
+
 def stage(executed: dict[Path, Path], source: Path = SOURCE) -> Path:
     """Write the student edition's sources to ``source``: the book's sources, each chapter
     replaced by its executed notebook without solutions, the guide left out, execution off."""
@@ -106,7 +126,11 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE) -> Path:
     for path, executed_path in executed.items():
         target = source / path.relative_to(ROOT)
         target.with_suffix(".md").unlink()
-        nbformat.write(strip_notebook(nbformat.read(executed_path, as_version=4)), target.with_suffix(".ipynb"))
+        nb = strip_notebook(nbformat.read(executed_path, as_version=4))
+        glued = executed_path.with_suffix(".glue.json")
+        if glued.exists():
+            nb.cells.append(glue_cell(json.loads(glued.read_text())))
+        nbformat.write(nb, target.with_suffix(".ipynb"))
     for page in source.rglob("*.md"):
         text = page.read_text()
         if GUIDE_LINK.search(text):
