@@ -8,6 +8,8 @@
     python tasks.py grade SUBMISSIONS_DIR [--out DIR] [--timeout SECONDS]
                               grade submitted student notebooks: grades.csv and one report each,
                               in SUBMISSIONS_DIR/graded/ unless --out says otherwise
+    python tasks.py student-book  build the book (full mode; `--mode fast`), then its student
+                              edition (no solutions, no instructor's guide) in _build/student/html/
     python tasks.py install   only install the pinned requirements and the library
 
 Every command installs first: `pip install` of pinned versions is a no-op when they are present.
@@ -52,8 +54,16 @@ def install() -> None:
     step("install the library and the book's tools (pip install -e .)", *pip, "--no-deps", "-e", ".")
 
 
+# the student edition of the HTML book (booktools.edition; `--reuse` takes the last book build)
+STUDENT_BOOK = "student-book"
+
+
+def student_book(rest: list[str]) -> None:
+    step("build the book, then its student edition", PY, "-m", "booktools.edition", *rest)
+
+
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] not in {"book", "test", "student", "grade", "install"}:
+    if not argv or argv[0] not in {"book", "test", "student", "grade", "install", STUDENT_BOOK}:
         print(__doc__)
         sys.exit(2)
     cmd, rest = argv[0], argv[1:]
@@ -67,6 +77,8 @@ def main(argv: list[str]) -> None:
         step("write the student version", PY, "scripts/student.py", *rest)
     elif cmd == "grade":
         step("grade the submissions", PY, "-m", "booktools.grade", *rest)
+    elif cmd == STUDENT_BOOK:
+        student_book(rest)
 
 
 if __name__ == "__main__":

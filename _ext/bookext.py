@@ -14,6 +14,8 @@
    registers twice; sphinx-thebe's `const THEBE_JS_URL` then throws on its second copy).
 5. For the kernels that execute the chapters, `RANKCOLLAPSE_BOOK_BUILD=1`: the exercise checks
    then say that they ran the reference solution the page prints (`rc.checks.in_book_build`).
+6. The student edition (`book_edition: student`, set by `booktools.edition`): the Colab button
+   opens the student notebook, the Binder button goes, and a solution left fails the build.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from pathlib import Path
 
 from booktools.config import github_repo  # the reading of the address the Colab notebooks share
 from pybtex.plugin import register_plugin
+from sphinx.util import logging
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
 
 COLAB_URL = "https://colab.research.google.com"
+logger = logging.getLogger(__name__)
 
 
 # --- 1. author-year labels ------------------------------------------------------------------
@@ -100,7 +104,12 @@ def _add_colab_button(app, pagename, templatename, context, doctree):
     if group is None:
         return
     theme = app.config.html_theme_options
-    url = colab_link(theme.get("repository_url", ""), app.config.colab_branch, pagename)
+    student = app.config.book_edition == "student"
+    if student:  # Binder opens the repository's chapter, solutions included: not in this edition
+        group["buttons"] = [b for b in group["buttons"] if b.get("text") != "Binder"]
+    # the student edition opens the student notebook (scripts/notebooks.py: student/chapters/...)
+    url = colab_link(theme.get("repository_url", ""), app.config.colab_branch,
+                     (STUDENT_DIR + "/" if student else "") + pagename)
     group["buttons"].append(
         {
             "type": "link",
@@ -147,7 +156,9 @@ def _add_student_download(app, pagename, templatename, context, doctree):
     group = next((b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"), None)
     if group is None or not pagename.startswith("chapters/"):
         return
-    if not (Path(app.srcdir) / f"{pagename}.md").is_file():
+    # the student edition's chapters are executed notebooks (booktools.edition)
+    suffixes = (".md", ".ipynb") if app.config.book_edition == "student" else (".md",)
+    if not any((Path(app.srcdir) / f"{pagename}{suffix}").is_file() for suffix in suffixes):
         return
     full = next((i for i, b in enumerate(group["buttons"]) if b.get("label") == "download-notebook-button"), -1)
     group["buttons"].insert(full + 1, {
@@ -158,6 +169,15 @@ def _add_student_download(app, pagename, templatename, context, doctree):
         "tooltip": "Download the student notebook (exercises without their solutions)",
         "label": "download-student-notebook-button",
     })
+
+
+def _no_solution_in_student_edition(app, doctree):
+    """The student edition (``book_edition: student``) must hold no solution: warn (the -W
+    build fails) at any solution node left by the stripping of ``booktools.edition``."""
+    if app.config.book_edition != "student":
+        return
+    for node in doctree.findall(lambda n: type(n).__name__.startswith("solution_")):
+        logger.warning("the student edition holds a solution (%s)", type(node).__name__, location=node)
 
 
 # --- 4. each inline script once ---------------------------------------------------------------
@@ -193,6 +213,10 @@ def _dedupe_page_scripts(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.add_config_value("colab_branch", "notebooks", "html")
+    # "student": the student edition (booktools.edition): Colab opens the student notebook,
+    # no Binder button, and a solution left in a page fails the build
+    app.add_config_value("book_edition", "full", "html")
+    app.connect("doctree-read", _no_solution_in_student_edition)
     app.connect("html-page-context", _add_colab_button, priority=502)
     app.connect("html-page-context", _add_student_download, priority=503)
     app.connect("html-page-context", _dedupe_page_scripts, priority=999)

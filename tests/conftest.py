@@ -82,3 +82,18 @@ def built_book():
     if code != 0:
         pytest.fail("jupyter-book build failed:\n" + report.getvalue())
     return ROOT / "_build"
+
+
+@pytest.fixture(scope="session")
+def student_book(built_book):
+    """The student edition (booktools.edition) built from the session's book build: its
+    executed chapters, stripped of their solutions, with execution off (a few seconds).
+    Returns its HTML folder, ``_build/student/html``."""
+    import io
+
+    from booktools.edition import HTML, build_student
+
+    report = io.StringIO()
+    if build_student("fast", reuse=True, out=report) != 0:
+        pytest.fail("the student edition failed to build:\n" + report.getvalue())
+    return HTML

@@ -551,3 +551,57 @@ def test_the_link_check_catches_broken_links(html_dir):
         base + "/intro.html", base + "/intro.html#no-such-anchor", base + "/no-such-page.html",
         "https://example.org/not-checked"])
     assert len(problems) == 2, problems
+
+
+# --------------------------------------------------------------------------- the student edition
+
+_STUDENT_PAGE = """
+return {solutions: document.querySelectorAll('.solution, [class*="solution"], details.dropdown .solution').length,
+        guide: Array.from(document.querySelectorAll('a[href]')).filter(a => /instructors/.test(a.href)).map(a => a.href),
+        exercises: document.querySelectorAll('.exercise').length,
+        images: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+        links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href),
+        errors: window.__errors || []};
+"""
+
+
+@pytest.fixture(scope="module")
+def student_server(student_book):
+    """The student edition over http on 127.0.0.1, at a free port."""
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(student_book)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.build
+def test_the_student_edition_in_the_browser(browser, student_book, student_server):
+    """Every page of the student edition (booktools.edition) opens with no solution element, no
+    link to the instructor's guide, no JavaScript error, every image loaded and every internal
+    link resolved; each chapter still shows its exercises. One pass in light mode only: the
+    pages are the book's, checked in full above."""
+    pages = [p.relative_to(student_book).as_posix() for p in _pages(student_book)]
+    assert "instructors.html" not in pages and "chapters/paths.html" in pages
+    problems = []
+    for rel in pages:
+        browser.get_log("browser")
+        browser.get(student_server + "/" + rel)
+        waited = browser.execute_async_script(_WAIT_FOR_PAGE)
+        seen = browser.execute_script(_STUDENT_PAGE)
+        if seen["solutions"]:
+            problems.append(f"{rel}: {seen['solutions']} solution element(s)")
+        problems += [f"{rel}: link to the guide {href}" for href in seen["guide"]]
+        problems += [f"{rel}: image did not load: {src}" for src in seen["images"]]
+        problems += [f"{rel}: {m}" for m in list(seen["errors"]) + list(waited["errors"]) if not _allowed(m)]
+        problems += [f"{rel}: {e['message']}" for e in browser.get_log("browser")
+                     if e["level"] == "SEVERE" and not _allowed(e["message"])]
+        problems += _check_links(student_book, student_server, rel, seen["links"])
+        if _is_chapter(rel) and seen["exercises"] == 0:
+            problems.append(f"{rel}: no exercise shown")
+    assert not problems, "\n".join(problems)

@@ -14,6 +14,8 @@ book's repository: :data:`ROOT` is the checkout.
 - :mod:`booktools.build`: the book build, with one progress line per chapter (``python -m booktools.build``);
 - :mod:`booktools.compare`: results of chapters written to JSON and compared (``scripts/compare_outputs.py``);
 - :mod:`booktools.student`, :mod:`booktools.notebooks`: the student version and the Colab notebooks.
+- :mod:`booktools.edition`: the student edition of the HTML book (``python -m booktools.edition``);
+- :mod:`booktools.guide`: the instructor's guide's chapter map and assignment sets.
 """
 
 from __future__ import annotations

@@ -26,17 +26,20 @@ from . import ROOT
 # jupyter-book's command line, run by this Python (works in a venv, pyenv or the system Python)
 JUPYTER_BOOK = (sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())")
 LOG = ROOT / "_build" / "build.log"
+MODE_FILE = ROOT / "_build" / "mode.txt"  # the mode of the last successful build (the student edition reads it)
 
 
 def clean_build() -> None:
     """Remove everything a previous book build left (HTML, executed notebooks, Sphinx caches)."""
     for name in ("html", "jupyter_execute", ".doctrees", ".jupyter_cache"):
         shutil.rmtree(ROOT / "_build" / name, ignore_errors=True)
+    MODE_FILE.unlink(missing_ok=True)
 
 
-def build_command() -> list[str]:
-    """jupyter-book build of the whole book, failing on any warning (-W -n) or cell error."""
-    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(ROOT), str(ROOT)]
+def build_command(root: Path = ROOT) -> list[str]:
+    """jupyter-book build of the whole book in ``root`` (its HTML to ``root/_build/html``),
+    failing on any warning (-W -n) or cell error."""
+    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(root), str(root)]
 
 
 def _env(mode: str) -> dict:
@@ -225,12 +228,21 @@ def build(mode: str = "full", out=None, log: Path = LOG) -> int:
     progress to ``out`` (default stdout) and the whole log to ``log``; returns the exit code."""
     out = out or sys.stdout
     clean_build()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    progress = BuildProgress()
     out.write(f"Building the book ({mode} mode): each chapter is executed, then the pages are written.\n")
+    code = run_with_progress(ROOT, mode, out, log)
+    if code == 0:
+        MODE_FILE.write_text(mode + "\n")
+    return code
+
+
+def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The book") -> int:
+    """Run :func:`build_command` in ``root``, printing :class:`BuildProgress`'s report to ``out``
+    and the whole log to ``log``; returns the exit code."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    progress = BuildProgress(root)
     out.flush()
     start = time.monotonic()
-    with open(log, "w") as keep, subprocess.Popen(build_command(), cwd=ROOT, env=_env(mode), text=True,
+    with open(log, "w") as keep, subprocess.Popen(build_command(root), cwd=root, env=_env(mode), text=True,
                                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
         for line in proc.stdout:
             keep.write(line)
@@ -241,7 +253,7 @@ def build(mode: str = "full", out=None, log: Path = LOG) -> int:
     out.write(progress.finish(proc.returncode, log))
     seconds = time.monotonic() - start
     if proc.returncode == 0:
-        out.write(f"The book built in {seconds:.0f} s: {ROOT / '_build' / 'html' / 'index.html'}\n")
+        out.write(f"{what} built in {seconds:.0f} s: {root / '_build' / 'html' / 'index.html'}\n")
     out.flush()
     return proc.returncode
 

@@ -30,6 +30,54 @@ def strip_solutions(text: str) -> str:
     return out
 
 
+_SOLUTION_START = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-start\}")
+
+
+def strip_notebook(nb):
+    """A copy of notebook ``nb`` (a chapter as myst-nb or jupytext reads it, executed or not)
+    without its solution blocks: what :func:`strip_solutions` removes from the MyST source,
+    removed cell by cell (the code cells of a solution go whole; the executed outputs of the
+    other cells stay)."""
+    import copy
+
+    nb = copy.deepcopy(nb)
+    cells, fence, state = [], None, None  # state: None, "inside", "closing" (the end's fence next)
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            if state is None:
+                cells.append(cell)
+            continue
+        kept = []
+        for line in cell.source.split("\n"):
+            if state is None:
+                m = _SOLUTION_START.match(line)
+                if m:
+                    fence, state = m["fence"], "inside"
+                else:
+                    kept.append(line)
+            elif state == "inside":
+                if line.startswith(fence + "{solution-end}"):
+                    state = "closing"
+            elif line.strip() == fence:
+                state = None
+            else:
+                raise ValueError("a solution-end is not followed by its closing fence; nothing written")
+        if "\n".join(kept).strip():
+            cell.source = "\n".join(kept)
+            cells.append(cell)
+    if state is not None:
+        raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
+    nb.cells = cells
+    return nb
+
+
+def student_notebook(text: str):
+    """The student notebook (not executed) of a chapter's MyST source ``text``."""
+    import jupytext
+
+    return jupytext.reads(strip_solutions(text), fmt="md:myst")
+
+
 def write(out: Path, ipynb: bool = False) -> list[Path]:
     """Write every chapter of the toc without its solutions to ``out/chapters/<name>.md`` (and
     ``.ipynb`` with ``ipynb``); returns the files written."""

@@ -1,0 +1,102 @@
+"""The student edition of the HTML book (booktools.edition) and the cell-by-cell stripping of
+solutions it relies on (booktools.student.strip_notebook)."""
+
+import json
+
+import jupytext
+import nbformat
+import pytest
+
+from booktools import ROOT, edition, student
+from booktools.toc import chapter_key, toc_files, toc_notebooks
+
+CHAPTERS = toc_notebooks()
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_stripping_cells_removes_what_stripping_the_source_removes(path):
+    text = path.read_text()
+    by_cells = student.strip_notebook(jupytext.read(path))
+    by_source = student.student_notebook(text)
+    code = lambda nb: [c.source for c in nb.cells if c.cell_type == "code"]  # noqa: E731
+    prose = lambda nb: " ".join(" ".join(c.source for c in nb.cells if c.cell_type == "markdown").split())  # noqa: E731
+    assert code(by_cells) == code(by_source) and prose(by_cells) == prose(by_source)
+    assert len(code(by_cells)) < len(code(jupytext.read(path)))
+    assert "solution-start" not in prose(by_cells) and "exercise-start" in prose(by_cells)
+
+
+def test_a_malformed_solution_in_a_notebook_is_refused():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("````{solution-start} e\n````\nno end")])
+    with pytest.raises(ValueError, match="malformed"):
+        student.strip_notebook(nb)
+
+
+def test_the_toc_loses_only_the_guide():
+    import yaml
+
+    toc = edition.without_guide(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    kept = [f for f in toc_files() if f != "instructors"]
+    assert len(kept) == len(toc_files()) - 1
+    assert "instructors" not in json.dumps(toc) and all(f in json.dumps(toc) for f in kept)
+
+
+def test_a_link_to_the_guide_becomes_text():
+    text = "see {doc}`instructors`, {doc}`the guide </instructors>` and {ref}`instructors`; {doc}`notation`"
+    out = edition.GUIDE_LINK.sub(edition.GUIDE_TEXT, text)
+    assert out.count(edition.GUIDE_TEXT) == 3 and "{doc}`notation`" in out
+
+
+def test_glued_values_are_put_back_under_their_prefix():
+    glue = {"a": {"output_type": "display_data", "metadata": {"scrapbook": {"name": "a", "mime_prefix": "x/"}},
+                  "data": {"text/plain": "1"}},
+            "fig": {"output_type": "display_data", "metadata": {"scrapbook": {"name": "fig", "mime_prefix": ""}},
+                    "data": {"image/svg+xml": "<svg/>"}}}
+    cell = edition.glue_cell(glue)
+    assert [o["data"] for o in cell.outputs] == [{"x/text/plain": "1"}] and cell.metadata["tags"] == ["remove-cell"]
+
+
+@pytest.mark.build
+def test_the_student_edition_holds_no_solution_and_no_guide(student_book):
+    assert not (student_book / "instructors.html").exists()
+    for f in toc_files():
+        if f != "instructors":
+            assert (student_book / (f.removesuffix(".md") + ".html")).exists(), f
+    # every solution's code, as the sources hold it, is nowhere in the edition's files
+    solutions = []
+    for path in CHAPTERS:
+        nb = jupytext.read(path)
+        kept = {c.source for c in student.strip_notebook(nb).cells if c.cell_type == "code"}
+        solutions += [c.source for c in nb.cells if c.cell_type == "code" and c.source not in kept]
+    kept_lines = {line.strip() for path in CHAPTERS for c in student.student_notebook(path.read_text()).cells
+                  for line in c.source.splitlines()}  # a stub's signature is the solution's too
+    lines = {line.strip() for s in solutions for line in s.splitlines() if len(line.strip()) > 30} - kept_lines
+    assert len(lines) > 20
+    found = []
+    for file in student_book.rglob("*"):
+        if file.is_file() and file.suffix in (".html", ".ipynb", ".md", ".txt", ".js", ".json"):
+            text = file.read_text(errors="replace")
+            found += [f"{file.relative_to(student_book)}: {line}" for line in lines
+                      if line in text or json.dumps(line)[1:-1] in text]
+            assert "instructors.html" not in text, file
+    assert not found, "\n".join(found[:20])
+
+
+@pytest.mark.build
+def test_the_student_edition_shows_the_book_builds_numbers(built_book, student_book):
+    """Same glued numbers as the book: every glued value the book's page shows, the student page shows."""
+    for path in CHAPTERS:
+        rel = chapter_key(path) + ".html"
+        page = (student_book / rel).read_text()
+        assert "{glue" not in page and 'class="solution' not in page, rel
+        book = (built_book / "html" / rel).read_text()
+        glue = json.loads((built_book / "jupyter_execute" / (chapter_key(path) + ".glue.json")).read_text())
+        shown = [d["data"].get("text/markdown") or d["data"].get("text/plain", "").strip("'") for d in glue.values()
+                 if d["metadata"]["scrapbook"]["mime_prefix"]]
+        shown = [v for v in shown if v and len(v) > 3 and v in book]
+        assert len(shown) >= 5, rel
+        missing = [v for v in shown if v not in page]
+        assert not missing, (rel, missing)
+        # the student notebook offered for download is the one handed out (tests/test_student.py runs it)
+        offered = jupytext.read(student_book / "student" / (chapter_key(path) + ".ipynb"))
+        handed_out = student.student_notebook(path.read_text())
+        assert [c.source for c in offered.cells] == [c.source for c in handed_out.cells], rel
