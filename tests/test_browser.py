@@ -352,7 +352,10 @@ def report(browser, html_dir, server):
     found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {},
              "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}}
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
-    browser.get(server + "/intro.html")
+    browser.get(server + "/intro.html")  # a reader's first visit: nothing in localStorage yet
+    browser.execute_async_script(_WAIT_FOR_PAGE)
+    found["js"] += [f"intro.html (first visit): {e['message']}" for e in browser.get_log("browser")
+                    if e["level"] == "SEVERE" and not _allowed(e["message"])]
     for mode in ("light", "dark"):
         _set_mode(browser, mode)  # kept in localStorage for every later page of the site
         for rel in pages if mode == "light" else [r for r in pages if _is_chapter(r)]:
