@@ -364,7 +364,7 @@ ROWS = [
     ("first_below none below", lambda: S.first_below([1.0, 2.0], 1e-3), Returns(lambda v: v is None, "None")),
     ("log_slope one point", lambda: S.log_slope([1.0], [1.0]), Raises(ValueError, "at least 2")),
     ("log_slope zero y", lambda: S.log_slope([1.0, 2.0], [0.0, 1.0]), Raises(ValueError, "y", "positive")),
-    # ------------------------------------------------------------------ later: gradients, masks, verdicts (helperC)
+    # ------------------------------------------------------------------ later: gradients, masks, verdicts
     ("SANConfig window -1", lambda: SANConfig(window=-1), Raises(ValueError, "window")),
     ("SANConfig window 1.5", lambda: SANConfig(window=1.5), Raises(TypeError, "window")),
     ("branch_states with an MLP", lambda: LG.branch_states(MLP, X, skip=True), Raises(ValueError, "mlp")),
@@ -397,7 +397,7 @@ ROWS = [
     ("verdicts table empty", lambda: LV.table([]), Raises(ValueError, "verdicts")),
     ("verdicts table of strings", lambda: LV.table(["agrees"]), Raises(TypeError, "verdicts[0]")),
     ("work_label None", lambda: LV.work_label(None), Raises(TypeError, "cite")),
-    # ------------------------------------------------------------------ later: lam, phases, particles (helperD)
+    # ------------------------------------------------------------------ later: lam, phases, particles
     ("lambda_skip_san cfg with MLP", lambda: rc.later.lam.lambda_skip_san(CFG.replace(mlp=4), 1.0, seed=0),
      Raises(ValueError, "config", "pure attention")),
     ("lambda_skip_san lam nan", lambda: rc.later.lam.lambda_skip_san(CFG, NANF, seed=0), Raises(ValueError, "lam")),

@@ -69,18 +69,15 @@ PRESETS: dict[str, dict[str, dict]] = {
         ),
     },
     "limits": {
-        # what the theorem does not say: the convergence condition on real weights (helperA's keys),
-        # two meanings of rank collapse and the other accounts, on one small training run (helperB's keys).
+        # what the theorem does not say: the convergence condition on real weights,
+        # two meanings of rank collapse and the other accounts, on one small training run.
         "fast": dict(
-            # REGION helperA
             # the condition on real weights: models (fast: three of the registry), sequences x
             # tokens of real text, sequences for the shrink search and the attention entropies
             cond_models=("all-MiniLM-L6-v2", "bert-base-cased", "gpt2"),
             cond_seq=2, cond_tokens=32, cond_rescale_seq=1, cond_entropy_seq=1,
             # the open problem: the skip chapter's search for the smallest ratio with skips
             open_depths=(1, 2, 4), open_n=12, open_d=16, open_H=4, open_scale=0.5, open_steps=12,
-            # END REGION helperA
-            # REGION helperB
             # sorting trained with and without skips (dyn_task: ToyTask fields), weights kept at
             # dyn_checkpoints epochs, tokens measured on dyn_probe held-out sequences; loss slices along
             # slice_directions filter-normalised directions at slice_points steps in [-1, 1], on slice_n
@@ -89,35 +86,27 @@ PRESETS: dict[str, dict[str, dict]] = {
                           n_eval=40, epochs=6, batch=50, lr=3e-3),
             dyn_checkpoints=4, dyn_probe=16,
             slice_directions=2, slice_points=11, slice_n=64, slice_radius=0.5,
-            # END REGION helperB
         ),
         "full": dict(
-            # REGION helperA
             cond_models=("all-MiniLM-L6-v2", "bert-base-cased", "albert-base-v2", "xlnet-base-cased", "gpt2"),
             cond_seq=4, cond_tokens=128, cond_rescale_seq=2, cond_entropy_seq=2,
             open_depths=(1, 2, 4, 8, 16), open_n=16, open_d=32, open_H=4, open_scale=0.5, open_steps=60,
-            # END REGION helperA
-            # REGION helperB
             dyn_task=dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000,
                           n_eval=200, epochs=25, batch=50, lr=1e-3),
             dyn_checkpoints=6, dyn_probe=32,
             slice_directions=3, slice_points=21, slice_n=256, slice_radius=0.5,
-            # END REGION helperB
         ),
     },
     "later": {
-        # five later results, each reproduced small: gradients and masks (helperC's keys), the
-        # skip strength, the two collapses and the particles (helperD's keys).
+        # five later results, each reproduced small: gradients and masks, the
+        # skip strength, the two collapses and the particles.
         "fast": dict(
-            # REGION helperC
             # gradients (section 1): depth, tokens, width, heads, networks
             grad_L=12, grad_n=12, grad_d=16, grad_H=2, grad_samples=2,
             # masks (section 2): depth, tokens, width, heads, networks, sliding window (tokens)
             mask_L=24, mask_n=12, mask_d=16, mask_H=2, mask_samples=2, mask_window=2,
             # LayerNorm's equilibria (section 2): cube ranks, width, depth, attention sharpness, start noise
             ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
-            # END REGION helperC
-            # REGION helperD
             # lam: lambda-skip networks (rc.later.lam.lambda_study); phase: the query/key scale by
             # skip strength grid (rc.later.phases.phase_study); particle: the attention flow on the
             # sphere (rc.later.particles.particle_study)
@@ -126,22 +115,17 @@ PRESETS: dict[str, dict[str, dict]] = {
             phase=dict(scales=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), strengths=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
                        n_layers=8, n_heads=2, d_model=16, n_tokens=8, samples=3),
             particle=dict(n=24, d=3, betas=(1.0, 4.0, 9.0, 16.0, 25.0), T=30.0, dt=0.02, every=25),
-            # END REGION helperD
         ),
         "full": dict(
-            # REGION helperC
             grad_L=32, grad_n=32, grad_d=64, grad_H=4, grad_samples=8,
             mask_L=48, mask_n=32, mask_d=64, mask_H=4, mask_samples=8, mask_window=3,
             ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
-            # END REGION helperC
-            # REGION helperD
             lam=dict(lambdas=(0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
                               3.0, 5.0, 7.0, 10.0), n_layers=12, n_heads=2, d_model=32, n_tokens=16, samples=8),
             phase=dict(scales=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0),
                        strengths=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0), n_layers=12, n_heads=2, d_model=32,
                        n_tokens=16, samples=8),
             particle=dict(n=48, d=3, betas=(1.0, 2.0, 4.0, 9.0, 16.0, 25.0), T=60.0, dt=0.01, every=50),
-            # END REGION helperD
         ),
     },
     "toy_tasks": {

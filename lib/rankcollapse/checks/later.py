@@ -1,8 +1,6 @@
 """Exercises of the chapter "After the paper: five later results"."""
 
 from . import Exercise, Question, register  # noqa: F401
-
-# REGION helperC
 import torch  # noqa: E402
 
 
@@ -77,9 +75,6 @@ register(
         ],
     )
 )
-# END REGION
-
-# REGION helperD
 import math as _math
 
 import torch as _torch
@@ -143,4 +138,3 @@ register(
         ],
     )
 )
-# END REGION

@@ -1,8 +1,6 @@
 """Exercises of the chapter "What the theorem does not say"."""
 
 from . import Exercise, Question, register  # noqa: F401
-
-# REGION helperA
 import functools
 import math
 
@@ -71,10 +69,7 @@ register(
         ],
     )
 )
-# END REGION
-
-# REGION helperB
-# section 2 and 4 (helperB): the stable rank to write, a prediction about a spiked matrix
+# section 2 and 4 the stable rank to write, a prediction about a spiked matrix
 import torch  # noqa: E402
 
 
@@ -156,4 +151,3 @@ register(
         ],
     )
 )
-# END REGION
