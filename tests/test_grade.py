@@ -65,17 +65,19 @@ def to_ipynb(text: str) -> str:
 
 
 def sample_texts() -> dict[str, str]:
-    """The sample submissions: file name -> text (MyST or ipynb JSON)."""
+    """The sample submissions: file name -> MyST text. They stay MyST in git (the source format;
+    generated notebooks stay out of it); the grader's ``.ipynb`` path is exercised by the cases
+    of ``test_tampering_crashes_and_loops_get_their_outcomes``, written as ipynb at test time."""
     base = _student()
     for stub in STUB.values():
         assert base.count(stub) == 1, stub  # the chapter's stubs are where the samples expect
     out = {}
-    for name, answers, fmt in (("correct.md", RIGHT, "md"), ("mistake.ipynb", MISTAKE, "ipynb"),
-                               ("untouched.md", STUB, "md"), ("crashes.ipynb", CRASH, "ipynb")):
+    for name, answers in (("correct.md", RIGHT), ("mistake.md", MISTAKE),
+                          ("untouched.md", STUB), ("crashes.md", CRASH)):
         text = base
         for key, stub in STUB.items():
             text = text.replace(stub, answers[key])
-        out[name] = to_ipynb(text) if fmt == "ipynb" else text
+        out[name] = text
     return out
 
 
@@ -102,23 +104,23 @@ def test_the_samples_get_their_outcomes(samples_graded):
     got = {name: [s.outcomes[i][0] for i in IDS] for name, s in subs.items()}
     assert got == {
         "correct.md": ["correct"] * 5,
-        "mistake.ipynb": ["incorrect", "incorrect", "correct", "correct", "correct"],
+        "mistake.md": ["incorrect", "incorrect", "correct", "correct", "correct"],
         "untouched.md": ["not attempted"] * 5,
-        "crashes.ipynb": ["correct", "crashed", "crashed", "not attempted", "not attempted"],
+        "crashes.md": ["correct", "crashed", "crashed", "not attempted", "not attempted"],
     }
     assert all(s.chapter == "paths" and s.run == "ran" for s in subs.values())
     # the known mistakes' hints reach the report
-    mistake = subs["mistake.ipynb"].outcomes
+    mistake = subs["mistake.md"].outcomes
     assert "the skip is not one of them" in mistake["paths.count"][1]
-    assert "not defined" in subs["crashes.ipynb"].outcomes["paths.two_layer"][1]
-    assert "ZeroDivisionError" in subs["crashes.ipynb"].outcomes["paths.mean_length"][1]
-    assert any("SyntaxError" in e for _, e in subs["crashes.ipynb"].cell_errors)
+    assert "not defined" in subs["crashes.md"].outcomes["paths.two_layer"][1]
+    assert "ZeroDivisionError" in subs["crashes.md"].outcomes["paths.mean_length"][1]
+    assert any("SyntaxError" in e for _, e in subs["crashes.md"].cell_errors)
     rows = list(csv.DictReader(open(out / "grades.csv")))
     assert [r["submission"] for r in rows] == sorted(subs)
     assert {r["submission"]: r["correct"] for r in rows} == {
-        "correct.md": "5", "crashes.ipynb": "1", "mistake.ipynb": "3", "untouched.md": "0"}
+        "correct.md": "5", "crashes.md": "1", "mistake.md": "3", "untouched.md": "0"}
     assert all(r["out of"] == "5" and (out / r["report"]).exists() for r in rows)
-    assert "| `paths.count` | ✘ incorrect |" in (out / "mistake.ipynb.md").read_text()
+    assert "| `paths.count` | ✘ incorrect |" in (out / "mistake.md.md").read_text()
 
 
 def test_the_example_grade_sheet_is_current(samples_graded):
