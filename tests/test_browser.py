@@ -107,20 +107,24 @@ def html_dir(built_book):
     return built_book / "html"
 
 
-@pytest.fixture(scope="module")
-def server(html_dir):
-    """The built book over http on 127.0.0.1, at a free port."""
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
 
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html_dir)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+def _serve(directory):
+    """Serve ``directory`` over http on 127.0.0.1 at a free port: yields the base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def server(html_dir):
+    """The built book over http on 127.0.0.1, at a free port."""
+    yield from _serve(html_dir)
 
 
 @pytest.fixture(scope="module")
@@ -571,16 +575,7 @@ return {solutions: document.querySelectorAll('.solution, [class*="solution"], de
 @pytest.fixture(scope="module")
 def student_server(student_book):
     """The student edition over http on 127.0.0.1, at a free port."""
-
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(student_book)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    yield from _serve(student_book)
 
 
 @pytest.mark.build
