@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from booktools.config import github_repo  # the reading of the address the Colab notebooks share
+from booktools.student import STUDENT_DIR, student_notebook_path, write_student_notebook
 from pybtex.plugin import register_plugin
 from sphinx.util import logging
 from pybtex.richtext import Text
@@ -123,22 +124,11 @@ def _add_colab_button(app, pagename, templatename, context, doctree):
 
 # --- 3. student notebooks -------------------------------------------------------------------
 
-STUDENT_DIR = "student"  # in the built site: student/chapters/<name>.ipynb
-
-
-def student_notebook_path(pagename: str) -> str:
-    """Where page ``pagename``'s student notebook lies in the built site (a relative path)."""
-    return f"{STUDENT_DIR}/{pagename}.ipynb"
-
 
 def _write_student_notebooks(app):
     """Write every chapter's student notebook (no solutions, not executed) into the site."""
     if app.builder.format != "html":
         return
-    import jupytext
-
-    from booktools.student import strip_solutions
-
     root = Path(app.srcdir)
     for docname in app.env.found_docs:
         source = root / f"{docname}.md"
@@ -147,9 +137,7 @@ def _write_student_notebooks(app):
         text = source.read_text()
         if "{solution-start}" not in text and "jupytext" not in text:
             continue
-        target = Path(app.outdir) / student_notebook_path(docname)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        jupytext.write(jupytext.reads(strip_solutions(text), fmt="md:myst"), target)
+        write_student_notebook(text, app.outdir, docname)
 
 
 def _add_student_download(app, pagename, templatename, context, doctree):

@@ -28,7 +28,7 @@ from pathlib import Path
 from . import ROOT
 from .build import MODE_FILE, build, run_with_progress
 from .guide import GUIDE
-from .student import student_notebook, strip_notebook
+from .student import strip_notebook, write_student_notebook
 from .toc import chapter_key, toc_notebooks
 
 OUT = ROOT / "_build" / "student"
@@ -141,15 +141,7 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE) -> Path:
 def write_student_notebooks(html: Path = HTML) -> list[Path]:
     """The student notebooks (not executed) the chapter pages offer, at ``html/student/<chapter>.ipynb``,
     written from the chapters' sources as the book build writes them."""
-    import jupytext
-
-    written = []
-    for path in toc_notebooks():
-        target = html / "student" / (chapter_key(path) + ".ipynb")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        jupytext.write(student_notebook(path.read_text()), target)
-        written.append(target)
-    return written
+    return [write_student_notebook(path.read_text(), html, chapter_key(path)) for path in toc_notebooks()]
 
 
 def build_student(mode: str = "full", reuse: bool = False, out=None) -> int:

@@ -78,6 +78,26 @@ def student_notebook(text: str):
     return jupytext.reads(strip_solutions(text), fmt="md:myst")
 
 
+STUDENT_DIR = "student"  # in the built site: student/chapters/<name>.ipynb
+
+
+def student_notebook_path(pagename: str) -> str:
+    """Where page ``pagename``'s (``chapters/paths``) student notebook lies in the built site,
+    relative to its root."""
+    return f"{STUDENT_DIR}/{pagename}.ipynb"
+
+
+def write_student_notebook(text: str, site: Path, pagename: str) -> Path:
+    """Write the student notebook of the chapter source ``text`` (page ``pagename``) into the
+    built site ``site``, where the page's download button points; returns the file."""
+    import jupytext
+
+    target = Path(site) / student_notebook_path(pagename)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    jupytext.write(student_notebook(text), target)
+    return target
+
+
 def write(out: Path, ipynb: bool = False) -> list[Path]:
     """Write every chapter of the toc without its solutions to ``out/chapters/<name>.md`` (and
     ``.ipynb`` with ``ipynb``); returns the files written."""
