@@ -24,7 +24,14 @@ def report_name(rel: str, taken: set) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("\n", " ")  # one line: a table row, a list item (``|`` is escaped by the table)
+
+
+def _table(header, rows) -> list[str]:
+    """The library's Markdown table (:func:`rankcollapse.book.markdown_table`), every column left."""
+    from rankcollapse.book import markdown_table
+
+    return markdown_table(header, rows, align="l" * len(header)).split("\n")
 
 
 def write_report(sub, path: Path) -> None:
@@ -34,9 +41,9 @@ def write_report(sub, path: Path) -> None:
              f"- run: {sub.run}",
              f"- score: {right} of {len(sub.outcomes)} checks correct", ""]
     if sub.outcomes:
-        lines += ["| check | outcome | details |", "|---|---|---|"]
-        for ex_id, (outcome, message) in sub.outcomes.items():
-            lines.append(f"| `{ex_id}` | {MARK.get(outcome, '')} {outcome} | {_cell(message)} |")
+        lines += _table(["check", "outcome", "details"],
+                        [[f"`{ex_id}`", f"{MARK.get(outcome, '')} {outcome}", _cell(message)]
+                         for ex_id, (outcome, message) in sub.outcomes.items()])
         lines.append("")
     if sub.cell_errors:
         lines += ["Cells that raised an error (the run went on with the next cell):", ""]
@@ -52,10 +59,9 @@ def write_report(sub, path: Path) -> None:
 def markdown_table(subs, ids: list[str]) -> str:
     """The grade sheet as a Markdown table: one row a submission, one column a check."""
     head = ["submission", "chapter", "run", *(f"`{i}`" for i in ids), "correct"]
-    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for s in subs:
         right = sum(o == "correct" for o, _ in s.outcomes.values())
-        cells = [f"`{s.rel}`", s.chapter or "", s.run, *(s.outcomes.get(i, ("",))[0] for i in ids),
-                 f"{right} of {len(s.outcomes)}"]
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows) + "\n"
+        rows.append([f"`{s.rel}`", s.chapter or "", s.run, *(s.outcomes.get(i, ("",))[0] for i in ids),
+                     f"{right} of {len(s.outcomes)}"])
+    return "\n".join(_table(head, rows)) + "\n"
