@@ -23,6 +23,13 @@ DECOYS = (
 
 
 @pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The toy tasks' checkpoint cache in a fresh folder of this test's (never the reader's)."""
+    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
 def gen():
     """A fresh seeded generator per test (tests never touch the global RNG state)."""
     return torch.Generator().manual_seed(1234)

@@ -12,12 +12,6 @@ TINY = rc.toy.ToyTask("sorting", n_layers=3, n_heads=2, d_model=8, seq_len=5, n_
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path))
-    return tmp_path
-
-
-@pytest.fixture
 def study(cache):
     return D.dynamics_study(TINY, seed=2, checkpoints=3, n_probe=6)
 

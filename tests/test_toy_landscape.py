@@ -13,8 +13,7 @@ TINY = rc.toy.ToyTask("sorting", n_layers=2, n_heads=2, d_model=8, seq_len=5, n_
 
 
 @pytest.fixture
-def study(tmp_path, monkeypatch):
-    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path))
+def study(cache):
     return D.dynamics_study(TINY, seed=1, checkpoints=2, n_probe=4)
 
 
