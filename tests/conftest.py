@@ -1,11 +1,21 @@
-"""Shared fixtures. The test suite runs from the repository root (see README)."""
+"""Shared fixtures. The test suite runs from the repository root (see README).
 
+The tests build the book, the student edition and the executed chapters into ``_build/tests/``
+(``BOOKTOOLS_OUTPUT``, read by :mod:`booktools`), never into the ``_build/html`` a reader built
+with ``python3 tasks.py book``: running the tests after building the book leaves that book as it was.
+"""
+
+import os
 import shutil
+from pathlib import Path
 
-import pytest
-import torch
+# before booktools is imported (its build folders are read from the environment once)
+os.environ.setdefault("BOOKTOOLS_OUTPUT", str(Path(__file__).resolve().parents[1] / "_build" / "tests"))
 
-from booktools import ROOT
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from booktools import BUILD, ROOT  # noqa: E402
 
 # Folders a reader's tools leave in the repository, each holding markdown Sphinx must not read
 # (broken MyST: reading it would fail the -W build). The book build of the session runs with
@@ -69,33 +79,46 @@ def remove_decoys(created) -> None:
 
 @pytest.fixture(scope="session")
 def built_book():
-    """The whole book built once per test session, in fast mode, from a clean _build, with the
-    decoy folders of ``DECOYS`` present in the repository (removed again after the build).
+    """The whole book built once per test session, in fast mode, from a clean build folder, with
+    the decoy folders of ``DECOYS`` present in the repository (removed again after the build).
 
-    Returns the build folder (``_build``); the build fails on any warning or cell error. A
-    session fixture runs once: when it fails, pytest reports the stored failure to every later
-    test that asks for it, without building again.
+    Returns the build folder (:data:`booktools.BUILD`, ``_build/tests/_build``); the build fails
+    on any warning or cell error, and when it touches a file of the reader's own book
+    (``_build/html``, a marker planted there for the build). A session fixture runs once: when it
+    fails, pytest reports the stored failure to every later test that asks for it, without
+    building again.
     """
     import io
 
     from booktools.build import build
 
+    readers = ROOT / "_build" / "html"
+    had_book = readers.exists()
+    marker = readers / ".the-readers-book"
+    readers.mkdir(parents=True, exist_ok=True)
+    marker.write_text("left by tests/conftest.py: the tests' book build must not touch this folder\n")
     created = plant_decoys()
     report = io.StringIO()
     try:
         code = build("fast", out=report)
     finally:
         remove_decoys(created)
+        kept = marker.exists()
+        marker.unlink(missing_ok=True)
+        if not had_book:
+            shutil.rmtree(readers, ignore_errors=True)
     if code != 0:
         pytest.fail("jupyter-book build failed:\n" + report.getvalue())
-    return ROOT / "_build"
+    if not kept:
+        pytest.fail(f"the tests' book build removed {marker}: it wrote into the reader's book, not {BUILD}")
+    return BUILD
 
 
 @pytest.fixture(scope="session")
 def student_book(built_book):
     """The student edition (booktools.edition) built from the session's book build: its
     executed chapters, stripped of their solutions, with execution off (a few seconds).
-    Returns its HTML folder, ``_build/student/html``."""
+    Returns its HTML folder (``student/html`` in the build folder)."""
     import io
 
     from booktools.edition import HTML, build_student

@@ -6,7 +6,7 @@ extracts a chapter's results (glued values, printed text, figures) and compares 
 runs, and writes the student and Colab versions. It is installed with the library
 (``pip install -e .``; pyproject's ``[tool.setuptools.packages.find]``) so that the tests and the
 scripts import it like any package, without editing ``sys.path``. It works from a checkout of the
-book's repository: :data:`ROOT` is the checkout.
+book's repository: :data:`ROOT` is the checkout, :data:`BUILD` the folder its builds go to.
 
 - :mod:`booktools.toc`: the chapters listed in ``_toc.yml``;
 - :mod:`booktools.execute`: a chapter executed with papermill;
@@ -20,9 +20,17 @@ book's repository: :data:`ROOT` is the checkout.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # tools/booktools/__init__.py -> the checkout
 
 if not (ROOT / "_toc.yml").exists():  # pragma: no cover  (installed without the book's sources)
     raise ImportError(f"booktools works from a checkout of the book (pip install -e .); no _toc.yml in {ROOT}")
+
+# Where the builds go (the HTML book, its executed chapters, the student edition, the logs):
+# ``_build`` in the checkout, or ``<BOOKTOOLS_OUTPUT>/_build`` when that variable names a folder
+# (jupyter-book's --path-output). The tests set it (tests/conftest.py), so that running them never
+# replaces the book a reader built with ``python3 tasks.py book``.
+OUTPUT = Path(os.environ.get("BOOKTOOLS_OUTPUT") or ROOT).resolve()
+BUILD = OUTPUT / "_build"

@@ -5,7 +5,7 @@ some hundred lines of Sphinx log. :func:`build` runs it and prints, instead, one
 with its execution time, each warning in one line, the time spent writing the pages and, when
 a cell fails, which chapter and which cell failed and the cell's error (myst-nb reports the
 failing cell's code, which is matched to its place in the chapter's source). The whole log is
-kept in ``_build/build.log``.
+kept in ``_build/build.log`` (:data:`booktools.BUILD`).
 
     python -m booktools.build --mode full     # what `python3 tasks.py book` runs after installing
 """
@@ -21,25 +21,25 @@ import sys
 import time
 from pathlib import Path
 
-from . import ROOT
+from . import BUILD, OUTPUT, ROOT
 
 # jupyter-book's command line, run by this Python (works in a venv, pyenv or the system Python)
 JUPYTER_BOOK = (sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())")
-LOG = ROOT / "_build" / "build.log"
-MODE_FILE = ROOT / "_build" / "mode.txt"  # the mode of the last successful build (the student edition reads it)
+LOG = BUILD / "build.log"
+MODE_FILE = BUILD / "mode.txt"  # the mode of the last successful build (the student edition reads it)
 
 
 def clean_build() -> None:
     """Remove everything a previous book build left (HTML, executed notebooks, Sphinx caches)."""
     for name in ("html", "jupyter_execute", ".doctrees", ".jupyter_cache"):
-        shutil.rmtree(ROOT / "_build" / name, ignore_errors=True)
+        shutil.rmtree(BUILD / name, ignore_errors=True)
     MODE_FILE.unlink(missing_ok=True)
 
 
-def build_command(root: Path = ROOT) -> list[str]:
-    """jupyter-book build of the whole book in ``root`` (its HTML to ``root/_build/html``),
-    failing on any warning (-W -n) or cell error."""
-    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(root), str(root)]
+def build_command(root: Path = ROOT, output: Path | None = None) -> list[str]:
+    """jupyter-book build of the whole book in ``root`` (its HTML to ``output/_build/html``;
+    ``output`` is ``root`` unless given), failing on any warning (-W -n) or cell error."""
+    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(output or root), str(root)]
 
 
 def _env(mode: str) -> dict:
@@ -51,7 +51,7 @@ def run_build(mode: str, **run_options) -> subprocess.CompletedProcess:
     """Build the book from a clean _build with every chapter executed in ``mode``
     (``run_options`` go to ``subprocess.run``, e.g. ``capture_output=True``)."""
     clean_build()
-    return subprocess.run(build_command(), cwd=ROOT, env=_env(mode), **run_options)
+    return subprocess.run(build_command(ROOT, OUTPUT), cwd=ROOT, env=_env(mode), **run_options)
 
 
 # --------------------------------------------------------------------------- reading the log
@@ -229,20 +229,23 @@ def build(mode: str = "full", out=None, log: Path = LOG) -> int:
     out = out or sys.stdout
     clean_build()
     out.write(f"Building the book ({mode} mode): each chapter is executed, then the pages are written.\n")
-    code = run_with_progress(ROOT, mode, out, log)
+    code = run_with_progress(ROOT, mode, out, log, output=OUTPUT)
     if code == 0:
         MODE_FILE.write_text(mode + "\n")
     return code
 
 
-def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The book") -> int:
-    """Run :func:`build_command` in ``root``, printing :class:`BuildProgress`'s report to ``out``
-    and the whole log to ``log``; returns the exit code."""
+def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The book",
+                      output: Path | None = None) -> int:
+    """Run :func:`build_command` in ``root`` (HTML to ``output/_build/html``, ``output`` is ``root``
+    unless given), printing :class:`BuildProgress`'s report to ``out`` and the whole log to
+    ``log``; returns the exit code."""
+    output = output or root
     log.parent.mkdir(parents=True, exist_ok=True)
     progress = BuildProgress(root)
     out.flush()
     start = time.monotonic()
-    with open(log, "w") as keep, subprocess.Popen(build_command(root), cwd=root, env=_env(mode), text=True,
+    with open(log, "w") as keep, subprocess.Popen(build_command(root, output), cwd=root, env=_env(mode), text=True,
                                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
         for line in proc.stdout:
             keep.write(line)
@@ -253,7 +256,7 @@ def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The bo
     out.write(progress.finish(proc.returncode, log))
     seconds = time.monotonic() - start
     if proc.returncode == 0:
-        out.write(f"{what} built in {seconds:.0f} s: {root / '_build' / 'html' / 'index.html'}\n")
+        out.write(f"{what} built in {seconds:.0f} s: {output / '_build' / 'html' / 'index.html'}\n")
     out.flush()
     return proc.returncode
 

@@ -25,17 +25,17 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import ROOT
+from . import BUILD, ROOT
 from .build import MODE_FILE, build, run_with_progress
 from .guide import GUIDE
 from .student import strip_notebook, write_student_notebook
 from .toc import chapter_key, toc_notebooks
 
-OUT = ROOT / "_build" / "student"
+OUT = BUILD / "student"
 SOURCE = OUT / "source"  # the staged sources
 HTML = OUT / "html"
-EXECUTED = ROOT / "_build" / "jupyter_execute"
-STUDENT_LOG = ROOT / "_build" / "student-build.log"
+EXECUTED = BUILD / "jupyter_execute"
+STUDENT_LOG = BUILD / "student-build.log"
 
 # what is not copied into the staged sources (besides hidden names): the build, the code and tests
 NOT_COPIED = {"_build", "tests", "lib", "tools", "scripts", "benchmarks", "binder", "__pycache__"}

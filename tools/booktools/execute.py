@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import ROOT
+from . import BUILD, ROOT
 
-EXECUTED = ROOT / "_build" / "papermill"  # executed fast-mode notebooks, kept for inspection
+EXECUTED = BUILD / "papermill"  # executed fast-mode notebooks, kept for inspection
 
 
 def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECUTED, nb=None, name: str | None = None):
