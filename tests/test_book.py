@@ -129,3 +129,28 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
                                                (float("nan"), "below 10⁻³⁰⁰")])
 def test_fmt_sci_log10_says_when_a_value_has_underflowed(log10_value, text):
     assert rc.book.fmt_sci_log10(log10_value) == text
+
+
+# ------------------------------------------------------------------ tables
+
+
+def test_table_renders_as_markdown_html_and_text():
+    t = rc.book.Table(["model", "layers", "a|b"], [["BERT", 12, "x"], ["GPT-3", 96, "y"]])
+    md = t._repr_markdown_()
+    assert md.splitlines()[:2] == ["| model | layers | a\\|b |", "|:--|--:|--:|"]
+    assert "<table>" in t._repr_html_() and "<td style=\"text-align:right\">96</td>" in t._repr_html_()
+    assert repr(t).splitlines()[2].startswith("BERT ")
+    with pytest.raises(ValueError, match="3 cells"):
+        rc.book.Table(["a", "b", "c"], [[1, 2]])
+    with pytest.raises(ValueError, match="align"):
+        rc.book.Table(["a"], [[1]], align="x")
+
+
+def test_a_transposed_table_reads_down_the_page():
+    t = rc.book.Table(["task", "paths", "length 0", "length 1"],
+                      [["sorting", "729", "0.275", "0.758"], ["convex hull", "4,096", "0.403", ""]])
+    turned = t.transpose()
+    assert turned.header == ["task", "sorting", "convex hull"]
+    assert turned.rows == [["paths", "729", "4,096"], ["length 0", "0.275", "0.403"], ["length 1", "0.758", ""]]
+    assert turned.align == "lrr"
+    assert turned.transpose().rows == t.rows  # turned twice: the same cells

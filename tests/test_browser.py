@@ -1,6 +1,6 @@
 """The built book, read in a real browser: headless Chromium opens every page.
 
-Every ``.html`` file under ``_build/html`` is opened (the Sphinx-generated ``genindex.html`` and
+Every ``.html`` file of the tests' book build (``_build/tests/_build/html``) is opened (the Sphinx-generated ``genindex.html`` and
 ``search.html`` included: a reader reaches both from every page; only ``_static/`` and
 ``_sources/`` are left out, since they hold assets, not pages). The book is served by a local
 ``http.server`` on 127.0.0.1 and Chromium runs with no network: every host name other than
@@ -18,13 +18,16 @@ On every page the test waits for MathJax to finish typesetting and fails on
 
 Then every page is opened at 1280 and at 390 CSS pixels (a laptop, a phone): nothing (figure,
 table, output area, display equation, the explorer) may be wider than the text column unless
-it scrolls inside a box of its own that fits; every figure is shown at no less than 90% of its
+it scrolls inside a box of its own that fits, and at 1280 px a table must fit the column
+outright (its words wrap; only a phone scrolls it), unless it is wide on purpose (the example
+grade sheet, in a div ``rc-wide-table``); an inline formula is whole in its box or scrolls in
+it (never cut off, never a scroll bar with nothing to scroll); every figure is shown at no less than 90% of its
 natural size (the figures are drawn as wide as the column, rc.plotting.WIDTH); and the skip
 chapter's explorer must redraw its curve when each of its controls moves. The search page's
 snippets must show no raw TeX.
 
 It saves a screenshot of every page in light mode, and of every chapter in dark mode too, to
-``_build/screenshots/`` (and of every chapter at 390 px, ``_build/screenshots/w390/``). In dark mode figure images must sit on a light backing: the figures
+``_build/tests/_build/screenshots/`` (and of every chapter at 390 px, in its ``w390/``). In dark mode figure images must sit on a light backing: the figures
 are drawn in mid-grey ink on a transparent background, and pydata-sphinx-theme (under
 sphinx-book-theme) gives content images a white background in dark mode; the test guards it.
 
@@ -47,7 +50,7 @@ from pathlib import Path
 
 import pytest
 
-from booktools import ROOT
+from booktools import BUILD
 from booktools.toc import toc_files
 
 CHROMIUM = next((p for p in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
@@ -66,7 +69,7 @@ ALLOWED_JS_ERRORS: dict[str, str] = {
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\end\{|\\(?:frac|sum|lVert|rVert|mathbb|mathbf|operatorname"
                      r"|res|SA|SAN|LN|softmax|sqrt|top|left|right|alpha|beta|gamma|lambda|sigma|le|ge|cdots|dots)\b")
 
-SCREENSHOTS = ROOT / "_build" / "screenshots"
+SCREENSHOTS = BUILD / "screenshots"
 PAGE_TIMEOUT = 60  # seconds for a page to load and typeset
 
 
@@ -262,6 +265,23 @@ for (const el of article.querySelectorAll(selectors)) {
   if (!ok) out.wide.push(describe(el) + ' is ' + Math.round(r.width) + ' px wide, ' +
                          'the column ' + Math.round(column.width) + ' px');
 }
+// a table must fit the column outright at the desktop width (scrolling is for a phone)
+out.tables = Array.from(article.querySelectorAll('table'))
+  .filter(t => !t.closest('.rc-wide-table') && t.getBoundingClientRect().width > column.width + 1)
+  .map(t => describe(t) + ' is ' + Math.round(t.getBoundingClientRect().width) + ' px wide, the column ' +
+            Math.round(column.width) + ' px');
+// an inline formula is either whole in its box, or scrolls in it: never cut off, and never a
+// scroll bar with nothing to scroll (MathJax's hidden MathML or a glyph's overhang)
+out.math = [];
+for (const s of article.querySelectorAll('span.math')) {
+  const m = s.querySelector('mjx-math');
+  if (!m) continue;
+  const shown = s.getBoundingClientRect().width, ink = m.getBoundingClientRect().width;
+  if (ink > shown + 1 && !scrolls(s))
+    out.math.push(describe(s) + ' is cut off: ' + Math.round(ink) + ' px in a box of ' + Math.round(shown));
+  else if (scrolls(s) && s.scrollWidth > s.clientWidth && ink <= s.clientWidth)
+    out.math.push(describe(s) + ' has a scroll bar with nothing to scroll');
+}
 for (const img of article.querySelectorAll('figure img')) {
   if (!img.naturalWidth) continue;
   out.figures.push({src: img.getAttribute('src'), natural: img.naturalWidth,
@@ -406,6 +426,9 @@ def report(browser, html_dir, server):
                 layout = browser.execute_script(_LAYOUT)
                 found["columns"][(rel, width)] = layout["column"]
                 found["wide"] += [f"{rel} at {width} px: {w}" for w in layout["wide"]]
+                if width >= 1280:
+                    found["wide"] += [f"{rel} at {width} px: {t}" for t in layout["tables"]]
+                found["wide"] += [f"{rel} at {width} px: {m}" for m in layout["math"]]
                 if layout["pageScroll"] > 1:
                     found["wide"].append(f"{rel} at {width} px: the page itself scrolls sideways by "
                                          f"{layout['pageScroll']} px")

@@ -149,21 +149,6 @@ def test_integer_ticks_and_sweep_helpers(book_style):
     assert len(set(colours)) == 5
 
 
-# ------------------------------------------------------------------ tables (rc.book)
-
-
-def test_table_renders_as_markdown_html_and_text():
-    t = rc.book.Table(["model", "layers", "a|b"], [["BERT", 12, "x"], ["GPT-3", 96, "y"]])
-    md = t._repr_markdown_()
-    assert md.splitlines()[:2] == ["| model | layers | a\\|b |", "|:--|--:|--:|"]
-    assert "<table>" in t._repr_html_() and "<td style=\"text-align:right\">96</td>" in t._repr_html_()
-    assert repr(t).splitlines()[2].startswith("BERT ")
-    with pytest.raises(ValueError, match="3 cells"):
-        rc.book.Table(["a", "b", "c"], [[1, 2]])
-    with pytest.raises(ValueError, match="align"):
-        rc.book.Table(["a"], [[1]], align="x")
-
-
 def test_fit_to_page_applies_the_width_and_the_minimum_size(book_style):
     """glue_figure mends what a chapter got wrong in size (an 8-inch figure, a 7-point legend),
     so every glued figure is shown at 100% with 9-point text; what it cannot mend raises."""

@@ -88,10 +88,12 @@ def test_centres_on_minilm(minilm):
     c = S.centres(minilm, 1, 8, variants=("full",))
     ratio = c.ratio("full")
     assert ratio.shape == (1, 7) and np.all(ratio <= 1 + 1e-9)  # the optimal centre is never worse
-    header, rows = c.table()
-    assert header == ["variant", "centre", "input"] + [f"layer {l}" for l in range(1, 7)]
-    assert [r[:2] for r in rows] == [["full", "mean"], ["", "optimal"]]
+    header, rows = c.table()  # a row per layer, a column per variant and centre
+    assert header == ["", "full: mean", "full: optimal"]
+    assert [r[0] for r in rows] == ["input"] + [f"layer {l}" for l in range(1, 7)]
     assert all(len(r) == len(header) for r in rows)
+    assert [r[1] for r in rows] == [S.show(x) for x in S.gmean(c.mean["full"])]
+    assert [r[2] for r in rows] == [S.show(x) for x in S.gmean(c.optimal["full"])]
     assert c.glue()["rm-opt-ratio-max"][0] == ratio.max()
 
 

@@ -181,6 +181,14 @@ class Table:
             raise ValueError(f"align must be one of l, r, c per column, got {align!r}")
         self.align = align
 
+    def transpose(self) -> "Table":
+        """The table turned: its first column becomes the header and its header the first column,
+        so that a table of a few rows and many columns (a value per layer or per path length)
+        reads down the page and fits its column. The labels are left-aligned, the values right."""
+        header = [self.header[0], *(row[0] for row in self.rows)]
+        rows = [[self.header[j], *(row[j] for row in self.rows)] for j in range(1, len(self.header))]
+        return Table(header, rows, align="l" + "r" * len(self.rows))
+
     def _repr_markdown_(self):
         return markdown_table(self.header, self.rows, self.align)
 

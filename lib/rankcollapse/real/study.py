@@ -165,13 +165,14 @@ class Centres:
         return self.optimal[variant] / np.where(m > 0, m, 1)
 
     def table(self) -> tuple[list, list]:
-        """Header and rows: per variant, the typical residual at every layer with each centre."""
-        rows = []
-        for v in self.mean:
-            rows.append([v, "mean"] + [show(x) for x in gmean(self.mean[v])])
-            rows.append(["", "optimal"] + [show(x) for x in gmean(self.optimal[v])])
-        n_layers = len(rows[0]) - 3 if rows else 0
-        return ["variant", "centre", "input"] + [f"layer {l}" for l in range(1, n_layers + 1)], rows
+        """Header and rows: a row per layer (the input first, depth read downwards), a column per
+        variant and centre, the typical residual in each cell."""
+        columns = [(f"{v}: {c}", gmean(by[v])) for v in self.mean
+                   for c, by in (("mean", self.mean), ("optimal", self.optimal))]
+        n = len(columns[0][1]) if columns else 0
+        labels = ["input"] + [f"layer {l}" for l in range(1, n)]
+        return ["", *(name for name, _ in columns)], [[labels[i], *(show(col[i]) for _, col in columns)]
+                                                     for i in range(n)]
 
     def glue(self) -> dict:
         r = self.ratio("full")
