@@ -55,7 +55,10 @@ def study():
 
 
 def test_masks_slow_collapse_but_none_stops_it(study):
-    assert study.collapse_everywhere() and study.ordering_holds()
+    assert study.falls_everywhere() and study.ordering_holds()
+    # in 16 layers the two-sided window has not reached LEVEL: a decline, extrapolated
+    assert study.depth_to_collapse("window") is None and not study.collapses_everywhere()
+    assert study.extrapolated_depth("window") > 16 and study.depth_to_collapse("full") is not None
     r = {m: -study.rate(m) for m in M.MASKS}
     assert r["full"] > 3 * r["causal"] and r["causal"] > r["window"] > 0
     rows = study.rows()
@@ -91,12 +94,15 @@ def test_the_cube_is_an_equilibrium_with_layernorm_and_collapses_without(gen):
                              generator=torch.Generator().manual_seed(4))
     assert ln.holds() and ln.kept() == [3, 4]
     for r in ln.rows:
-        assert r["defect"] < 1e-5 and r["no_ln"][1] < M.LEVEL and r["ln_random_value"][0] == 1
+        assert r["defect"] < 1e-5 and r["ln_random_value"][0] == 1
+        # without LayerNorm: the residual (the paper's measure) collapses, the shape does not
+        assert r["no_ln_shrink"] < M.LEVEL and r["no_ln_shape"] > 0.999 and 0 < r["no_ln_depth"] <= 40
     header, rows = ln.table()
     rc.book.Table(header, rows)
     v = M.MaskResult(M.mask_study(window=2, n_layers=12, n_heads=2, d_model=16, n_tokens=12, samples=1, seed=0,
                                   generator=torch.Generator().manual_seed(3)), ln).verdict()
-    assert v.agreement == "agrees" and v.cite == "wu2024role"
+    # 12 layers: the windows decline without reaching LEVEL, so the masks part is "partly" seen
+    assert v.agreement == "partly" and v.cite == "wu2024role" and "within 12 layers: not " in v.measured
 
 
 def test_numerical_rank():

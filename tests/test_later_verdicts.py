@@ -28,6 +28,29 @@ def test_table_has_one_row_per_verdict_in_order():
     assert named.rows[1][1].startswith("Wu, Ajorlou") and named.rows[0][1] == "Noci et al. 2022"
 
 
+def test_every_cited_work_is_labelled_as_its_authors_are():
+    """Each key a result module of rc.later cites: one author "X 2025", two "X and Y 2025",
+    three or more "X et al. 2025", read from references.bib."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    bib = (root / "references.bib").read_text()
+    cited = set()
+    for module in (root / "lib" / "rankcollapse" / "later").glob("*.py"):
+        cited |= set(re.findall(r'cite="([a-z0-9]+)"', module.read_text()))
+    assert len(cited) >= 5
+    for key in sorted(cited):
+        entry = re.search(r"@\w+\{" + key + r",(.*?)\n\}", bib, re.S)
+        assert entry, f"{key} is not in references.bib"
+        authors = re.search(r"author\s*=\s*\{(.*?)\},?\n", entry.group(1), re.S).group(1).split(" and ")
+        year = re.search(r"year\s*=\s*\{?(\d{4})", entry.group(1)).group(1)
+        family = [a.split(",")[0].strip() for a in authors]
+        expected = {1: f"{family[0]} {year}", 2: f"{family[0]} and {family[1]} {year}"}.get(
+            len(family), f"{family[0]} et al. {year}")
+        assert V.work_label(key) == expected, key
+
+
 def test_work_label():
     assert V.work_label("geshkovski2023mathematical") == "Geshkovski et al. 2023"
     assert V.work_label("Not_A_Key") == "Not_A_Key"

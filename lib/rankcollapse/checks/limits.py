@@ -63,7 +63,7 @@ register(
         choices=(1, 3, 5),
         hint="Read MiniLM's lowest point on the log axis and count the decades down to the dashed threshold at 1.",
         mistakes=[
-            (1, "One decade is where BERT, ALBERT and XLNet at initialisation sit (tens); MiniLM's curve lies higher."),
+            (1, "One or two decades is where the models at initialisation sit (tens to hundreds); MiniLM's curve lies higher."),
             (5, "Five decades is reached only in MiniLM's first layers, whose input has not yet collapsed; its "
                 "smallest constant, in a collapsed layer, is lower."),
         ],

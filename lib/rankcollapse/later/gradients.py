@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed
+from ..book import fmt_sci_log10
 from ..residual import relative_residual
 from ..san import SAN, SANConfig, check_san
 from ..stats import first_below, geometric_mean
@@ -151,17 +152,19 @@ class GradientStudy:
 
     def glue(self) -> dict:
         """The numbers section 1 states: depth, branch scale, the query/value ratio at the first
-        and last layer of each network, where it falls below :data:`VANISHED`, the residuals."""
+        and last layer of each network, where it falls below :data:`VANISHED`, the residuals.
+        A ratio at :data:`FLOOR` (an exact 0 in the geometric mean) reads "below 10⁻³⁰⁰"."""
         v = self._numbers()
         gone = v["gone"]
+        floored = lambda x: (fmt_sci_log10(math.log10(x)) if x > FLOOR else "below 10⁻³⁰⁰", "{}")  # noqa: E731
         return {
             "grad-L": (v["L"], "{}"), "grad-samples": (self.samples, "{}"), "grad-scale": (v["scale"], "{:.3f}"),
             "grad-vanished": (VANISHED, "sci"),
-            "grad-pure-qv-first": (v["qv_pure_1"], "{:.2f}"), "grad-pure-qv-last": (v["qv_pure_last"], "sci"),
-            "grad-pure-kv-last": (v["kv_pure_last"], "sci"), "grad-pure-res-last": (v["res_pure_last"], "sci"),
+            "grad-pure-qv-first": (v["qv_pure_1"], "{:.2f}"), "grad-pure-qv-last": floored(v["qv_pure_last"]),
+            "grad-pure-kv-last": floored(v["kv_pure_last"]), "grad-pure-res-last": (v["res_pure_last"], "sci"),
             "grad-pure-gone": ("never" if gone is None else gone + 1, "{}"),
             "grad-pure-res-gone": (v["res_at_gone"], "sci"),
-            "grad-skip-qv-first": (v["qv_skip_1"], "{:.2f}"), "grad-skip-qv-last": (v["qv_skip_last"], "sci"),
+            "grad-skip-qv-first": (v["qv_skip_1"], "{:.2f}"), "grad-skip-qv-last": floored(v["qv_skip_last"]),
             "grad-skip-res-last": (v["res_skip_last"], "sci"), "grad-skip-att-last": (v["att_skip_last"], "{:.2f}"),
             "grad-scaled-qv-min": (v["qv_scaled_min"], "{:.2f}"), "grad-scaled-res-min": (v["res_scaled_min"], "{:.2f}"),
             "grad-scaled-att-last": (v["att_scaled_last"], "{:.2f}"),

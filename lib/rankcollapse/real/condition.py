@@ -358,6 +358,10 @@ class ConditionStudy:
                "lim-rate-min": (np.nanmin([r.collapse_rate() for r in rs]), "{:.2f}"),
                "lim-rate-max": (np.nanmax([r.collapse_rate() for r in rs]), "{:.2f}"),
                "lim-log3": (math.log(3), "{:.2f}")}
+        lo, hi = out["lim-rate-min"][0], out["lim-rate-max"][0]
+        out["lim-rate-reading"] = ("faster than the theorem's cube per layer" if lo > math.log(3) else
+                                   "slower than a cube per layer" if hi < math.log(3) else
+                                   "around a cube per layer, faster for some models and slower for others", "{}")
         floors = [r.floor_layer(1e-12) for r in rs]
         out["lim-floor-layer-max"] = (max(x for x in floors if x is not None) if any(
             x is not None for x in floors) else float("nan"), "{}")
