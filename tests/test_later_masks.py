@@ -134,3 +134,18 @@ def test_the_window_exercise_reference_is_the_core_mask(gen):
         assert torch.allclose(ref(S, 2), m(X).attentions[0][0], atol=1e-14)
     i = torch.arange(6)
     assert torch.equal(ref(S, 2) > 0, (i[:, None] - i[None, :]).abs() < 2)
+
+
+def test_the_masks_collapse_is_claimed_only_where_the_run_reaches_it():
+    def study(rates):
+        return M.MaskStudy({m: np.array([10.0 ** (-r * np.arange(25))]) for m, r in rates.items()},
+                           window=2, n_tokens=4, samples=1)
+
+    g = study({"full": 1, "causal": 0.3, "window": 0.01}).glue()
+    assert g["mask-all-collapse"][0] == "the full and causal masks only"
+    assert g["mask-reach-causal"][0] == "at layer 21 (observed)"  # 10^-6.3 < 1e-6 first at layer 21
+    # the window loses 0.01 decade a layer: from 10^-0.24 at layer 24, 1e-6 after 576 more layers
+    assert g["mask-reach-window"][0] == "at about layer 600 (extrapolated)"
+    assert study({"full": 1}).glue()["mask-all-collapse"][0] == "every mask"
+    assert study({"full": 0.01}).glue()["mask-all-collapse"][0] == "no mask"
+    assert math.isinf(study({"full": 0.0}).extrapolated_depth("full"))

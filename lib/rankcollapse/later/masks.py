@@ -119,7 +119,10 @@ class MaskStudy:
             out[f"mask-last-{key}"] = (self.typical(mask)[-1], "sci")
             out[f"mask-reach-{key}"] = (f"at layer {depth} (observed)" if depth is not None else
                                         f"at about layer {self.extrapolated_depth(mask):,.0f} (extrapolated)", "{}")
-        out["mask-all-collapse"] = ("every mask" if self.collapses_everywhere() else "not every mask", "{}")
+        seen = [m for m in self.curves if self.depth_to_collapse(m) is not None]
+        out["mask-all-collapse"] = ("every mask" if len(seen) == len(self.curves) else "no mask" if not seen else
+                                    "the " + ", ".join(seen[:-1]) + (" and " if len(seen) > 1 else "") + seen[-1]
+                                    + (" masks" if len(seen) > 1 else " mask") + " only", "{}")
         return out
 
     def ordering_holds(self) -> bool:
