@@ -345,20 +345,18 @@ class ConditionStudy:
         pct = lambda k: 100 * f[k][0] / f[k][1]  # noqa: E731
         rs = self.results
         out = {"lim-cond-models": (len(rs), "{}"), "lim-cond-seq": (self.n_seq, "{}"),
-               "lim-cond-tokens": (self.n_tokens, "{}"),
-               "lim-cond-names": (", ".join(r.name for r in rs), "{}"),
+               "lim-cond-tokens": (self.n_tokens, "{}"), "lim-cond-names": (", ".join(r.name for r in rs), "{}"),
                "lim-layers-total": (f["layers"][1], "{}"), "lim-layers-hold": (pct("layers"), "{:.0f}%"),
                "lim-heads-total": (f["heads"][1], "{}"), "lim-heads-hold": (pct("heads"), "{:.0f}%"),
                "lim-full-total": (f["full"][1], "{}"), "lim-full-hold": (pct("full"), "{:.0f}%"),
                "lim-floor-min": (min(r.floor.min() for r in rs), "{:.1f}"),
-               "lim-r0-min": (min(r.r0.min() for r in rs), "{:.0f}"),
-               "lim-r0-max": (max(r.r0.max() for r in rs), "{:.0f}"),
+               "lim-r0-min": (min(r.r0.min() for r in rs), "{:.0f}"), "lim-r0-max": (max(r.r0.max() for r in rs), "{:.0f}"),
                "lim-full-min": (min(r.full.min() for r in rs), "sci"),
                "lim-pure-last-max": (max(r.typical()[-1] for r in rs), "sci"),
                "lim-rate-min": (np.nanmin([r.collapse_rate() for r in rs]), "{:.2f}"),
                "lim-rate-max": (np.nanmax([r.collapse_rate() for r in rs]), "{:.2f}"),
                "lim-log3": (math.log(3), "{:.2f}")}
-        lo, hi = out["lim-rate-min"][0], out["lim-rate-max"][0]
+        lo, hi = out["lim-rate-min"][0], out["lim-rate-max"][0]  # against log 3, a cube per layer
         out["lim-rate-reading"] = ("faster than the theorem's cube per layer" if lo > math.log(3) else
                                    "slower than a cube per layer" if hi < math.log(3) else
                                    "around a cube per layer, faster for some models and slower for others", "{}")
