@@ -49,22 +49,29 @@ def random_tokens(gen, *shape, dtype=torch.float64):
     return torch.randn(*shape, generator=gen, dtype=dtype)
 
 
+DECOY_MARK = ".rankcollapse-test-decoy"  # in each folder plant_decoys creates
+
+
 def plant_decoys(root=ROOT, decoys=DECOYS) -> list:
     """Create the decoy files under ``root``; returns what to remove afterwards (the topmost
-    folder or file each decoy created, nothing that was there before)."""
+    folder or file each decoy created, nothing that was there before). A folder that holds
+    :data:`DECOY_MARK` was left by an interrupted earlier run (Ctrl-C during the build): it is
+    removed too, so that the leftovers do not stay in the reader's checkout."""
     created = []
     for rel in decoys:
         path = root / rel
-        if path.exists():
-            continue
         top = root
         for part in path.relative_to(root).parts:
             top = top / part
-            if not top.exists():
+            if not top.exists() or (top.is_dir() and (top / DECOY_MARK).exists()):
                 break
+        if path.exists() and not (top / DECOY_MARK).exists():
+            continue  # there before, and not ours
         if not any(top == c or top.is_relative_to(c) for c in created):
             created.append(top)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if top != path:
+            (top / DECOY_MARK).write_text("a decoy folder of tests/conftest.py; safe to delete\n")
         path.write_text("" if path.name == "pyvenv.cfg" else DECOY_MD)
     return created
 

@@ -68,6 +68,21 @@ def test_decoy_tool_folders_do_not_reach_the_book(built_book):
     assert not any((ROOT / d).exists() for d in DECOYS if not d.startswith(".venv/"))
 
 
+def test_decoys_left_by_an_interrupted_run_are_removed_by_the_next(tmp_path):
+    """A test run stopped during the book build leaves its decoys; the next run takes them back
+    (their folders carry conftest.DECOY_MARK) and leaves a reader's own folders alone."""
+    from conftest import DECOYS, plant_decoys, remove_decoys
+
+    mine = tmp_path / "node_modules" / "pkg" / "README.md"  # a reader's own, beside a decoy
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine")
+    plant_decoys(tmp_path)  # interrupted: never removed
+    assert all((tmp_path / d).exists() for d in DECOYS)
+    remove_decoys(plant_decoys(tmp_path))
+    assert not [d for d in DECOYS if (tmp_path / d).exists()]
+    assert mine.read_text() == "mine" and not list(tmp_path.rglob(".rankcollapse-test-decoy"))
+
+
 # --------------------------------------------------------------------------- tasks.py
 
 
