@@ -49,39 +49,43 @@ def random_tokens(gen, *shape, dtype=torch.float64):
     return torch.randn(*shape, generator=gen, dtype=dtype)
 
 
-DECOY_MARK = ".rankcollapse-test-decoy"  # in each folder plant_decoys creates
+DECOY_MARK = ".rankcollapse-test-decoy"  # appended to a decoy file's name: the mark beside it
+
+
+def _mark(path: Path) -> Path:
+    return path.with_name(path.name + DECOY_MARK)
 
 
 def plant_decoys(root=ROOT, decoys=DECOYS) -> list:
-    """Create the decoy files under ``root``; returns what to remove afterwards (the topmost
-    folder or file each decoy created, nothing that was there before). A folder that holds
-    :data:`DECOY_MARK` was left by an interrupted earlier run (Ctrl-C during the build): it is
-    removed too, so that the leftovers do not stay in the reader's checkout."""
-    created = []
+    """Create the decoy files under ``root``, each with a mark file beside it; returns the files
+    planted. A decoy file already there with its mark was left by an interrupted earlier run
+    (Ctrl-C during the build): it is planted again, so that it is removed afterwards. One there
+    without a mark is the reader's own and is left alone."""
+    planted = []
     for rel in decoys:
         path = root / rel
-        top = root
-        for part in path.relative_to(root).parts:
-            top = top / part
-            if not top.exists() or (top.is_dir() and (top / DECOY_MARK).exists()):
-                break
-        if path.exists() and not (top / DECOY_MARK).exists():
-            continue  # there before, and not ours
-        if not any(top == c or top.is_relative_to(c) for c in created):
-            created.append(top)
+        if path.exists() and not _mark(path).exists():
+            continue  # the reader's own file
         path.parent.mkdir(parents=True, exist_ok=True)
-        if top != path:
-            (top / DECOY_MARK).write_text("a decoy folder of tests/conftest.py; safe to delete\n")
         path.write_text("" if path.name == "pyvenv.cfg" else DECOY_MD)
-    return created
+        _mark(path).write_text("a decoy of tests/conftest.py; safe to delete\n")
+        planted.append(path)
+    return planted
 
 
-def remove_decoys(created) -> None:
-    for top in created:
-        if top.is_dir():
-            shutil.rmtree(top)
-        else:
-            top.unlink(missing_ok=True)
+def remove_decoys(planted, root=ROOT) -> None:
+    """Remove the planted files and their marks, then each folder above them that is left empty
+    (up to ``root``): never a file of the reader's, even in a folder a decoy shares."""
+    for path in planted:
+        path.unlink(missing_ok=True)
+        _mark(path).unlink(missing_ok=True)
+        for folder in path.parents:
+            if folder == root or not folder.is_relative_to(root):
+                break
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: the reader's, or another decoy's still there
+                break
 
 
 @pytest.fixture(scope="session")
@@ -104,20 +108,23 @@ def built_book():
     marker = readers / ".the-readers-book"
     readers.mkdir(parents=True, exist_ok=True)
     marker.write_text("left by tests/conftest.py: the tests' book build must not touch this folder\n")
+    before = {p: p.stat().st_mtime_ns for p in readers.rglob("*") if p.is_file()}
     created = plant_decoys()
     report = io.StringIO()
     try:
         code = build("fast", out=report)
     finally:
         remove_decoys(created)
-        kept = marker.exists()
+        after = {p: p.stat().st_mtime_ns for p in readers.rglob("*") if p.is_file()}
         marker.unlink(missing_ok=True)
         if not had_book:
             shutil.rmtree(readers, ignore_errors=True)
     if code != 0:
         pytest.fail("jupyter-book build failed:\n" + report.getvalue())
-    if not kept:
-        pytest.fail(f"the tests' book build removed {marker}: it wrote into the reader's book, not {BUILD}")
+    touched = sorted(str(p.relative_to(readers)) for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    if touched:
+        pytest.fail(f"the tests' book build wrote into the reader's book ({readers}), not {BUILD}: "
+                    + ", ".join(touched[:5]))
     return BUILD
 
 

@@ -76,11 +76,19 @@ def test_decoys_left_by_an_interrupted_run_are_removed_by_the_next(tmp_path):
     mine = tmp_path / "node_modules" / "pkg" / "README.md"  # a reader's own, beside a decoy
     mine.parent.mkdir(parents=True)
     mine.write_text("mine")
+    own = tmp_path / "chapters" / ".ipynb_checkpoints" / "paths-checkpoint.md"  # a decoy's very path
+    own.parent.mkdir(parents=True)
+    own.write_text("the reader's checkpoint")
     plant_decoys(tmp_path)  # interrupted: never removed
+    later = tmp_path / "chapters" / ".ipynb_checkpoints" / "skip-checkpoint.md"
+    later.write_text("saved since, in a folder a decoy shares")
     assert all((tmp_path / d).exists() for d in DECOYS)
-    remove_decoys(plant_decoys(tmp_path))
-    assert not [d for d in DECOYS if (tmp_path / d).exists()]
-    assert mine.read_text() == "mine" and not list(tmp_path.rglob(".rankcollapse-test-decoy"))
+    remove_decoys(plant_decoys(tmp_path), root=tmp_path)
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert left == ["chapters/.ipynb_checkpoints/paths-checkpoint.md",
+                    "chapters/.ipynb_checkpoints/skip-checkpoint.md", "node_modules/pkg/README.md"]
+    assert own.read_text() == "the reader's checkpoint" and mine.read_text() == "mine"
+    assert not (tmp_path / "my-env").exists() and not (tmp_path / ".mypy_cache").exists()
 
 
 # --------------------------------------------------------------------------- tasks.py

@@ -269,8 +269,10 @@ for (const el of article.querySelectorAll(selectors)) {
 // narrowest layout (min-content), with room for a classic scroll bar (this browser hides its own,
 // a reader's may take 12 px of the column)
 out.tables = [];
+out.nTables = 0;
 for (const t of article.querySelectorAll('table')) {
-  if (t.closest('.rc-wide-table')) continue;
+  if (t.closest('.rc-wide-table') || t.getBoundingClientRect().width === 0) continue;
+  out.nTables += 1;
   const kept = t.style.width;
   t.style.width = 'min-content';
   const narrowest = t.getBoundingClientRect().width;
@@ -282,9 +284,11 @@ for (const t of article.querySelectorAll('table')) {
 // an inline formula is either whole in its box, or scrolls in it: never cut off, and never a
 // scroll bar with nothing to scroll (MathJax's hidden MathML or a glyph's overhang)
 out.math = [];
+out.nMath = 0;
 for (const s of article.querySelectorAll('span.math')) {
   const m = s.querySelector('mjx-math');
-  if (!m) continue;
+  if (!m || s.getBoundingClientRect().width === 0) continue;  // not typeset, or in a closed dropdown
+  out.nMath += 1;
   const shown = s.getBoundingClientRect().width, ink = m.getBoundingClientRect().width;
   if (ink > shown + 1 && !scrolls(s))
     out.math.push(describe(s) + ' is cut off: ' + Math.round(ink) + ' px in a box of ' + Math.round(shown));
@@ -383,7 +387,7 @@ def report(browser, html_dir, server):
 
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {},
-             "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}}
+             "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}, "measured": {}}
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     browser.get(server + "/intro.html")  # a reader's first visit: nothing in localStorage yet
     browser.execute_async_script(_WAIT_FOR_PAGE)
@@ -438,6 +442,8 @@ def report(browser, html_dir, server):
                 if width >= 1280:
                     found["wide"] += [f"{rel} at {width} px: {t}" for t in layout["tables"]]
                 found["wide"] += [f"{rel} at {width} px: {m}" for m in layout["math"]]
+                found["measured"][width] = [a + b for a, b in zip(found["measured"].get(width, (0, 0)),
+                                                                  (layout["nTables"], layout["nMath"]))]
                 if layout["pageScroll"] > 1:
                     found["wide"].append(f"{rel} at {width} px: the page itself scrolls sideways by "
                                          f"{layout['pageScroll']} px")
@@ -498,6 +504,8 @@ def test_nothing_is_wider_than_the_column_unless_it_scrolls_in_its_own_box(repor
     """At 1280 and 390 px: no figure, table, output area or display equation runs past the
     text column, unless it sits in a box of its own that fits and scrolls (_static/book.css)."""
     assert report["columns"], "no page was measured"
+    for width, (tables, formulas) in report["measured"].items():  # the checks had something to check
+        assert tables > 20 and formulas > 500, (width, tables, formulas)
     assert not report["wide"], "\n".join(report["wide"])
 
 

@@ -117,8 +117,14 @@ class MaskStudy:
             out[f"mask-rate-{key}"] = (-self.rate(mask), "{:.2g}")
             out[f"mask-depth-{key}"] = (f"more than {L}" if depth is None else depth, "{}")
             out[f"mask-last-{key}"] = (self.typical(mask)[-1], "sci")
-            out[f"mask-reach-{key}"] = (f"at layer {depth} (observed)" if depth is not None else
-                                        f"at about layer {self.extrapolated_depth(mask):,.0f} (extrapolated)", "{}")
+            far = self.extrapolated_depth(mask)
+            out[f"mask-reach-{key}"] = (f"observed at layer {depth}" if depth is not None else
+                                        f"extrapolated to about layer {far:,.0f}" if math.isfinite(far) else
+                                        "not reached, and no decline to extrapolate", "{}")
+        out["mask-falls"] = ("Under every mask the residual falls" if self.falls_everywhere() else
+                             "The residual does not fall under every mask", "{}")
+        out["mask-decline"] = ("a decline under every mask" if self.falls_everywhere() else
+                               "a decline under some masks only", "{}")
         seen = [m for m in self.curves if self.depth_to_collapse(m) is not None]
         out["mask-all-collapse"] = ("every mask" if len(seen) == len(self.curves) else "no mask" if not seen else
                                     "the " + ", ".join(seen[:-1]) + (" and " if len(seen) > 1 else "") + seen[-1]
@@ -270,7 +276,11 @@ class LNCounterexample:
                 "ln-moved-max": (max(r["moved"] for r in self.rows), "{:.2f}"),
                 "ln-moved-kept": (max([r["moved"] for r in self.rows if r["k"] in self.kept()] or [float("nan")]), "sci"),
                 "ln-self-min": (min(r["self_weight"] for r in self.rows), "{:.2f}"),
-                "ln-self-max": (max(r["self_weight"] for r in self.rows), "{:.2f}"), "ln-no-ln-depth": (max(r["no_ln_depth"] or self.n_layers for r in self.rows), "{}"),
+                "ln-self-max": (max(r["self_weight"] for r in self.rows), "{:.2f}"), 
+                "ln-no-ln-depth": (f"more than {self.n_layers}" if any(r["no_ln_depth"] is None for r in self.rows)
+                                   else max(r["no_ln_depth"] for r in self.rows), "{}"),
+                "ln-no-ln-all": ("every cube" if all(r["no_ln_shrink"] < LEVEL for r in self.rows)
+                                 else "not every cube", "{}"),
                 "ln-no-ln-shape": (min(r["no_ln_shape"] for r in self.rows), "{:.2f}"),
                 "ln-random-rank-max": (max(r["ln_random_value"][0] for r in self.rows), "{}"),
                 "ln-random-res-min": (min(r["ln_random_value"][1] for r in self.rows), "{:.2f}"),
@@ -347,9 +357,11 @@ class MaskResult:
         L = next(iter(study.curves.values())).shape[1] - 1
         open_masks = [m for m in study.curves if study.depth_to_collapse(m) is None]
         seen = (f"; below {fmt_sci(LEVEL)} within {L} layers: "
-                + ("every mask" if not open_masks else f"not {', '.join(open_masks)}"))
+                + ("every mask" if not open_masks else "no mask" if len(open_masks) == len(study.curves)
+                   else f"every mask but {', '.join(open_masks)}"))
         ks = "/".join(str(r["k"]) for r in ln.rows)
         collapsed = all(r["no_ln_shrink"] < LEVEL for r in ln.rows)
+        kept_shape = all(r["no_ln_shape"] > 0.99 for r in ln.rows)
         return Verdict(
             result="Masked attention still collapses, local masks slow it; with LayerNorm, equilibria of higher rank exist",
             cite="wu2024role",
@@ -358,7 +370,7 @@ class MaskResult:
                       f"{max(r['defect'] for r in ln.rows):.0e}) have rank "
                       f"{'/'.join(str(r['ln'][0]) for r in ln.rows)} after {ln.n_layers} layers (from starts moved by "
                       f"{ln.noise:g}: {'/'.join(str(r['ln_perturbed'][0]) for r in ln.rows)}); without LayerNorm "
-                      f"{'every one shrinks to a point, keeping its shape on the way' if collapsed else 'not every one collapses'}"),
+                      f"{('every one shrinks to a point' + (', keeping its shape on the way' if kept_shape else '')) if collapsed else 'not every one collapses'}"),
             agreement=agreement,
             untested="the paper's rate constants and its own value matrices; trained models; inputs far from the "
                      "constructed equilibria",
