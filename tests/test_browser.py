@@ -199,7 +199,7 @@ const done = arguments[arguments.length - 1];
 def _wait(browser):
     """Wait for the page's images and MathJax (:data:`_WAIT_FOR_PAGE`). Headless Chromium now and
     then stalls in this wait on a loaded 2-core machine (a script timeout on a page that loads in a
-    second otherwise: seen in 2 of 6 runs, never on the same page): the page is reloaded once and
+    second otherwise: seen in 2 of 6 runs on this session's machine, and gone on a rerun): the page is reloaded once and
     waited for again, with a warning in pytest's summary; a page that stalls twice fails."""
     import warnings
 
