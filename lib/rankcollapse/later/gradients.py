@@ -153,10 +153,11 @@ class GradientStudy:
     def glue(self) -> dict:
         """The numbers section 1 states: depth, branch scale, the query/value ratio at the first
         and last layer of each network, where it falls below :data:`VANISHED`, the residuals.
-        A ratio at :data:`FLOOR` (an exact 0 in the geometric mean) reads "below 10⁻³⁰⁰"."""
+        A ratio at :data:`FLOOR` (an exact 0 in the geometric mean) reads "below 10⁻³⁰⁰"
+        (:func:`rankcollapse.book.fmt_sci_log10`)."""
         v = self._numbers()
         gone = v["gone"]
-        floored = lambda x: (fmt_sci_log10(math.log10(x)) if x > FLOOR else "below 10⁻³⁰⁰", "{}")  # noqa: E731
+        floored = lambda x: (fmt_sci_log10(math.log10(max(x, FLOOR))), "{}")  # noqa: E731
         return {
             "grad-L": (v["L"], "{}"), "grad-samples": (self.samples, "{}"), "grad-scale": (v["scale"], "{:.3f}"),
             "grad-vanished": (VANISHED, "sci"),

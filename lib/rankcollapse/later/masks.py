@@ -86,13 +86,22 @@ class MaskStudy:
             return float("nan")
         return log_slope(np.arange(stop, dtype=float), y[:stop], base=10)
 
+    @property
+    def n_layers(self) -> int:
+        """The depth ``L`` of the networks (every curve has ``L + 1`` points)."""
+        return next(iter(self.curves.values())).shape[1] - 1
+
     def depth_to_collapse(self, mask: str):
         """The first layer where the typical relative residual is below :data:`LEVEL`, or ``None``."""
         return first_below(self.typical(mask), LEVEL)
 
+    def collapsed(self) -> list:
+        """The masks whose residual reaches :data:`LEVEL` within the run's layers, in order."""
+        return [m for m in self.curves if self.depth_to_collapse(m) is not None]
+
     def rows(self) -> list:
         """The section's table: mask, fitted rate, depth to :data:`LEVEL`, residual at the last layer."""
-        L = next(iter(self.curves.values())).shape[1] - 1
+        L = self.n_layers
         out = []
         for mask in self.curves:
             depth = self.depth_to_collapse(mask)
@@ -102,13 +111,12 @@ class MaskStudy:
 
     def table(self) -> tuple:
         """``(header, rows)`` for :class:`rankcollapse.book.Table` (:meth:`rows` under their titles)."""
-        L = next(iter(self.curves.values())).shape[1] - 1
         return (["mask", "decades lost per layer (fit)", f"first layer below {fmt_sci(LEVEL)}",
-                 f"relative residual at layer {L}"], self.rows())
+                 f"relative residual at layer {self.n_layers}"], self.rows())
 
     def glue(self) -> dict:
         """Rates (decades lost per layer), depths to ``1e-6``, the window and the sizes."""
-        L = next(iter(self.curves.values())).shape[1] - 1
+        L = self.n_layers
         out = {"mask-L": (L, "{}"), "mask-n": (self.n_tokens, "{}"), "mask-window": (self.window, "{}"),
                "mask-samples": (self.samples, "{}"), "mask-level": (LEVEL, "sci")}
         for mask in self.curves:
@@ -125,7 +133,7 @@ class MaskStudy:
                              "The residual does not fall under every mask", "{}")
         out["mask-decline"] = ("a decline under every mask" if self.falls_everywhere() else
                                "a decline under some masks only", "{}")
-        seen = [m for m in self.curves if self.depth_to_collapse(m) is not None]
+        seen = self.collapsed()
         out["mask-all-collapse"] = ("every mask" if len(seen) == len(self.curves) else "no mask" if not seen else
                                     "the " + ", ".join(seen[:-1]) + (" and " if len(seen) > 1 else "") + seen[-1]
                                     + (" masks" if len(seen) > 1 else " mask") + " only", "{}")
@@ -144,17 +152,16 @@ class MaskStudy:
     def collapses_everywhere(self) -> bool:
         """Every mask's residual reaches :data:`LEVEL` within the run's layers: collapse observed,
         not extrapolated."""
-        return all(self.depth_to_collapse(m) is not None for m in self.curves)
+        return len(self.collapsed()) == len(self.curves)
 
     def extrapolated_depth(self, mask: str) -> float:
         """The layer at which the fitted straight line (:meth:`rate`) would reach :data:`LEVEL`,
         starting from the last layer measured; ``inf`` for a rate that is not positive. An
         extrapolation: it assumes the decline stays exponential at the fitted rate."""
         rate, last = -self.rate(mask), self.typical(mask)[-1]
-        L = len(self.typical(mask)) - 1
         if not rate > 0:
             return math.inf
-        return L + max(0.0, math.log10(last / LEVEL)) / rate if last > 0 else float(L)
+        return self.n_layers + (max(0.0, math.log10(last / LEVEL)) / rate if last > 0 else 0.0)
 
 
 def mask_study(*, masks=MASKS, window: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
@@ -230,9 +237,9 @@ def numerical_rank(X, rtol: float = 1e-8) -> int:
 @dataclass
 class LNCounterexample:
     """Section 2's LayerNorm construction. ``rows``: one dict per rank ``k`` with the rank and relative
-    residual after ``n_layers`` for four runs (``"ln"``: the construction; ``"no_ln"``: the same
-    weights without LayerNorm; ``"ln_random_value"``: with LayerNorm but a random value matrix;
-    ``"ln_perturbed"``: the construction from a perturbed start), and, for the run without LayerNorm, ``"no_ln_shrink"``
+    residual after ``n_layers`` for three runs (``"ln"``: the construction; ``"ln_random_value"``:
+    with LayerNorm but a random value matrix; ``"ln_perturbed"``: the construction from a perturbed
+    start), and, for the same weights without LayerNorm, ``"no_ln_shrink"``
     (its residual after ``n_layers`` over its residual at the input: the paper's measure),
     ``"no_ln_depth"`` (the first layer where that ratio is below :data:`LEVEL`) and
     ``"no_ln_shape"`` (the smallest relative residual over the layers before it: the shape kept,
@@ -260,7 +267,11 @@ class LNCounterexample:
         """Every cube is an equilibrium of one layer (up to LayerNorm's ``eps``), the post-LN network
         never ends at rank one, and the same weights without LayerNorm collapse in the paper's sense
         (the residual below :data:`LEVEL` of its start)."""
-        return all(r["defect"] < 1e-4 and r["ln"][0] >= 2 and r["no_ln_shrink"] < LEVEL for r in self.rows)
+        return self.no_ln_collapses() and all(r["defect"] < 1e-4 and r["ln"][0] >= 2 for r in self.rows)
+
+    def no_ln_collapses(self) -> bool:
+        """Without LayerNorm every cube's residual falls below :data:`LEVEL` of its start."""
+        return all(r["no_ln_shrink"] < LEVEL for r in self.rows)
 
     def kept(self) -> list:
         """The ranks the post-LN network still has, exactly, after ``n_layers``."""
@@ -276,11 +287,10 @@ class LNCounterexample:
                 "ln-moved-max": (max(r["moved"] for r in self.rows), "{:.2f}"),
                 "ln-moved-kept": (max([r["moved"] for r in self.rows if r["k"] in self.kept()] or [float("nan")]), "sci"),
                 "ln-self-min": (min(r["self_weight"] for r in self.rows), "{:.2f}"),
-                "ln-self-max": (max(r["self_weight"] for r in self.rows), "{:.2f}"), 
+                "ln-self-max": (max(r["self_weight"] for r in self.rows), "{:.2f}"),
                 "ln-no-ln-depth": (f"more than {self.n_layers}" if any(r["no_ln_depth"] is None for r in self.rows)
                                    else max(r["no_ln_depth"] for r in self.rows), "{}"),
-                "ln-no-ln-all": ("every cube" if all(r["no_ln_shrink"] < LEVEL for r in self.rows)
-                                 else "not every cube", "{}"),
+                "ln-no-ln-all": ("every cube" if self.no_ln_collapses() else "not every cube", "{}"),
                 "ln-no-ln-shape": (min(r["no_ln_shape"] for r in self.rows), "{:.2f}"),
                 "ln-random-rank-max": (max(r["ln_random_value"][0] for r in self.rows), "{}"),
                 "ln-random-res-min": (min(r["ln_random_value"][1] for r in self.rows), "{:.2f}"),
@@ -325,7 +335,7 @@ def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise:
         size = (size / size[0]).numpy()
         resolved = size > LEVEL
         shape = through_depth(bare, "relative").numpy()[resolved]
-        rows.append(dict(k=k, ln=ln, defect=float((once - X).norm() / X.norm()), no_ln=last(False, X)[1],
+        rows.append(dict(k=k, ln=ln, defect=float((once - X).norm() / X.norm()),
                          no_ln_shrink=float(size[-1]), no_ln_depth=first_below(size, LEVEL),
                          no_ln_shape=float(shape.min()), ln_random_value=last(True, X, value)[1],
                          ln_perturbed=last(True, moved)[1],
@@ -354,13 +364,12 @@ class MaskResult:
         ln_ok = ln.holds()
         agreement = "agrees" if masks_ok and ln_ok else ("partly" if masks_partly or ln_ok else "disagrees")
         rates = ", ".join(f"{m} {-study.rate(m):.2g}" for m in study.curves)
-        L = next(iter(study.curves.values())).shape[1] - 1
-        open_masks = [m for m in study.curves if study.depth_to_collapse(m) is None]
-        seen = (f"; below {fmt_sci(LEVEL)} within {L} layers: "
+        open_masks = [m for m in study.curves if m not in study.collapsed()]
+        seen = (f"; below {fmt_sci(LEVEL)} within {study.n_layers} layers: "
                 + ("every mask" if not open_masks else "no mask" if len(open_masks) == len(study.curves)
                    else f"every mask but {', '.join(open_masks)}"))
         ks = "/".join(str(r["k"]) for r in ln.rows)
-        collapsed = all(r["no_ln_shrink"] < LEVEL for r in ln.rows)
+        collapsed = ln.no_ln_collapses()
         kept_shape = all(r["no_ln_shape"] > 0.99 for r in ln.rows)
         return Verdict(
             result="Masked attention still collapses, local masks slow it; with LayerNorm, equilibria of higher rank exist",
