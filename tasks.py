@@ -5,11 +5,17 @@
     python tasks.py test      install, then run the tests (library, every chapter in fast mode,
                               the book built in fast mode from a clean _build)
     python tasks.py student   write the student version (solutions stripped) to _build/student/
-    python tasks.py grade SUBMISSIONS_DIR [--out DIR] [--timeout SECONDS]
-                              grade submitted student notebooks: grades.csv and one report each,
-                              in SUBMISSIONS_DIR/graded/ unless --out says otherwise
+    python tasks.py grade SUBMISSIONS_DIR [--out DIR] [--timeout SECONDS] [--format canvas|gradescope]
+                              [--merge HAND_SCORES.csv]
+                              grade submitted student notebooks: grades.csv, one report each and the
+                              hand-grading sheets, in SUBMISSIONS_DIR/graded/ unless --out says otherwise;
+                              --format adds a Canvas import CSV or Gradescope results.json; --merge folds
+                              an instructor's hand scores into the totals and exports
     python tasks.py student-book  build the book (full mode; `--mode fast`), then its student
                               edition (no solutions, no instructor's guide) in _build/student/html/
+    python tasks.py pdf       the PDF of the book and of its student edition (_build/pdf/book.pdf,
+                              book-student.pdf) from the last book build, no chapter executed again;
+                              installs TeX (Debian's packages, apt-get) when it is missing
     python tasks.py install   only install the pinned requirements and the library
 
 Every command installs first: `pip install` of pinned versions is a no-op when they are present.
@@ -62,9 +68,19 @@ def student_book(rest: list[str]) -> None:
     step("build the book, then its student edition", PY, "-m", "booktools.edition", *rest)
 
 
+def pdf(rest: list[str]) -> None:
+    # booktools.pdf names the Debian packages; it runs apt-get (with sudo when not root) only when
+    # xelatex, latexmk, rsvg-convert or pdftotext is missing
+    step("install TeX if it is missing (Debian packages)", PY, "-m", "booktools.pdf", "--install-tex")
+    step("build the PDFs from the last book build", PY, "-m", "booktools.pdf", *rest)
+
+
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] not in {"book", "test", "student", "grade", "install", STUDENT_BOOK}:
+    commands = ("book", "test", "student", "grade", "install", "pdf", STUDENT_BOOK)
+    if not argv or argv[0] not in commands:
         print(__doc__)
+        if argv:
+            print(f"tasks.py: unknown command {argv[0]!r}: one of {', '.join(commands)}", file=sys.stderr)
         sys.exit(2)
     cmd, rest = argv[0], argv[1:]
     install()
@@ -79,6 +95,8 @@ def main(argv: list[str]) -> None:
         step("grade the submissions", PY, "-m", "booktools.grade", *rest)
     elif cmd == STUDENT_BOOK:
         student_book(rest)
+    elif cmd == "pdf":
+        pdf(rest)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 - ``{chapter-map}``: a row per chapter of `_toc.yml` with its prerequisites and time, read from
   the chapter's "In this chapter" box, and the exercise map's count and times added;
 - ``{assignment-set}``: an assignment set, its content lines ``Week 1: ex-a, ex-b``; a table of
-  its exercises (kind, difficulty, time from `_includes/exercise_map.md`) with the totals
-  computed, and the reading its chapters need. An exercise the map does not hold fails the build.
+  its exercises (kind, difficulty, importance, time from `_includes/exercise_map.md`) with the totals
+  computed, and the reading its chapters need. An exercise the map does not hold fails the build;
+- ``{rubrics}``: the rubric of every exercise graded by hand (prove, explain), its points per step
+  and its common wrong turns, from the check registry (`rankcollapse.checks.RUBRICS`).
 
 The Markdown comes from `booktools.guide` and is parsed here as the page's own MyST, so the
 roles in it (`{doc}`, `{ref}`, `{cite:p}`) resolve as anywhere else. Each page that uses them
@@ -58,7 +60,21 @@ class AssignmentSet(_Generated):
         return self._parse(markdown)
 
 
+class Rubrics(_Generated):
+    has_content = False
+
+    def run(self):
+        for path in sorted((self.root / "lib" / "rankcollapse" / "checks").glob("*.py")):
+            self.env.note_dependency(str(path))  # the rubrics live in the check registry
+        try:
+            markdown = guide.rubrics_markdown(self.root)
+        except ValueError as e:
+            raise self.error(str(e)) from None
+        return self._parse(markdown)
+
+
 def setup(app):
+    app.add_directive("rubrics", Rubrics)
     app.add_directive("chapter-map", ChapterMap)
     app.add_directive("assignment-set", AssignmentSet)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,7 +5,8 @@ For every chapter (notebook) in _toc.yml: execute it with papermill in ``fast`` 
 mode, as the tests do (``booktools.execute``), and time each run (kernel start
 included: what a reader waits for). Then time the whole book build from a clean ``_build`` in
 both modes (fast: the tests' build; full: the README's ``python3 tasks.py book``), and run the library benchmark
-(``benchmarks/paths.py --json``). Record the machine. Everything goes to ``status/status.json``,
+(``benchmarks/paths.py --json``). Record the machine, and each run's declared claims (whether
+each held: the status page's table of claims shows the last full-mode run's). Everything goes to ``status/status.json``,
 and the table the status page includes to ``status/table.md`` (generated from the JSON).
 
     python scripts/status.py                     # everything (many minutes: full mode of every chapter)
@@ -36,6 +37,7 @@ from pathlib import Path
 from booktools import ROOT
 from booktools.build import run_build
 from booktools.execute import execute
+from booktools.outputs import claim_records, glued_values
 from booktools.toc import chapter_key, toc_notebooks
 
 STATUS_DIR = ROOT / "status"
@@ -104,7 +106,7 @@ def time_chapter(path: Path, mode: str) -> dict:
     print(f"  {chapter_key(path)} [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
     try:
-        execute(path, mode=mode, out_dir=out_dir)
+        nb = execute(path, mode=mode, out_dir=out_dir)
     except Exception as exc:  # noqa: BLE001  (a failing chapter is a measurement too)
         seconds = time.perf_counter() - t
         last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
@@ -112,7 +114,15 @@ def time_chapter(path: Path, mode: str) -> dict:
         return {"seconds": None, "ok": False, "error": last, "measured": now()}
     seconds = time.perf_counter() - t
     print(f" {seconds:.1f} s")
-    return {"seconds": round(seconds, 1), "ok": True, "measured": now(), "load": load_average()}
+    return {"seconds": round(seconds, 1), "ok": True, "measured": now(), "load": load_average(),
+            "claims": claims_of(nb)}
+
+
+def claims_of(nb) -> dict[str, dict]:
+    """The claims an executed chapter declared: name -> whether this run checked it and whether it
+    held (a checked claim that does not hold stops the run, so a finished run's checked claims held)."""
+    return {r["name"]: {"checked": bool(r["checked"]), "holds": bool(r["holds"])}
+            for r in claim_records(glued_values(nb))}
 
 
 def time_book_build(mode: str) -> dict:

@@ -15,6 +15,7 @@ writes ``<out>/chapters/<name>.md`` (and ``.ipynb`` with ``--ipynb``).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from booktools import ROOT
 from booktools.student import write
@@ -25,6 +26,11 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "_build" / "student"))
     ap.add_argument("--ipynb", action="store_true", help="also write .ipynb notebooks (jupytext)")
     args = ap.parse_args(argv)
+    existing = Path(args.out).resolve()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        ap.error(f"--out {args.out!r}: {existing} is a file, not a folder")
     written = write(args.out, args.ipynb)
     for t in written:
         print(t)

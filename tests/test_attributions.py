@@ -48,16 +48,87 @@ def test_book_results_are_where_the_list_says(result):
         f"{boxes[0].title!r}")
 
 
-def test_paper_result_labels_are_boxes_titled_as_the_papers():
+def test_paper_result_labels_are_unnumbered_boxes_titled_as_the_papers():
+    """Each of the paper's results is a box of its own style: titled as the paper's, unnumbered
+    (so that the book's counter names only the book's results), framed as the paper's."""
     found = {}
     for page in PAGES:
         for u in rc.claims.units(page.read_text()):
             for label in rc.claims.PAPER_RESULT_LABELS:
                 if f":label: {label}\n" in u.text + "\n":
-                    found[label] = u.title
+                    found[label] = u
     assert set(found) == set(rc.claims.PAPER_RESULT_LABELS), found
-    for label, title in found.items():
-        assert "the paper's" in title, (label, title)
+    for label, u in found.items():
+        assert "the paper's" in u.title.lower(), (label, u.title)
+        assert re.search(r"^:nonumber:\s*$", u.text, flags=re.MULTILINE), (label, "not :nonumber:")
+        assert rc.claims.PAPER_RESULTS[label].startswith("the paper's"), label
+
+
+def test_the_paper_results_numbers_name_one_result_each():
+    """"Theorem 2.2" is the paper's (its title says so); the book numbers only its own theorems,
+    so no theorem box of the book's collapse chapter is numbered 2.2 or 2.3: the chapter has a
+    single numbered theorem, Theorem 2.1, the book's."""
+    text = (ROOT / "chapters/collapse.md").read_text()
+    numbered = [u for u in rc.claims.units(text)
+                if u.kind == "prf:theorem" and not re.search(r"^:nonumber:", u.text, flags=re.MULTILINE)]
+    assert [u.title for u in numbered] == ["The collapse bound with a computable constant (this book)"]
+    assert "Theorem 2.2" in rc.claims.PAPER_RESULTS["thm-collapse-single"]
+
+
+def test_a_numbered_box_of_the_papers_is_caught():
+    box = "````{prf:theorem} Pure attention collapses (the paper's Theorem 2.2)\n:label: x\n\nbody\n````\n"
+    assert rc.claims.paper_box_problems(box)
+    fixed = box.replace(":label: x\n", ":label: x\n:nonumber:\n")
+    assert not rc.claims.paper_box_problems(fixed)
+    book = box.replace("(the paper's Theorem 2.2)", "(this book; the form of the paper's Theorem 2.2)")
+    assert not rc.claims.paper_box_problems(book)
+    mixed = box.replace("(the paper's Theorem 2.2)", "(the paper's argument; this statement and proof: this book)")
+    assert not rc.claims.paper_box_problems(mixed)  # the statement is the book's: the book numbers it
+    definition = box.replace("prf:theorem", "prf:definition")
+    assert not rc.claims.paper_box_problems(definition)  # definitions carry no paper number
+
+
+def test_the_library_writes_no_credit_to_the_paper_into_a_page():
+    """What the library writes into a page (the explorer's legend and notes) is read like the
+    chapters: what it draws is the book's computation."""
+    grid = rc.explorer.skip_strength_grid(L=2, scales=(1.0,), strengths=(0.0, 1.0), n=4, d=4, H=1,
+                                          samples=1, seed=0)
+    html = rc.explorer.explorer_html(grid)
+    assert not rc.claims.page_text_credits(html)
+    for key, text in rc.explorer.TEXT.items():
+        assert not rc.claims.page_text_credits(text), (key, text)
+    assert "book" in rc.explorer.TEXT["bound"]  # the bound is labelled the book's
+    # the labels the explorer wrote before issue 26 are caught
+    assert rc.claims.page_text_credits("bound (paper\u2019s Theorem 2.2)")
+    assert rc.claims.page_text_credits("Dashed: the bound of the paper's theorem (as stated)")
+
+
+def test_a_bare_reference_to_a_papers_result_reads_by_name(tmp_path):
+    """_ext/paperrefs.py: sphinx-proof renders a bare reference to an unnumbered box as 'Theorem ';
+    the book's extension gives it the name rc.claims.PAPER_RESULTS lists, and leaves a reference
+    with its own text as written."""
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        "import sys\nsys.path.insert(0, %r)\nextensions = ['myst_parser', 'sphinx_proof', 'paperrefs']\n"
+        "myst_enable_extensions = ['dollarmath']\n" % str(ROOT / "_ext"))
+    (src / "index.md").write_text(
+        "# Page\n\n````{prf:theorem} The paper's Theorem 2.2, as the reading note gives it\n"
+        ":label: thm-collapse-single\n:nonumber:\n\nA bound.\n````\n\n"
+        "```{prf:theorem} A bound (this book)\n:label: thm-book\n\nOurs.\n```\n\n"
+        "Bare: {prf:ref}`thm-collapse-single`. {prf:ref}`thm-collapse-single` again.\n"
+        "With text: {prf:ref}`its bound <thm-collapse-single>`. Ours: {prf:ref}`thm-book`.\n")
+    app = Sphinx(str(src), str(src), str(tmp_path / "out"), str(tmp_path / "doctrees"), "html",
+                 status=None, warning=None, freshenv=True)
+    app.build()
+    html = (tmp_path / "out" / "index.html").read_text()
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "Bare: the paper\u2019s Theorem 2.2." in text or "Bare: the paper's Theorem 2.2." in text
+    assert "The paper's Theorem 2.2 again" in text or "The paper\u2019s Theorem 2.2 again" in text
+    assert "With text: its bound." in text
+    assert "Ours: Theorem 1." in text  # the book's own result keeps the book's counter
 
 
 # ---- the checker catches the defects issue 13 lists (text of the unfixed chapters)
@@ -90,6 +161,16 @@ products come to rank one.
 """,
     "an unchecked claim about the paper": """
 The reading note names what the paper does not weigh: a larger Lipschitz constant.
+""",
+    "the paper credited with not weighing the price (the mlp chapter's old wording)": """
+The note records no measurement of that price, and neither it nor the paper weighs it against the account of
+section 5.
+""",
+    "the paper credited with not framing a trade": """
+The MLP remedy pulls against the low-sensitivity account; the paper does not frame it as a trade.
+""",
+    "the paper credited with framing the price": """
+The paper frames the price against the account of robustness as low sensitivity.
 """,
     "the paper's bound proved with the book's one-centre chain": """
 ````{prf:theorem} Collapse with MLPs (the paper's Section 3)
@@ -133,6 +214,12 @@ def test_code_cells_are_not_prose():
     cell = "```{code-cell} ipython3\n# the paper's Theorem 2.2 with rc.theory.gamma\nx = 1\n```\n"
     assert not rc.claims.units(cell)
     assert not rc.claims.misattributions(cell)
+
+
+def test_the_framing_credited_to_the_note_passes():
+    text = ("The note records no measurement of that price. It does set the price against the account of "
+            "section 5: the MLP remedy, the note says, \"pulls against\" that account. That framing is the note's.\n")
+    assert not rc.claims.misattributions(text)
 
 
 def test_a_note_phrase_is_fine_when_the_note_is_credited():

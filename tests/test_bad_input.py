@@ -14,6 +14,7 @@ Covers the core (``residual``, ``san``, ``paths``, ``theory``) and ``centering``
 
 from __future__ import annotations
 
+import importlib
 import math
 import resource
 import threading
@@ -94,7 +95,7 @@ LN = rc.layernorm
 S = rc.stats
 C = rc.checks
 SAN, SANConfig = rc.san.SAN, rc.san.SANConfig
-LG, LM, LV = rc.later.gradients, rc.later.masks, rc.later.verdicts
+LG, LM = rc.later.gradients, rc.later.masks
 
 
 ROWS = [
@@ -152,7 +153,7 @@ ROWS = [
     ("SAN seed bool", lambda: SAN(CFG, seed=True), Raises(TypeError, "seed")),
     ("SAN seed string", lambda: SAN(CFG, seed="0"), Raises(TypeError, "seed")),
     ("SAN seed 2**70", lambda: SAN(CFG, seed=HUGE_SEED), Raises(ValueError, "seed")),
-    ("SAN n_layers 10**6", lambda: SAN(SANConfig(n_layers=10**6), seed=0), Raises(ValueError, "n_layers", "GiB")),
+    ("SAN n_layers 10**6", lambda: SAN(SANConfig(n_layers=10**6), seed=0), Raises(ValueError, "n_layers", "4,096 layers")),
     ("SAN n_heads 10**9", lambda: SAN(SANConfig(n_heads=10**9), seed=0), Raises(ValueError, "n_heads", "GiB")),
     ("SAN d_model 10**6", lambda: SAN(SANConfig(d_model=10**6), seed=0), Raises(ValueError, "d_model", "GiB")),
     ("SAN forward wrong width", lambda: PURE(WIDE), Raises(ValueError, "X", "4 features")),
@@ -217,7 +218,19 @@ ROWS = [
     ("length_profile bad center", lambda: P.length_profile(SKIP, X, center="median"), Raises(ValueError, "center", "'mean'")),
     ("length_profile constant", lambda: P.length_profile(BIAS, X), Raises(ValueError, "length_profile", "bias=False")),
     ("length_profile zero output", lambda: P.length_profile(ZERO, X), Returns(finite, "finite shares (0/0 is 0)")),
+    ("length_gram constant", lambda: P.length_gram(BIAS, X), Raises(ValueError, "constant", "with_constant=True")),
+    ("length_gram MLP", lambda: P.length_gram(MLP, X), Raises(ValueError, "MLP")),
+    ("path_norms wrong length", lambda: P.path_norms(SKIP, X, [(0,)]), Raises(ValueError, "one entry per layer")),
+    ("path_norms skip without skips", lambda: P.path_norms(PURE, X, [(None,) * CFG.n_layers]),
+     Raises(ValueError, "without skips")),
+    ("path_norms no path", lambda: P.path_norms(SKIP, X, []), Raises(ValueError, "at least one path")),
+    ("path_norms bad norm", lambda: P.path_norms(SKIP, X, [(0,) * CFG.n_layers], norm="l2"), Raises(ValueError, "norm")),
+    ("sample_paths too long", lambda: P.sample_paths(2, 2, 3, 1, generator=torch.Generator()),
+     Raises(ValueError, "length")),
+    ("sample_paths no generator", lambda: P.sample_paths(2, 2, 1, 1, generator=0), Raises(TypeError, "generator")),
     ("frozen_layers NaN", lambda: P.frozen_layers(PURE, NAN), Raises(ValueError, "X")),
+    ("circuit_groups not sums by length", lambda: P.circuit_groups(X), Raises(ValueError, "T")),
+    ("circuit_groups ints", lambda: P.circuit_groups(torch.zeros(3, 3, 4, dtype=torch.long)), Raises(ValueError, "T")),
     # ------------------------------------------------------------------ theory
     ("gamma depth 0", lambda: T.gamma(DEPTH0, X), Returns(lambda v: v.shape == (0,), "no layers: shape (0,)")),
     ("collapse_bound depth 0", lambda: T.collapse_bound(DEPTH0, X),
@@ -243,6 +256,15 @@ ROWS = [
      Returns(lambda v: not torch.isnan(v).any() and not (v == math.inf).any(), "finite log bound")),
     ("collapse_bound skip", lambda: T.collapse_bound(SKIP, X), Raises(ValueError, "skip")),
     ("tracked_relative_residual skip", lambda: T.tracked_relative_residual(SKIP, X), Raises(ValueError, "skip")),
+    ("attention_hardness skip", lambda: T.attention_hardness(SKIP, X), Raises(ValueError, "skip")),
+    ("rank_one_distance not square", lambda: T.rank_one_distance(X), Raises(ValueError, "P", "square")),
+    ("rank_one_distance bad norm", lambda: T.rank_one_distance(torch.eye(3), norm="l2"), Raises(ValueError, "norm")),
+    ("rank_one_distance NaN", lambda: T.rank_one_distance(NAN[:, :3]), Raises(ValueError, "P")),
+    ("attention_through_depth skip", lambda: T.attention_through_depth(SKIP, X), Raises(ValueError, "skip")),
+    ("attention_through_depth depth 0", lambda: T.attention_through_depth(DEPTH0, X)["distance"].shape,
+     Returns(lambda v: v[0] == 0, "no layers")),
+    ("attention_hardness batch", lambda: T.attention_hardness(PURE, X.expand(2, 3, 4)), Raises(ValueError, "one input")),
+    ("layer_constants log10 'yes'", lambda: T.layer_constants(PURE, X, log10="yes"), Raises(TypeError, "log10")),
     ("bound_gaps skip", lambda: T.bound_gaps(SKIP, X, ("paper",)), Raises(ValueError, "skip")),
     ("collapse_bound center 'median'", lambda: T.collapse_bound(PURE, X, center="median"), Raises(ValueError, "center")),
     ("collapse_bound center 'optimal' string", lambda: T.collapse_bound(PURE, X, center="optimal"),
@@ -316,6 +338,8 @@ ROWS = [
     # ------------------------------------------------------------------ layernorm
     ("numerical_rank rtol nan", lambda: LN.numerical_rank(X, NANF), Raises(ValueError, "rtol")),
     ("numerical_rank rtol negative", lambda: LN.numerical_rank(X, -1.0), Raises(ValueError, "rtol")),
+    ("rank_one_deviation one row", lambda: LN.rank_one_deviation(torch.ones(1, 4)), Raises(ValueError, "Y", "2 rows")),
+    ("rank_one_deviation not a tensor", lambda: LN.rank_one_deviation("Y"), Raises(TypeError, "Y")),
     ("numerical_rank zeros", lambda: LN.numerical_rank(torch.zeros(3, 4)), Returns(lambda v: v == 0, "0")),
     ("layer_norm gain wrong shape", lambda: LN.layer_norm(X, gain=torch.ones(3)), Raises(ValueError, "gain", "shape")),
     ("layer_norm shift NaN", lambda: LN.layer_norm(X, shift=torch.full((4,), NANF)), Raises(ValueError, "shift", "NaN")),
@@ -394,9 +418,6 @@ ROWS = [
                                                                 generator=torch.Generator()), Raises(ValueError, "ranks")),
     ("ln_counterexample noise -1", lambda: LM.ln_counterexample(ranks=(2,), d_model=4, n_layers=2, beta=1.0, noise=-1.0,
                                                                 generator=torch.Generator()), Raises(ValueError, "noise")),
-    ("verdicts table empty", lambda: LV.table([]), Raises(ValueError, "verdicts")),
-    ("verdicts table of strings", lambda: LV.table(["agrees"]), Raises(TypeError, "verdicts[0]")),
-    ("work_label None", lambda: LV.work_label(None), Raises(TypeError, "cite")),
     # ------------------------------------------------------------------ later: lam, phases, particles
     ("lambda_skip_san cfg with MLP", lambda: rc.later.lam.lambda_skip_san(CFG.replace(mlp=4), 1.0, seed=0),
      Raises(ValueError, "config", "pure attention")),
@@ -479,6 +500,239 @@ ROWS = [
 ]
 
 
+# --------------------------------------------------------------------------- the rest of the library (issue 32)
+
+def _fig():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots()
+
+
+_STACK = rc.lower_bound.construction(2, 4, 1, 1.0, 0.1)
+_ATT = torch.full((2, 1, 2, 3, 3), 1 / 3, dtype=torch.float64)  # (L, b, H, n, n) uniform attention
+LB, LBS, EX, PH, LIP, OPS = rc.lower_bound, rc.lower_bound_search, rc.explorer, rc.later.phases, rc.lipschitz, rc.ops
+BS, CR, RP, RT, TD, TE = rc.bound_study, rc.cubic_rate, rc.real.products, rc.real.text, rc.toy.data, rc.toy.evaluate
+TT = importlib.import_module("rankcollapse.toy.train")  # rc.toy.train is the function
+GEN = torch.Generator().manual_seed(0)
+
+ROWS += [
+    # ------------------------------------------------------------------ book
+    ("fmt_sci string", lambda: rc.book.fmt_sci("1e3"), Raises(TypeError, "x")),
+    ("fmt_sci_log10 beyond float range", lambda: rc.book.fmt_sci_log10(400.99), Returns(lambda v: v == "9.8 × 10⁴⁰⁰", "9.8 × 10⁴⁰⁰")),
+    ("fmt_sci_log10 1e300", lambda: rc.book.fmt_sci_log10(1e300), Returns(lambda v: "10" in v, "a power of ten, no overflow")),
+    ("glue name not a string", lambda: rc.book.glue(3, 1.0), Raises(ValueError, "name")),
+    ("glue_figure not a figure", lambda: rc.book.glue_figure("x", "fig"), Raises(TypeError, "fig")),
+    ("glue_table rows of wrong length", lambda: rc.book.glue_table("t", ["a", "b"], [[1]], display=False), Raises(ValueError, "row", "2 cells")),
+    ("markdown_table rows of wrong length", lambda: rc.book.markdown_table(["a", "b"], [[1, 2, 3]]), Raises(ValueError, "rows[0]", "header")),
+    ("start seed 2**70", lambda: rc.book.start("paths", "fast", HUGE_SEED), Raises(ValueError, "seed")),
+    ("start mode bad", lambda: rc.book.start("paths", "medium", 0), Raises(ValueError, "mode")),
+    # ------------------------------------------------------------------ bound_study
+    ("centre_study samples 0", lambda: BS.centre_study(samples=0, n_layers=1, n_heads=1, d_model=4, n_tokens=3, seed=0,
+                                                         generator=GEN), Raises(ValueError, "samples")),
+    ("delay_study not a RegimeStudy", lambda: BS.delay_study(None, samples=1, n_heads=1, d_model=4, depth=2, seed=0,
+                                                             generator=GEN), Raises(TypeError, "regime")),
+    ("delta_scaling_study one scale", lambda: CR.delta_scaling_study(scales=[0.1], samples=1, d_model=4, n_tokens=3, seed=0,
+                                                                     generator=GEN), Raises(ValueError, "scales")),
+    ("delta_scaling_study n_tokens 1", lambda: CR.delta_scaling_study(scales=[0.1, 0.2], samples=1, d_model=4, n_tokens=1,
+                                                                      seed=0, generator=GEN), Raises(ValueError, "n_tokens")),
+    ("cubic_rate_study generator 0", lambda: CR.cubic_rate_study(samples=1, n_layers=1, n_heads=1, d_model=4, n_tokens=3,
+                                                                 seed=0, generator=0), Raises(TypeError, "generator")),
+    ("depth_study (bound) seed 2**70", lambda: BS.depth_study(heads=[1], n_layers=1, d_model=4, n_tokens=3, init_scale=1.0,
+                                                              samples=1, seed=HUGE_SEED, generator=GEN), Raises(ValueError, "seed")),
+    ("regime_study scale nan", lambda: BS.regime_study(scales=[NANF], samples=1, n_layers=1, n_heads=1, d_model=4, n_tokens=3,
+                                                        seed=0, generator=GEN), Raises(ValueError, "scale")),
+    ("tightness_study count 0", lambda: BS.tightness_study(0, seed=0), Raises(ValueError, "count")),
+    ("DepthStudy.median layer -1", lambda: BS.depth_study(heads=[1], n_layers=1, d_model=4, n_tokens=3, init_scale=1.0,
+                                                            samples=1, seed=0, generator=GEN).median(1, "paper", -1),
+     Raises(ValueError, "layer", "negative")),
+    # ------------------------------------------------------------------ checks, claims, evidence
+    ("register not an Exercise", lambda: rc.checks.register("paths.count"), Raises(TypeError, "register", "Exercise")),
+    ("claims.check_file missing", lambda: rc.claims.check_file("/nonexistent/chapter.md"), Raises(FileNotFoundError, "chapter.md")),
+    ("claims.misattributions bytes", lambda: rc.claims.misattributions(b"text"), Raises(TypeError, "text")),
+    ("claims.page_text_credits None", lambda: rc.claims.page_text_credits(None), Raises(TypeError, "text")),
+    ("claims.paper_box_problems int", lambda: rc.claims.paper_box_problems(3), Raises(TypeError, "text")),
+    ("claims.units list", lambda: rc.claims.units(["a"]), Raises(TypeError, "text")),
+    ("claims.unsourced_boxes None", lambda: rc.claims.unsourced_boxes(None), Raises(TypeError, "text")),
+    ("declare holds 'yes'", lambda: rc.evidence.declare("paths", "fast", 0, "x", "A sentence.", section="1", condition="c",
+                                                        holds="yes", evidence="seed 0"), Raises(TypeError, "holds")),
+    ("plain a module", lambda: rc.evidence.plain(rc), Raises(TypeError, "numbers", "module")),
+    # ------------------------------------------------------------------ explorer
+    ("explorer_html not a grid", lambda: EX.explorer_html({}), Raises(ValueError, "grid")),
+    ("show not a grid", lambda: EX.show("grid"), Raises(ValueError, "grid")),
+    ("scaled_skip_states strength nan", lambda: EX.scaled_skip_states(PURE, X, NANF), Raises(ValueError, "strength")),
+    ("skip_strength_grid L 10**6", lambda: EX.skip_strength_grid(L=10**6, scales=[1.0], strengths=[1.0], n=3, d=4, H=1,
+                                                                  samples=1, seed=0), Raises(ValueError, "L", "<= 4096")),
+    # ------------------------------------------------------------------ later.phases
+    ("crossing lengths differ", lambda: PH.crossing([0.0, 1.0], [1.0], 0.5), Raises(ValueError, "x", "y")),
+    ("depth_study (phases) depths 10**6", lambda: PH.depth_study(depths=[10**6], scales=[1.0], strengths=[1.0], ratios=[1.0],
+                                                                 n_heads=1, d_model=4, n_tokens=3, samples=1, seed=0,
+                                                                 generator=GEN), Raises(ValueError, "depths", "<= 4096")),
+    ("PhaseResult.critical_strength index 5", lambda: PH.phase_study(scales=[1.0], strengths=[1.0], n_layers=1, n_heads=1,
+        d_model=4, n_tokens=3, samples=1, seed=0, generator=torch.Generator()).critical_strength(5),
+     Raises(ValueError, "scale_index")),
+    # ------------------------------------------------------------------ lipschitz
+    ("activation_slope bad", lambda: LIP.activation_slope("tanh"), Raises(ValueError, "activation")),
+    ("gradient_variance targets misshapen", lambda: LIP.gradient_variance(MLP, X[None], X, torch.nn.Linear(4, 4).double()),
+     Raises(ValueError, "targets", "shape")),
+    ("jacobian_envelope shapes", lambda: LIP.jacobian_envelope(torch.ones(4, 8), torch.ones(4, 8), (0.0, 1.0)), Raises(ValueError, "W_2", "share m")),
+    ("lipschitz_lower_bound f not callable", lambda: LIP.lipschitz_lower_bound(3, X), Raises(TypeError, "f")),
+    ("lipschitz_upper_bound no MLP", lambda: LIP.lipschitz_upper_bound(PURE), Raises(ValueError, "MLP")),
+    ("memorization_task 10**6 x 10**4 x 10**4", lambda: LIP.memorization_task(10**6, 10**4, 10**4, seed=0),
+     Raises(ValueError, "samples * n * d", "GiB")),
+    ("mlp_inputs no MLP", lambda: LIP.mlp_inputs(PURE, X), Raises(ValueError, "MLP")),
+    ("mlp_lipschitz seed -1", lambda: LIP.mlp_lipschitz(MLP, X, seed=-1), Raises(ValueError, "seed")),
+    ("mlp_map layer -1", lambda: LIP.mlp_map(MLP, -1), Raises(ValueError, "layer")),
+    ("per_example_gradients targets misshapen", lambda: LIP.per_example_gradients(MLP, X[None], X[None], 3), Raises(ValueError, "targets")),
+    ("perturbation_gain zero input", lambda: LIP.perturbation_gain(MLP, torch.zeros(3, 4, dtype=torch.float64)),
+     Raises(ValueError, "X", "zero")),
+    # ------------------------------------------------------------------ lower_bound, lower_bound_search
+    ("bound_check not a Stack", lambda: LB.bound_check(PURE, X[None]), Raises(TypeError, "stack")),
+    ("construction L 10**6", lambda: LB.construction(10**6, 4, 1, 1.0, 0.1), Raises(ValueError, "L", "4,096 layers")),
+    ("depth_bound depths negative", lambda: LB.depth_bound(1.0, 1.0, 0.1, [-1]), Raises(ValueError, "depths")),
+    ("depth_bound grid of 10**9", lambda: LB.depth_bound(1.0, 1.0, 0.1, np.broadcast_to(np.int64(3), (10**9,))),
+     Raises(ValueError, "depths", "GiB")),
+    ("layer_constants (lower bound) not a model", lambda: LB.layer_constants("model"), Raises(TypeError, "model")),
+    ("lower_bound no skip", lambda: LB.lower_bound(PURE, X), Raises(ValueError, "skip")),
+    ("one_layer_bound NaN", lambda: LB.one_layer_bound(SKIP, NAN), Raises(ValueError, "X", "NaN")),
+    ("random_networks max_n 1", lambda: next(LB.random_networks(1, seed=0, max_n=1)), Raises(ValueError, "max_n")),
+    ("residual_inf string", lambda: LB.residual_inf("X"), Raises(TypeError, "X")),
+    ("simplex_log10_ratios signs 0", lambda: LB.simplex_log10_ratios([0], 3, 4, 1, 1.0, 0.1, 1.0), Raises(ValueError, "signs")),
+    ("simplex_tokens b0 0", lambda: LB.simplex_tokens(3, 4, 0.0), Raises(ValueError, "b0")),
+    ("project_rows radius nan", lambda: LBS.project_rows(torch.ones(2, 2), NANF), Raises(ValueError, "radius")),
+    ("search (lower bound) at its maxima", lambda: LBS.search([64], n=4, d=8, H=2, q=4.0, omega=0.15, b0=8.0,
+                                                               restarts=LBS.MAX_RESTARTS, steps=LBS.MAX_STEPS, seed=0),
+     Raises(ValueError, "steps", "layer-steps")),
+    ("search (skip) at its maxima", lambda: T.search_smallest_ratio(CFG.replace(skip=True), X, steps=rc.theory.skip.MAX_STEPS,
+                                                                    restarts=rc.theory.skip.MAX_RESTARTS, seed=0),
+     Raises(ValueError, "steps", "layer-steps")),
+    # ------------------------------------------------------------------ ops
+    ("activation unknown", lambda: OPS.activation("swish"), Raises(ValueError, "activation")),
+    ("allowed_keys causal 'yes'", lambda: OPS.allowed_keys(3, None, "yes"), Raises(TypeError, "causal")),
+    ("check_forward 10**5 tokens", lambda: OPS.check_forward(CFG, (10**5, 4)), Raises(ValueError, "X", "GiB", "fewer tokens")),
+    ("SAN forward 10**5 tokens", lambda: PURE(torch.zeros(10**5, 4, dtype=torch.float64)), Raises(ValueError, "X", "GiB")),
+    ("check_key_mask wrong shape", lambda: OPS.check_key_mask(torch.ones(5, dtype=torch.bool), (3,)), Raises(ValueError, "key_mask")),
+    ("check_size too big", lambda: OPS.check_size(SANConfig(d_model=10**5)), Raises(ValueError, "GiB")),
+    ("forward_cost shape 1-D", lambda: OPS.forward_cost(CFG, (4,)), Raises(ValueError, "shape")),
+    ("layer_norm eps negative", lambda: OPS.layer_norm(X, torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64), -1.0),
+     Raises(ValueError, "eps")),
+    ("relative_positions n 0", lambda: OPS.relative_positions(0, 4), Raises(ValueError, "n")),
+    ("relative_scores not a block", lambda: OPS.relative_scores(None, X, X), Raises(TypeError, "block")),
+    ("set_weights missing name", lambda: OPS.set_weights(PURE.layers[0], {}, "layers[0]"), Raises(ValueError, "layers[0]")),
+    ("weight_count not a config", lambda: OPS.weight_count({}), Raises(TypeError, "config")),
+    # ------------------------------------------------------------------ plotting
+    ("alt_text not a figure", lambda: rc.plotting.alt.alt_text("fig"), Raises(TypeError, "fig")),
+    ("plain_text not a string", lambda: rc.plotting.alt.plain_text(3), Raises(TypeError, "label")),
+    ("power_law no axes", lambda: rc.plotting.drawings.power_law(None, [[1, 2]], [[1, 2]]), Raises(TypeError, "ax")),
+    ("power_law zero y", lambda: rc.plotting.drawings.power_law(_fig()[1], [[1, 2]], [[0, 2]]), Raises(ValueError, "positive")),
+    ("attention_maps no axes", lambda: rc.plotting.drawings.attention_maps([None], [np.eye(2)], ["a"]), Raises(TypeError, "axes[0]")),
+    ("attention_maps fewer titles", lambda: rc.plotting.drawings.attention_maps([_fig()[1]], [np.eye(2)], []), Raises(ValueError, "title")),
+    ("code_version no path", lambda: rc.toy.code_version(), Raises(ValueError, "path")),
+    ("code_version missing file", lambda: rc.toy.code_version("/nonexistent/x.py"), Raises(FileNotFoundError, "not a file")),
+    ("ablation_panel no axes", lambda: rc.plotting.drawings.ablation_panel(None, {}), Raises(TypeError, "ax")),
+    ("cubic_rate no axes", lambda: rc.plotting.drawings.cubic_rate(None, [1, 2], [1, 2]), Raises(TypeError, "ax")),
+    ("curve_with_band no axes", lambda: rc.plotting.drawings.curve_with_band(None, [1, 2], [[1, 2]]), Raises(TypeError, "ax")),
+    ("fit_title not a string", lambda: rc.plotting.drawings.fit_title(_fig()[1], 3), Raises(TypeError, "title")),
+    ("length_distributions no rows", lambda: rc.plotting.drawings.length_distributions([]), Raises(ValueError, "rows")),
+    ("mlp_tradeoff lengths differ", lambda: rc.plotting.drawings.mlp_tradeoff([1.0, 2.0], [1.0], [1.0], [1.0]),
+     Raises(ValueError, "lam")),
+    ("path_diagram L 0", lambda: rc.plotting.drawings.path_diagram(0, 2, highlight=()), Raises(ValueError, "L")),
+    ("rank_change_bars lengths differ", lambda: rc.plotting.drawings.rank_change_bars([1, 2], [1]), Raises(ValueError, "after")),
+    ("residual_vs_depth no axes", lambda: rc.plotting.drawings.residual_vs_depth(None, {}), Raises(TypeError, "ax")),
+    ("check_figure not a figure", lambda: rc.plotting.style.check_figure("fig"), Raises(TypeError, "fig")),
+    ("figure_problems not a figure", lambda: rc.plotting.style.figure_problems(None), Raises(TypeError, "fig")),
+    ("fit_to_page column_inches 0", lambda: rc.plotting.style.fit_to_page(_fig()[0], 0.0), Raises(ValueError, "column_inches")),
+    ("integer_ticks axis bad", lambda: rc.plotting.style.integer_ticks(_fig()[1], "z"), Raises(ValueError, "axis")),
+    ("sequential_colours 0", lambda: rc.plotting.style.sequential_colours(0), Raises(ValueError, "count")),
+    ("spread_indices most 0", lambda: rc.plotting.style.spread_indices(3, 0), Raises(ValueError, "most")),
+    ("svg_bytes not a figure", lambda: rc.plotting.style.svg_bytes("fig"), Raises(TypeError, "fig")),
+    # ------------------------------------------------------------------ presets
+    ("presets.get unknown chapter", lambda: rc.presets.get("nochapter", "fast"), Raises(ValueError, "chapter")),
+    ("presets.get seed 2**32", lambda: rc.presets.get("paths", "fast", 2**32), Raises(ValueError, "seed")),
+    ("resolve_mode bad", lambda: rc.presets.resolve_mode("medium"), Raises(ValueError, "mode")),
+    ("Draws.normal 10**6 x 10**4 x 10**4", lambda: rc.presets.get("paths", "fast").stream().normal(10**6, 10**4, 10**4),
+     Raises(ValueError, "shape", "GiB")),
+    # ------------------------------------------------------------------ real
+    ("ablation_config variant bad", lambda: rc.real.convert.ablation_config(CFG, "half", "clean"), Raises(ValueError, "variant")),
+    ("from_transformers family bad", lambda: rc.real.convert.from_transformers(None, "t5", "t5-small"), Raises(ValueError, "family")),
+    ("hub_problem name unknown", lambda: rc.real.hub.hub_problem("nomodel"), Raises(ValueError, "name")),
+    ("hub_timeout negative", lambda: rc.real.hub.hub_timeout(-1), Raises(ValueError, "timeout")),
+    ("lineup seed 2**70", lambda: rc.real.hub.lineup(HUGE_SEED), Raises(ValueError, "seed")),
+    ("load unknown", lambda: rc.real.hub.load("nomodel"), Raises(ValueError, "name")),
+    ("try_load pretrained 'yes'", lambda: rc.real.hub.try_load("bert-base-cased", "yes"), Raises(TypeError, "pretrained")),
+    ("hidden_states not a model", lambda: rc.real.measure.hidden_states("model", torch.zeros(1, 3, dtype=torch.long)),
+     Raises(TypeError, "model")),
+    ("relative_residuals center bad", lambda: rc.real.measure.relative_residuals(X[None, None], center="median"), Raises(ValueError, "center")),
+    ("residual_curve not a model", lambda: rc.real.measure.residual_curve("model", torch.zeros(1, 3, dtype=torch.long)),
+     Raises(TypeError, "model")),
+    ("residual_curves n_tokens 0", lambda: rc.real.measure.residual_curves([], 1, 0), Raises(ValueError, "n_tokens")),
+    ("path_products no path", lambda: RP.path_products(_ATT, []), Raises(ValueError, "paths")),
+    ("path_products layer out of range", lambda: RP.path_products(_ATT, [[(2, 0)]]), Raises(ValueError, "layer")),
+    ("path_products not stochastic", lambda: RP.path_products(2 * _ATT, [[(0, 0)]]), Raises(ValueError, "attentions", "row-stochastic")),
+    ("path_profile seed 5 * 10**6", lambda: RP.path_profile(_ATT, 2, seed=5 * 10**6).shape,
+     Returns(lambda v: v == (2, 2), "accepted: derived seeds stay in range")),
+    ("path_profile seed 2**32", lambda: RP.path_profile(_ATT, 2, seed=2**32), Raises(ValueError, "seed")),
+    ("path_residuals rank1 zero products", lambda: RP.path_residuals(torch.zeros(2, 3, 3), "rank1"),
+     Returns(lambda v: bool((v == 0).all()), "0 (a zero product has rank 0)")),
+    ("sample_paths (real) length > n_layers", lambda: RP.sample_paths(2, 1, 3, 1), Raises(ValueError, "length")),
+    ("spec unknown", lambda: rc.real.registry.spec("nomodel"), Raises(ValueError, "name")),
+    ("real_skip_residuals n_seq 0", lambda: rc.real.skips.real_skip_residuals([], 0, 8), Raises(ValueError, "n_seq")),
+    ("ablations n_tokens 0", lambda: rc.real.study.ablations([], 1, 0), Raises(ValueError, "n_tokens")),
+    ("by_name missing", lambda: rc.real.study.by_name([], "bert"), Raises(KeyError, "bert")),
+    ("centres not a model", lambda: rc.real.study.centres("model", 1, 8), Raises(TypeError, "model")),
+    ("path_products_study seed 2**70", lambda: rc.real.study.path_products_study([], 1, 8, 2, HUGE_SEED), Raises(ValueError, "seed")),
+    ("check_ids out of vocabulary", lambda: RT.check_ids(torch.tensor([[5]]), 3), Raises(ValueError, "texts_or_ids")),
+    ("encode too_long bad", lambda: RT.encode(None, ["a"], too_long="cut"), Raises(ValueError, "too_long")),
+    ("map_ids vocab_size 0", lambda: RT.map_ids(torch.tensor([1]), 0), Raises(ValueError, "vocab_size")),
+    ("token_windows n_tokens 0", lambda: RT.token_windows(None, 1, 0), Raises(ValueError, "n_tokens")),
+    ("convert_xlnet not a model", lambda: importlib.import_module("rankcollapse.real.xlnet").convert_xlnet(None, torch.float64, torch.float32), Raises(TypeError, "model")),
+    # ------------------------------------------------------------------ toy
+    ("rollout steps 0", lambda: rc.toy.circle.rollout(None, torch.zeros(2), -1), Raises(ValueError, "steps")),
+    ("baselines not data", lambda: TD.baselines(None), Raises(TypeError, "data")),
+    ("circle_pairs radius nan", lambda: TD.circle_pairs(10, NANF), Raises(ValueError, "radius")),
+    ("convex_hull 10**6 sequences", lambda: TD.convex_hull(10**6, 10, seed=0), Raises(ValueError, "n_train", "points")),
+    ("hull_labels 3-d points", lambda: TD.hull_labels(torch.rand(5, 3)), Raises(ValueError, "points", "(n, 2)")),
+    ("memorization seed -1", lambda: TD.memorization(2, 8, seed=-1), Raises(ValueError, "seed")),
+    ("memorization_ceiling not data", lambda: TD.memorization_ceiling(None), Raises(TypeError, "data")),
+    ("sorting 10**6 x 10**4 sequences", lambda: TD.sorting(10**6, 1, 10**4, seed=0), Raises(ValueError, "n_train", "GiB")),
+    ("all_path_terms not a SAN", lambda: TE.all_path_terms(None, X), Raises(TypeError, "san")),
+    ("by_length lengths differ", lambda: TE.by_length([1.0, 2.0], [0]), Raises(ValueError, "lengths")),
+    ("evaluate_paths seed 2**70", lambda: TE.evaluate_paths(_TOY_MODEL.twin(), _TOY_X, _TOY_Y, seed=HUGE_SEED), Raises(ValueError, "seed")),
+    ("path_index wrong length", lambda: TE.path_index((0, 1), 2, True), Returns(lambda v: isinstance(v, int), "an index")),
+    ("sample_paths (toy) generator 0", lambda: TE.sample_paths(2, 2, 1, 1, 1, 0), Raises(TypeError, "gen")),
+    ("accuracy_by_length no axes", lambda: rc.toy.figures.accuracy_by_length(None, None, 0.5), Raises(TypeError, "ax")),
+    ("loss_slices no axes", lambda: rc.toy.figures.loss_slices(None, None), Raises(TypeError, "ax")),
+    ("merged_fraction no axes", lambda: rc.toy.figures.merged_fraction(None, {}, {}), Raises(TypeError, "ax")),
+    ("per_path_residual no axes", lambda: rc.toy.figures.per_path_residual(None, [None]), Raises(TypeError, "ax")),
+    ("profile no axes", lambda: rc.toy.figures.profile(None, None, None), Raises(TypeError, "ax")),
+    ("single_paths no axes", lambda: rc.toy.figures.single_paths(None, None), Raises(TypeError, "ax")),
+    ("training_dynamics no axes", lambda: rc.toy.figures.training_dynamics(None, None), Raises(TypeError, "axes")),
+    ("trajectories no axes", lambda: rc.toy.figures.trajectories(None, None), Raises(TypeError, "ax")),
+    ("standardise eps negative", lambda: rc.toy.model.standardise(X, -1.0), Raises(ValueError, "eps")),
+    ("checkpoint_path seed -1", lambda: TT.checkpoint_path(_SORT, -1), Raises(ValueError, "seed")),
+    ("official_steps unknown task", lambda: TT.official_steps("parity"), Raises(ValueError, "task")),
+    ("task_data seed 2**70", lambda: TT.task_data(_SORT, HUGE_SEED), Raises(ValueError, "seed")),
+    ("token_accuracy shapes", lambda: TT.token_accuracy(torch.zeros(2, 3, 4), torch.zeros(2, 2, dtype=torch.long)),
+     Raises(ValueError, "y")),
+    ("toy_config not a task", lambda: TT.toy_config("sorting", None), Raises(TypeError, "task")),
+    ("train seed 2**70", lambda: TT.train(_SORT, HUGE_SEED), Raises(ValueError, "seed")),
+    ("train_all workers 0", lambda: TT.train_all([], workers=0), Raises(ValueError, "workers")),
+    # ------------------------------------------------------------------ dtypes and devices
+    ("res float16", lambda: R.res(X.half()), Raises(TypeError, "X", "float16")),
+    ("res bfloat16", lambda: R.res(X.bfloat16()), Raises(TypeError, "X", "bfloat16")),
+    ("SAN forward meta tensor", lambda: PURE(torch.zeros(3, 4, device="meta")), Raises(ValueError, "X", "meta")),
+    ("relative_residual near 1e308", lambda: R.relative_residual(torch.tensor([[1e308, -1e308], [0.0, 1e308]], dtype=torch.float64)),
+     Returns(finite, "finite (rescaled before the norms)")),
+    ("attention_entropy not row-stochastic", lambda: PH.attention_entropy(2 * torch.eye(3)), Raises(ValueError, "P", "row-stochastic")),
+    ("log_slope equal x", lambda: S.log_slope([1.0, 1.0], [1.0, 2.0]), Raises(ValueError, "x", "equal")),
+    ("path_count 10**300 heads", lambda: P.path_count(10**5, 10**300, 10**5), Raises(ValueError, "H", "digits")),
+    ("SAN seed 2**32", lambda: SAN(CFG, seed=2**32), Raises(ValueError, "seed", "4294967295")),
+    ("ToyModel seed 2**32", lambda: rc.toy.ToyModel(_TOY_MODEL.config, seed=2**32), Raises(ValueError, "seed")),
+]
+
+
 def _run_guarded(call):
     """Run ``call`` in a thread: ``(result, error, seconds, peak memory growth in bytes)``."""
     box = {}
@@ -530,3 +784,114 @@ def test_the_table_is_broad():
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, type) :
                 assert f".{name}(" in covered, f"no bad-input row calls {module.__name__}.{name}"
+
+
+# --------------------------------------------------------------------------- coverage of the library
+
+# Public functions with nothing to validate: no argument at all is found automatically (a
+# function whose signature is empty); these take arguments only in a trivial sense.
+NOTHING_TO_VALIDATE = {
+}
+
+
+def _public_functions():
+    """Every public function of the library: the functions in ``__all__`` of each module of
+    ``rankcollapse`` (not the private ``_validate``/``_env``), each once (re-exports are the same object)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    found = {}
+    for info in pkgutil.walk_packages(rc.__path__, "rankcollapse."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name, None)
+            if inspect.isfunction(obj) and obj.__module__.startswith("rankcollapse"):
+                found.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+    return found
+
+
+def _entered(call) -> set:
+    """The code objects a row's ``call`` enters directly (through decorators such as ``torch.no_grad``)."""
+    import sys
+
+    top = call.__code__
+    seen = set()
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        back = frame.f_back
+        hops = 0
+        while back is not None and hops < 3:
+            if back.f_code is top:
+                seen.add(frame.f_code)
+                return
+            if "rankcollapse" in back.f_code.co_filename:
+                return
+            back, hops = back.f_back, hops + 1
+
+    sys.setprofile(profile)
+    try:
+        call()
+    except Exception:  # noqa: BLE001  (the rows' errors are test_bad_call's business)
+        pass
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_every_public_function_has_a_row():
+    """A row calls every public function of the library directly (``NOTHING_TO_VALIDATE`` aside, and
+    functions without parameters), so each function's contract at its boundary is probed."""
+    import inspect
+
+    entered = set()
+    for row in ROWS:
+        values = row.values if hasattr(row, "values") else row
+        entered |= _entered(values[1])
+    missing = []
+    for qualname, fn in sorted(_public_functions().items()):
+        if qualname in NOTHING_TO_VALIDATE or not inspect.signature(fn).parameters:
+            continue
+        if inspect.unwrap(fn).__code__ not in entered:
+            missing.append(qualname)
+    assert not missing, f"{len(missing)} public functions have no bad-input row: {missing}"
+
+
+# --------------------------------------------------------------------------- command-line entry points
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+# (name, arguments after the interpreter, words the error output must contain). Each must exit
+# with status 2 (an argparse-style usage error) within CLI_LIMIT_S, before doing any work.
+CLI_ROWS = [
+    ("tasks.py unknown command", ["tasks.py", "frobnicate"], ("unknown command", "frobnicate")),
+    ("tasks.py grade without SUBMISSIONS_DIR", ["tasks.py", "grade"], ("SUBMISSIONS_DIR",)),
+    ("tasks.py grade missing folder", ["tasks.py", "grade", "/nonexistent/subs"], ("SUBMISSIONS_DIR", "does not exist")),
+    ("tasks.py grade --timeout -5", ["tasks.py", "grade", "/tmp", "--timeout", "-5"], ("timeout", "positive")),
+    ("grader missing folder", ["-m", "booktools.grade", "/nonexistent/subs"], ("SUBMISSIONS_DIR", "does not exist")),
+    ("grader --timeout abc", ["-m", "booktools.grade", "/tmp", "--timeout", "abc"], ("--timeout", "abc")),
+    ("grader --format excel", ["-m", "booktools.grade", "/tmp", "--format", "excel"], ("--format", "excel")),
+    ("status.py unknown option", ["scripts/status.py", "--frobnicate"], ("--frobnicate",)),
+    ("student.py --out inside a file", ["scripts/student.py", "--out", "/etc/passwd/x"], ("--out", "not a folder")),
+    ("student.py unknown option", ["scripts/student.py", "--bogus"], ("--bogus",)),
+    ("benchmarks/paths.py --repeat 0", ["benchmarks/paths.py", "--repeat", "0"], ("--repeat", ">= 1")),
+    ("benchmarks/toy.py --epochs 0", ["benchmarks/toy.py", "--epochs", "0"], ("--epochs", ">= 1")),
+    ("benchmarks/grade.py --jobs 0", ["benchmarks/grade.py", "--jobs", "0"], ("--jobs", ">= 1")),
+]
+CLI_LIMIT_S = 120  # tasks.py installs first (a no-op pip run when everything is present)
+
+
+@pytest.mark.parametrize("name, args, words", CLI_ROWS, ids=[r[0] for r in CLI_ROWS])
+def test_bad_command_line(name, args, words):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=CLI_LIMIT_S)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, f"exit status {proc.returncode}:\n{output[-2000:]}"
+    for word in words:
+        assert word in output, f"{word!r} not in the error output:\n{output[-2000:]}"

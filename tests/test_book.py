@@ -121,7 +121,10 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
     assert [repr(x) for x in shown] == ["1.5"]
     fig, _ = plt.subplots()
     rc.book.glue_figure("fig", fig)
-    assert shown[-1] is fig and not plt.fignum_exists(fig.number)
+    # the figure as the book shows it: its SVG, with its alt text (what a text-only front end shows)
+    assert isinstance(shown[-1], rc.book.FigureSVG) and not plt.fignum_exists(fig.number)
+    assert shown[-1].svg.lstrip().startswith("<?xml") and repr(shown[-1]) == shown[-1].alt
+    assert shown[-1].alt.startswith("A chart: x axis, from 0 to 1")
 
 
 @pytest.mark.parametrize("log10_value, text", [(-15.5, "3.2 × 10⁻¹⁶"), (-299.0, "1.0 × 10⁻²⁹⁹"),

@@ -32,6 +32,8 @@ def test_glued_numbers_and_figures_are_in_the_pages(built_book):
         # and every glue:figure became an image
         assert "{glue}" not in page and "{glue:" not in page, path.name
         assert page.count("<img") >= source.count("{glue:figure}"), path.name
+        # a declared claim's cell shows nothing: no Claim object printed into the page
+        assert "Claim(chapter=" not in page, path.name
 
 
 @pytest.mark.build

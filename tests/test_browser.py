@@ -26,6 +26,14 @@ natural size (the figures are drawn as wide as the column, rc.plotting.WIDTH); a
 chapter's explorer must redraw its curve when each of its controls moves. The search page's
 snippets must show no raw TeX.
 
+Accessibility: axe-core (the copy selenium-axe-python bundles: nothing is fetched) runs on every
+page of the book and of the student edition, in light and in dark mode; its results are printed
+per page (pytest -rP) and written to ``_build/tests/_build/axe.json``, and a violation of impact
+"serious" or "critical" fails. Every table has header cells; every image has alt text, and a
+figure's is the description its SVG carries (``rc.plotting.alt_text``, read from the figure's
+drawing); the explorer works from the keyboard alone (Tab to each slider, a visible focus ring,
+the arrow keys move it and the curve follows).
+
 It saves a screenshot of every page in light mode, and of every chapter in dark mode too, to
 ``_build/tests/_build/screenshots/`` (and of every chapter at 390 px, in its ``w390/``). In dark mode figure images must sit on a light backing: the figures
 are drawn in mid-grey ink on a transparent background, and pydata-sphinx-theme (under
@@ -235,6 +243,11 @@ for (const img of document.images) {
   if (!(img.complete && img.naturalWidth > 0)) out.images.push(img.getAttribute('src'));
 }
 for (const a of document.querySelectorAll('a[href]')) out.links.push(a.href);
+// accessibility: a table with no header cell; every image's alt text (figures: read from the figure)
+out.headless = Array.from(document.querySelectorAll('article table'))
+  .filter(t => !t.querySelector('th')).map(t => t.textContent.trim().slice(0, 80));
+out.alts = Array.from(document.querySelectorAll('article img'))
+  .map(img => [img.getAttribute('src'), img.getAttribute('alt')]);
 // what a chapter page must show: typeset formulas, numbered figures whose image loaded,
 // theorem/definition/proof boxes (sphinx-proof's div.proof)
 out.shown = {
@@ -393,6 +406,59 @@ def _check_links(html_dir: Path, base: str, page_rel: str, links: list[str]) -> 
 _REDIRECT = re.compile(r'<meta[^>]+http-equiv="refresh"[^>]+content="\d+;\s*url=([^"]+)"', re.I)
 
 
+# --------------------------------------------------------------------------- accessibility
+
+AXE_FAILING = ("serious", "critical")  # the impacts that fail the test; "minor" and "moderate" are reported
+AXE_REPORT = BUILD / "axe.json"
+# axe-core's result, reduced to what the report shows: each violated rule, its impact, its help
+# text, how many elements (the first five named by their CSS selector) and what axe says of the
+# first (for a contrast: the two colours and the ratio). No preload: axe would fetch the theme's
+# stylesheets again and resolve their @import against the page (a 404 in the console), for a rule
+# (css-orientation-lock) that has nothing to find here.
+_AXE_RUN = """
+const done = arguments[arguments.length - 1];
+axe.run(document, {resultTypes: ['violations'], preload: false})
+  .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+                                           nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ')),
+                                           says: ((n => n.any.concat(n.all, n.none)[0] || {})(v.nodes[0])).message || ''}))))
+  .catch(e => done([{id: 'axe-error', impact: 'critical', help: String(e), count: 1, nodes: []}]));
+"""
+
+
+def _axe(browser) -> list[dict]:
+    """axe-core's violations on the open page. The script is selenium-axe-python's bundled copy
+    of axe-core (no network), injected into the page."""
+    from selenium_axe_python import Axe
+
+    Axe(browser).inject()
+    return browser.execute_async_script(_AXE_RUN)
+
+
+def _axe_lines(results: dict) -> list[str]:
+    """One line per page and mode: its violations by rule, impact and count, or "none"."""
+    lines = []
+    for (rel, mode), violations in sorted(results.items()):
+        found = ", ".join(f"{v['id']} ({v['impact']}, {v['count']})" for v in violations) or "none"
+        lines.append(f"{rel} ({mode}): {found}")
+    return lines
+
+
+def _alt_problems(html_dir: Path, rel: str, alts: list) -> list[str]:
+    """Images with no alt text, and figures whose alt text is not the description their SVG
+    carries (what rc.book.glue_figure wrote from rc.plotting.alt_text: not a placeholder)."""
+    from a11y import svg_description  # _ext/a11y.py (pytest's pythonpath has _ext)
+
+    problems = []
+    for src, alt in alts:
+        if not (alt or "").strip():
+            problems.append(f"{rel}: image {src} has no alt text")
+            continue
+        path = (html_dir / rel).parent / urllib.parse.unquote(src or "")
+        if path.suffix == ".svg" and svg_description(path) != alt:
+            problems.append(f"{rel}: image {src}'s alt text is not its SVG's description: {alt[:80]!r}")
+    return problems
+
+
 def _allowed(message: str) -> bool:
     return any(re.search(pattern, message) for pattern in ALLOWED_JS_ERRORS)
 
@@ -404,7 +470,8 @@ def report(browser, html_dir, server):
 
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {},
-             "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}, "measured": {}}
+             "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}, "measured": {},
+             "axe": {}, "tables": [], "alt": [], "nFigures": 0}
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     browser.get(server + "/intro.html")  # a reader's first visit: nothing in localStorage yet
     _wait(browser)
@@ -412,16 +479,20 @@ def report(browser, html_dir, server):
                     if e["level"] == "SEVERE" and not _allowed(e["message"])]
     for mode in ("light", "dark"):
         _set_mode(browser, mode)  # kept in localStorage for every later page of the site
-        for rel in pages if mode == "light" else [r for r in pages if _is_chapter(r)]:
+        for rel in pages:
             browser.get_log("browser")  # drop what earlier pages logged
             browser.get(server + "/" + rel)
             redirect = _REDIRECT.search((html_dir / rel).read_text(errors="replace"))
             if redirect:  # index.html: a meta refresh to the landing page; check where it lands
                 target = urllib.parse.urljoin(server + "/" + rel, redirect.group(1))
-                WebDriverWait(browser, PAGE_TIMEOUT).until(lambda d: d.current_url.split("#")[0] == target)
+                # arrived, and the page it landed on loaded (the address changes before its body exists)
+                WebDriverWait(browser, PAGE_TIMEOUT).until(
+                    lambda d: d.current_url.split("#")[0] == target
+                    and d.execute_script("return document.readyState") == "complete")
                 found["links"] += _check_links(html_dir, server, rel, [target])
             waited = _wait(browser)
             seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
+            found["axe"][(rel, mode)] = _axe(browser)
             messages = list(seen["errors"]) + list(waited["errors"])
             messages += [f"{e['level']}: {e['message']}" for e in browser.get_log("browser") if e["level"] == "SEVERE"]
             for m in dict.fromkeys(messages):
@@ -435,13 +506,17 @@ def report(browser, html_dir, server):
                 found["links"] += _check_links(html_dir, server, rel, seen["links"])
                 found["shown"][rel] = seen["shown"]
                 found["overflow"] += [f"{rel}: {line!r}" for line in seen["overflowing"]]
+                found["tables"] += [f"{rel}: a table without header cells: {t!r}" for t in seen["headless"]]
+                found["alt"] += _alt_problems(html_dir, rel, seen["alts"])
+                found["nFigures"] += len(seen["alts"])
             else:
                 if browser.execute_script("return document.documentElement.dataset.theme") != "dark":
                     found["dark"].append(f"{rel}: the theme did not switch to dark mode")
                 for src, background in browser.execute_script(_FIGURE_BACKING):
                     if background in ("rgba(0, 0, 0, 0)", "transparent"):
                         found["dark"].append(f"{rel}: figure {src} has no backing in dark mode")
-            _screenshot(browser, SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"))
+            if mode == "light" or _is_chapter(rel):
+                _screenshot(browser, SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"))
     _set_mode(browser, "light")
     # every page at both widths: what is wider than the column, how large figures are shown
     for width in WIDTHS:
@@ -507,6 +582,8 @@ PAGE_PROBLEMS = {
     "links": "internal links and anchors resolve",
     "dark": "figures are readable in dark mode",
     "overflow": "code fits its box on a 1280-pixel window (80-character lines, _static/book.css)",
+    "tables": "every table has header cells",
+    "alt": "every image has alt text, and a figure's is the one its SVG carries (rc.plotting.alt_text)",
 }
 
 
@@ -514,6 +591,72 @@ PAGE_PROBLEMS = {
 @pytest.mark.parametrize("problem", PAGE_PROBLEMS)
 def test_pages_have_no(report, problem):
     assert not report[problem], f"{PAGE_PROBLEMS[problem]}, except:\n" + "\n".join(report[problem])
+
+
+@pytest.mark.build
+def test_every_figure_was_checked_for_its_alt_text(report):
+    """The alt-text check had figures to check (the chapters' glued figures)."""
+    assert report["nFigures"] >= 20, report["nFigures"]
+
+
+@pytest.mark.build
+def test_axe_finds_no_serious_or_critical_violation(report, student_report):
+    """axe-core on every page of the book and of the student edition, in light and dark mode:
+    the results per page are printed (pytest -rP) and written to _build/tests/_build/axe.json;
+    a violation of impact serious or critical fails."""
+    import json
+
+    results = {**report["axe"], **{(f"student/{rel}", mode): v for (rel, mode), v in student_report["axe"].items()}}
+    assert len(results) == 2 * (len(report["pages"]) + len(student_report["pages"]))
+    AXE_REPORT.write_text(json.dumps({f"{rel} ({mode})": v for (rel, mode), v in sorted(results.items())}, indent=1))
+    print("\n".join(_axe_lines(results)))
+    failing = {key: [v for v in violations if v["impact"] in AXE_FAILING] for key, violations in results.items()}
+    failing = {key: v for key, v in failing.items() if v}
+    details = [f"{rel} ({mode}): {v['id']} ({v['impact']}): {v['help']}; {v['count']} element(s): "
+               + "; ".join(v["nodes"]) + f"; {v['says']}" for (rel, mode), vs in sorted(failing.items()) for v in vs]
+    assert not failing, f"{len(failing)} page(s) with serious or critical violations:\n" + "\n".join(details)
+
+
+@pytest.mark.build
+def test_axe_catches_violations(browser):
+    """A control: an image without alt text (critical) and grey on grey text (serious) are found."""
+    import urllib.parse as up
+
+    page = ('<html lang="en"><head><title>t</title></head><body><main><h1>t</h1>'
+            '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'
+            '<p style="color:#777;background:#888">faint</p></main></body></html>')
+    browser.get("data:text/html," + up.quote(page))
+    found = {v["id"]: v["impact"] for v in _axe(browser)}
+    assert found.get("image-alt") == "critical" and found.get("color-contrast") == "serious", found
+
+
+@pytest.mark.build
+def test_the_explorer_works_from_the_keyboard(browser, server):
+    """The skip chapter's explorer from the keyboard alone: Tab reaches each slider in turn (its
+    focus visible), the arrow keys move it, and the curve and the sentence below it follow."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(server + "/chapters/skip.html")
+    _wait(browser)
+    # a focusable mark just before the explorer: Tab from there is what a reader's Tab does
+    browser.execute_script("""
+        const root = document.querySelector('.rc-explorer');
+        const mark = document.createElement('span'); mark.tabIndex = 0; mark.id = 'rc-test-mark';
+        root.parentNode.insertBefore(mark, root); mark.focus();""")
+    state = ("const r = document.querySelector('.rc-explorer'), a = document.activeElement, s = getComputedStyle(a);"
+             "return {name: a.name || a.id, curve: r.querySelector('path.rc-measured').getAttribute('d'),"
+             "note: r.querySelector('.rc-note').textContent, text: a.getAttribute('aria-valuetext'),"
+             "ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 || s.boxShadow !== 'none'};")
+    for name, key in (("depth", Keys.ARROW_LEFT), ("scale", Keys.ARROW_LEFT), ("strength", Keys.ARROW_RIGHT)):
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        before = browser.execute_script(state)
+        assert before["name"] == name, f"Tab reached {before['name']!r}, not the {name} slider"
+        assert before["ring"], f"the {name} slider shows no focus ring"
+        ActionChains(browser).send_keys(key).perform()
+        after = browser.execute_script(state)
+        assert after["curve"] != before["curve"] and after["note"] != before["note"], f"{name}: nothing moved"
+        assert after["text"] and after["text"] != before["text"], f"{name}: its spoken value did not follow"
 
 
 @pytest.mark.build
@@ -635,28 +778,44 @@ def student_server(student_book):
     yield from _serve(student_book)
 
 
+@pytest.fixture(scope="module")
+def student_report(browser, student_book, student_server):
+    """Every page of the student edition in light and then dark mode: what is wrong with it (see
+    the test below), and axe-core's violations per page and mode."""
+    pages = [p.relative_to(student_book).as_posix() for p in _pages(student_book)]
+    found = {"pages": pages, "problems": [], "axe": {}}
+    problems = found["problems"]
+    for mode in ("light", "dark"):
+        browser.get(student_server + "/intro.html")
+        _set_mode(browser, mode)
+        for rel in pages:
+            browser.get_log("browser")
+            browser.get(student_server + "/" + rel)
+            waited = _wait(browser)
+            found["axe"][(rel, mode)] = _axe(browser)
+            if mode == "dark":
+                continue  # the pages' content is checked once, in light mode
+            seen = browser.execute_script(_STUDENT_PAGE)
+            if seen["solutions"]:
+                problems.append(f"{rel}: {seen['solutions']} solution element(s)")
+            problems += [f"{rel}: link to the guide {href}" for href in seen["guide"]]
+            problems += [f"{rel}: image did not load: {src}" for src in seen["images"]]
+            problems += [f"{rel}: {m}" for m in list(seen["errors"]) + list(waited["errors"]) if not _allowed(m)]
+            problems += [f"{rel}: {e['message']}" for e in browser.get_log("browser")
+                         if e["level"] == "SEVERE" and not _allowed(e["message"])]
+            problems += _check_links(student_book, student_server, rel, seen["links"])
+            if _is_chapter(rel) and seen["exercises"] == 0:
+                problems.append(f"{rel}: no exercise shown")
+    _set_mode(browser, "light")
+    return found
+
+
 @pytest.mark.build
-def test_the_student_edition_in_the_browser(browser, student_book, student_server):
+def test_the_student_edition_in_the_browser(student_report):
     """Every page of the student edition (booktools.edition) opens with no solution element, no
     link to the instructor's guide, no JavaScript error, every image loaded and every internal
-    link resolved; each chapter still shows its exercises. One pass in light mode only: the
-    pages are the book's, checked in full above."""
-    pages = [p.relative_to(student_book).as_posix() for p in _pages(student_book)]
+    link resolved; each chapter still shows its exercises. Checked in light mode (the pages are
+    the book's, checked in full above); axe-core runs in both modes (the test above)."""
+    pages = student_report["pages"]
     assert "instructors.html" not in pages and "chapters/paths.html" in pages
-    problems = []
-    for rel in pages:
-        browser.get_log("browser")
-        browser.get(student_server + "/" + rel)
-        waited = _wait(browser)
-        seen = browser.execute_script(_STUDENT_PAGE)
-        if seen["solutions"]:
-            problems.append(f"{rel}: {seen['solutions']} solution element(s)")
-        problems += [f"{rel}: link to the guide {href}" for href in seen["guide"]]
-        problems += [f"{rel}: image did not load: {src}" for src in seen["images"]]
-        problems += [f"{rel}: {m}" for m in list(seen["errors"]) + list(waited["errors"]) if not _allowed(m)]
-        problems += [f"{rel}: {e['message']}" for e in browser.get_log("browser")
-                     if e["level"] == "SEVERE" and not _allowed(e["message"])]
-        problems += _check_links(student_book, student_server, rel, seen["links"])
-        if _is_chapter(rel) and seen["exercises"] == 0:
-            problems.append(f"{rel}: no exercise shown")
-    assert not problems, "\n".join(problems)
+    assert not student_report["problems"], "\n".join(student_report["problems"])

@@ -28,30 +28,63 @@ def test_toc_lists_chapters():
         assert path.is_relative_to(ROOT / "chapters")
 
 
+# Which papermill runs each test reads: (test, seeds). The session makes every run its collected
+# tests need once, up front, in parallel processes (one per core, at most RUN_JOBS): a chapter run
+# is one kernel, mostly on one core. Each test runs alone too (`pytest -k`): it then makes its own.
+RUNS_READ = {"test_chapter_executes_in_fast_mode": (0,),
+             "test_chapter_shows_the_same_results_as_the_book_build": (0,),
+             "test_another_seed_changes_the_random_quantities": (0, 1)}
+RUN_JOBS = 2
+
+
+def _out(seed):
+    return EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
+
+
+@pytest.fixture(scope="session")
+def runs(request):
+    """``runs(path, seed)``: this session's papermill run of ``path`` (fast mode), the executed
+    notebook; a run that failed raises its error in each test that reads it."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    wanted = sorted({(item.callspec.params["path"], seed) for item in request.session.items
+                     if item.originalname in RUNS_READ and hasattr(item, "callspec")
+                     for seed in RUNS_READ[item.originalname]}, key=lambda ps: (ps[1], str(ps[0])))
+    jobs = max(1, min(RUN_JOBS, len(os.sched_getaffinity(0)), len(wanted)))
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {(path, seed): pool.submit(execute, path, mode="fast", seed=seed, out_dir=_out(seed))
+                   for path, seed in wanted}
+    made = {}
+    for key, future in futures.items():
+        error = future.exception()
+        made[key] = error if error is not None else future.result()
+
+    def run(path, seed=0):
+        if (path, seed) not in made:
+            made[path, seed] = execute(path, mode="fast", seed=seed, out_dir=_out(seed))
+        if isinstance(made[path, seed], BaseException):
+            raise made[path, seed]
+        return made[path, seed]
+
+    return run
+
+
 @pytest.mark.chapters
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_chapter_executes_in_fast_mode(path):
-    nb = execute(path, mode="fast")
+def test_chapter_executes_in_fast_mode(path, runs):
+    nb = runs(path)
     assert any(c["cell_type"] == "code" and c.get("outputs") for c in nb["cells"])
 
 
-def _seed0_run(path):
-    """This session's papermill run of ``path`` (seed 0, fast), or a skip."""
-    import nbformat
-
-    ours = EXECUTED / (path.stem + ".ipynb")
-    if not ours.exists():
-        pytest.skip("the papermill run of this chapter did not happen in this session")
-    return nbformat.read(ours, as_version=4)
-
-
 @pytest.mark.chapters
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_chapter_shows_the_same_results_as_the_book_build(path, built_book):
+def test_chapter_shows_the_same_results_as_the_book_build(path, built_book, runs):
     """Same seed, same mode: the papermill run and the book build's run glue the same values,
     print the same text and draw the same pixels."""
     theirs = read_executed(built_book / "jupyter_execute" / path.relative_to(ROOT).with_suffix(".ipynb"))
-    ours = results(_seed0_run(path))
+    ours = results(runs(path))
     assert ours["glue"], f"{path.name}: no glued value found"
     assert len(ours["figures"]) >= path.read_text().count("{glue:figure}"), f"{path.name}: a figure is missing"
     assert differences(ours, results(theirs), rtol=0) == []
@@ -59,11 +92,11 @@ def test_chapter_shows_the_same_results_as_the_book_build(path, built_book):
 
 @pytest.mark.chapters
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_another_seed_changes_the_random_quantities(path, tmp_path):
+def test_another_seed_changes_the_random_quantities(path, runs):
     """Seed 1 against this session's seed-0 run: some glued value changes (the seed reaches the
     chapter's random draws), or the chapter is listed in NO_RANDOM_DRAW and none does."""
-    seed0 = results(_seed0_run(path))["glue"]
-    seed1 = results(execute(path, mode="fast", seed=1, out_dir=tmp_path))["glue"]
+    seed0 = results(runs(path, 0))["glue"]
+    seed1 = results(runs(path, 1))["glue"]
     assert set(seed0) == set(seed1), "the same glue names whatever the seed"
     changed = sorted(name for name in seed0 if seed0[name] != seed1[name])
     if path.stem in NO_RANDOM_DRAW:
@@ -95,18 +128,24 @@ EXERCISE_IMPORTS = CHAPTER_IMPORTS | {"torch"}
 
 
 def chapter_imports(path):
-    """``(top-level module, in the Exercises section?, cell source's first line)`` per import."""
+    """``(top-level module, in an exercise?, cell source's first line)`` per import: in the Exercises
+    section, or inside an exercise or its solution elsewhere (a "build it yourself" in the text)."""
     import ast
 
     import jupytext
 
-    found, in_exercises = [], False
+    found, in_section, in_block = [], False, False
     for cell in jupytext.read(path).cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("## "):
-                    in_exercises = line.strip() == "## Exercises"
+                    in_section = line.strip() == "## Exercises"
+                if "{exercise-start}" in line or "{solution-start}" in line:
+                    in_block = True
+                elif "{exercise-end}" in line or "{solution-end}" in line:
+                    in_block = False
             continue
+        in_exercises = in_section or in_block
         if cell.cell_type != "code":
             continue
         source = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
@@ -122,7 +161,7 @@ def chapter_imports(path):
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_chapter_imports_only_the_library_numpy_and_matplotlib(path):
     """Outside its exercises a chapter imports nothing but rankcollapse, numpy and matplotlib
-    (math, itertools); the exercises may add torch."""
+    (math, itertools); the exercises (and their solutions) may add torch."""
     imports = chapter_imports(path)
     assert any(top == "rankcollapse" for top, _, _ in imports), f"{path.name} does not import the library"
     bad = [f"{name}{' (in the exercises)' if ex else ''}" for top, ex, name in imports
@@ -137,9 +176,12 @@ def test_the_import_check_finds_a_forbidden_import(tmp_path):
     chapter.write_text(
         header +
         "# C\n\n```{code-cell} ipython3\nimport rankcollapse as rc\n```\n\n## 1. Body\n\n"
-        "```{code-cell} ipython3\nif True:\n    import torch.nn\n```\n\n## Exercises\n\n"
+        "```{code-cell} ipython3\nif True:\n    import torch.nn\n```\n\n"
+        "````{exercise-start}\n:label: ex-c\n````\n\n```{code-cell} ipython3\nimport torch.linalg\n```\n\n"
+        "````{exercise-end}\n````\n\n```{code-cell} ipython3\nimport torch.fft\n```\n\n## Exercises\n\n"
         "```{code-cell} ipython3\nimport torch\nfrom scipy import linalg\n```\n")
     assert chapter_imports(chapter) == [("rankcollapse", False, "rankcollapse"), ("torch", False, "torch.nn"),
+                                        ("torch", True, "torch.linalg"), ("torch", False, "torch.fft"),
                                         ("torch", True, "torch"), ("scipy", True, "scipy")]
-    with pytest.raises(AssertionError, match="torch.nn, scipy \\(in the exercises\\)"):
+    with pytest.raises(AssertionError, match="torch.nn, torch.fft, scipy \\(in the exercises\\)"):
         test_chapter_imports_only_the_library_numpy_and_matplotlib(chapter)

@@ -17,8 +17,10 @@ QUESTIONS = sorted(rc.checks.QUESTIONS)
 MINIMUM = 4
 EXERCISE_START = re.compile(r"^````\{exercise-start\}\n:label: (\S+)\n````\n\n(.*?)^````\{exercise-end\}",
                             re.M | re.S)
-# "**Title** (easy, 10 minutes)": every statement states its difficulty and a time estimate
-DIFFICULTY_AND_TIME = re.compile(r"^\*\*[^*]+\*\* \((easy|medium|hard), \d+ minutes\)", re.M)
+# "**Title** (difficulty 2/3, importance 3/3, 15 minutes)": every statement opens with its ratings
+# (difficulty and importance, 1 to 3) and a time estimate
+RATINGS = re.compile(r"\*\*([^*]+)\*\* \(difficulty ([123])/3, importance ([123])/3, (\d+) minutes\)")
+RATINGS_FORM = "**Title** (difficulty d/3, importance i/3, N minutes)"
 
 
 def exercise_blocks(text):
@@ -35,7 +37,7 @@ def test_every_chapter_has_its_exercises():
         assert len(blocks) >= MINIMUM, f"{path.stem}: {[label for label, _ in blocks]}"
         assert text.count("{exercise-start}") == len(blocks), f"{path.name}: an exercise-start block is malformed"
         for label, statement in blocks:
-            assert DIFFICULTY_AND_TIME.search(statement), f"{label}: state difficulty and time, **Title** (easy, 10 minutes)"
+            assert RATINGS.match(statement.lstrip()), f"{label}: open with the ratings, {RATINGS_FORM}"
         ids = [e for e in EXERCISES if e.split(".")[0] == path.stem]
         questions = [q for q in QUESTIONS if q.split(".")[0] == path.stem]
         assert ids, f"{path.stem} has no function to implement"
@@ -80,20 +82,22 @@ def test_explain_questions_have_a_model_answer():
 
 
 def exercise_kinds(path):
-    """``{label: (title, kind, difficulty, minutes)}`` of a chapter's exercises, read from its source:
+    """``{label: (title, kind, difficulty, importance, minutes)}`` of a chapter's exercises, read from its source:
     the kind is that of the check after the exercise (a function: implement; a Question: its kind),
-    or explain for an **Explain: ...** question."""
+    or explain for an **Explain: ...** question, prove for a **Prove: ...** one."""
     text = path.read_text()
     out = {}
     for label, statement in exercise_blocks(text):
-        title, difficulty, minutes = re.match(r"\*\*([^*]+)\*\* \((\w+), (\d+) minutes\)", statement.lstrip()).groups()
+        title, difficulty, importance, minutes = RATINGS.match(statement.lstrip()).groups()
         if title.startswith("Explain: "):
             kind = "explain"
+        elif title.startswith("Prove: "):
+            kind = "prove"
         else:
             rest = text[text.index(f":label: {label}\n") + 1:]
             eid = re.search(r'rc\.checks\.check\("([^"]+)"', rest).group(1)
             kind = rc.checks.QUESTIONS[eid].kind if eid in rc.checks.QUESTIONS else "implement"
-        out[label] = (title, kind, difficulty, minutes)
+        out[label] = (title, kind, f"{difficulty}/3", f"{importance}/3", minutes)
     return out
 
 
@@ -113,9 +117,9 @@ def test_the_exercise_map_lists_every_exercise_as_its_chapter_states_it():
         rows = {}
         for line in table.strip().splitlines()[2:]:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            assert len(cells) == 6 and cells[5], f"{path.stem}: a row needs six cells: {line}"
+            assert len(cells) == 7 and cells[6], f"{path.stem}: a row needs seven cells: {line}"
             label = cells[0].strip("`")
-            rows[label] = (cells[1], cells[2], cells[3], cells[4].removesuffix(" min"))
+            rows[label] = (cells[1], cells[2], cells[3], cells[4], cells[5].removesuffix(" min"))
         want = exercise_kinds(path)
         assert list(rows) == list(want), f"{path.stem}: the map's rows are not the chapter's exercises, in order"
         for label in want:
@@ -265,3 +269,57 @@ def test_slightly_wrong_answers_fail_in_either_dtype():
     lay = rc.checks.EXERCISES["paths.two_layer"]
     swapped = lambda *c: {k: v.to(torch.float32) for k, v in lay.mistakes[0][0](*c).items()}  # noqa: E731
     assert rc.checks.check("paths.two_layer", swapped, quiet=True).status == "incorrect"
+
+
+# issue 30: a derivation in every theory chapter and in "What the theorem does not say", on a step
+# the chapter proves, with a model proof and a rubric (points per step, the common wrong turns)
+PROVE_CHAPTERS = ("paths", "collapse", "skip", "lower_bound", "mlp", "layernorm", "limits")
+# chapters with no exercise of difficulty 3 yet (issue 30 asks one of every chapter): each is an
+# expected failure until it gets one, and then a strict failure until it leaves this list
+AWAITING_DIFFICULTY_3: dict[str, str] = {}  # chapter -> why it has no exercise of difficulty 3 yet
+
+
+def _toc_chapters():
+    from booktools.toc import toc_notebooks
+
+    return [p for p in toc_notebooks() if exercise_blocks(p.read_text())]
+
+
+def test_every_theory_chapter_has_a_proof_with_a_model_proof_and_a_rubric():
+    by_stem = {p.stem: p for p in _toc_chapters()}
+    assert set(PROVE_CHAPTERS) <= set(by_stem)
+    for stem, path in by_stem.items():
+        text = path.read_text()
+        proofs = [(label, s) for label, s in exercise_blocks(text) if s.lstrip().startswith("**Prove: ")]
+        if stem in PROVE_CHAPTERS:
+            assert proofs, f"{stem}: a derivation exercise (**Prove: ...**) is owed"
+        for label, statement in proofs:
+            assert RATINGS.match(statement.lstrip()).group(2) in "23", f"{label}: a proof is not difficulty 1"
+            start = text.index(f"````{{solution-start}} {label}\n")
+            answer = text[start:text.index("````{solution-end}", start)]
+            assert "model proof" in answer and len(answer.split()) > 150, f"{label}: the model proof is missing"
+            rubric = rc.checks.RUBRICS.get(label)
+            assert rubric is not None, f"{label}: register its Rubric in rankcollapse/checks/{stem}.py"
+            assert len(rubric.criteria) >= 3 and rubric.wrong_turns, f"{label}: points per step and wrong turns"
+            # no check follows a proof: it is graded by hand, not taken for the next check's exercise
+            following = text[start:]
+            nxt = following.find("{exercise-start}")
+            assert "rc.checks.check(" not in (following[:nxt] if nxt >= 0 else following), label
+
+
+def test_every_rubric_belongs_to_an_exercise_graded_by_hand():
+    kinds = {label: kind for p in _toc_chapters() for label, (_, kind, *_) in exercise_kinds(p).items()}
+    for label in rc.checks.RUBRICS:
+        assert kinds.get(label) in ("explain", "prove"), f"{label}: a rubric for {kinds.get(label)!r}"
+
+
+@pytest.mark.parametrize("stem", [
+    pytest.param(p.stem, marks=pytest.mark.xfail(strict=True, reason=AWAITING_DIFFICULTY_3[p.stem]))
+    if p.stem in AWAITING_DIFFICULTY_3 else p.stem
+    for p in _toc_chapters()])
+def test_every_chapter_has_an_exercise_of_difficulty_3(stem):
+    from booktools.toc import toc_notebooks
+
+    path = next(p for p in toc_notebooks() if p.stem == stem)
+    difficulties = [RATINGS.match(s.lstrip()).group(2) for _, s in exercise_blocks(path.read_text())]
+    assert "3" in difficulties, f"{stem}: difficulties {difficulties}"

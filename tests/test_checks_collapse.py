@@ -1,6 +1,7 @@
 """Checks specific to the exercises of checks/collapse.py; what every exercise must satisfy
 (reference passes, known mistakes fail with their hint, stubs are not attempted) is in test_checks.py."""
 
+import pytest
 import torch
 
 import rankcollapse as rc
@@ -25,3 +26,30 @@ def test_cascade_reference_is_the_papers_exponent():
     ref = rc.checks.EXERCISES["collapse.cascade"].reference
     assert ref(2.0, 1.0, 3) == 2.0**13
     assert ref(1.0, 0.5, 2) == 0.5**9
+
+
+def test_step3_bounds_hold_on_the_random_instances_the_check_draws():
+    """The numerical half of ex-collapse-prove: the chapter's two bounds on Delta hold on every random
+    attention matrix the check takes its inputs from; a correct answer passes, a wrong bound fails
+    with its hint."""
+    import math
+
+    import rankcollapse as rc
+    from rankcollapse.checks.collapse import step3_instances, step3_measure
+
+    ex = rc.checks.EXERCISES["collapse.step3_bounds"]
+    instances = step3_instances()
+    assert len(instances) == len(ex.cases())
+    for a, E in instances:
+        m = step3_measure(a, E)
+        row, col = (float(x) for x in ex.reference(m["eps"], m["p1"]))
+        assert 0 < m["delta_inf"] <= row and 0 < m["delta_1"] <= col, m
+    right = lambda eps, p1: (2 * math.sinh(2 * eps), 2 * math.sinh(2 * eps) * math.exp(2 * eps) * p1)  # noqa: E731
+    assert rc.checks.check("collapse.step3_bounds", right, quiet=True).status == "correct"
+    forgot = lambda eps, p1: (2 * math.sinh(2 * eps), 2 * math.sinh(2 * eps))  # noqa: E731  the columns like the rows
+    result = rc.checks.check("collapse.step3_bounds", forgot, quiet=True)
+    assert result.status == "incorrect" and "repeats one s_j n times" in result.message
+    with pytest.raises(ValueError, match="E must be"):
+        step3_measure(torch.zeros(3), torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="a must be"):
+        step3_measure(torch.zeros(2, 2), torch.zeros(2, 2))

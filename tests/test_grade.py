@@ -1,17 +1,21 @@
 """The grading command (``booktools.grade``, ``python3 tasks.py grade SUBMISSIONS_DIR``).
 
 The sample submissions in ``tests/data/submissions/`` are the paths chapter's student version
-with its stubs replaced (``sample_texts`` builds them; a test fails, and rewrites them, when
-they are stale). Grading them gives the example grade sheet of the instructor's guide,
-``_includes/example_grades.md`` (rewritten, and the test fails, when stale). The tampering
-cases are small notebooks made here: the chapter's own check cells around answers that cheat.
-Every submission runs in fast mode with a short time limit, two at a time.
+with its stubs replaced and, in two of them, an answer to the explain question (``sample_texts``
+builds them; a test fails, and rewrites them, when they are stale). Grading them gives the example
+grade sheet of the instructor's guide, ``_includes/example_grades.md`` (rewritten, and the test
+fails, when stale), its Canvas and Gradescope exports (validated against the published formats'
+required fields and types) and its hand-grading sheets (filled in and merged back). The tampering
+cases are small notebooks made here: the chapter's own check cells around answers that cheat,
+crash, loop, end the kernel or copy the key. Every submission runs in fast mode with a short time
+limit, two at a time; the unit tests at the end run nothing.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 
@@ -19,12 +23,20 @@ import jupytext
 import pytest
 
 from booktools import ROOT, grade
+from booktools.grade_export import CANVAS_COLUMNS, gradescope_autograder, score, student_of
 from booktools.grade_pack import pack_namespace, plain_value, unpack
 from booktools.student import strip_solutions
 
 SAMPLES = ROOT / "tests" / "data" / "submissions"
 EXAMPLE = ROOT / "_includes" / "example_grades.md"
 IDS = ["paths.count", "paths.two_layer", "paths.mean_length", "paths.predict_length", "paths.read_diagram"]
+POINTS = {"paths.count": 1, "paths.two_layer": 2, "paths.mean_length": 1, "paths.predict_length": 1,
+          "paths.read_diagram": 1}
+EXPLAIN, EXPLAIN_POINTS = "ex-paths-explain", 3  # its Rubric in rankcollapse/checks/paths.py
+PROVE, PROVE_POINTS = "ex-paths-prove", 5  # a proof, graded by hand with its Rubric's points
+# the build-it-yourself exercises, which the samples leave unanswered (not attempted)
+UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 2}
+MAX = sum(POINTS.values()) + sum(UNANSWERED.values()) + EXPLAIN_POINTS + PROVE_POINTS
 
 STUB = {
     "count": "def path_count(L, H, length):\n    raise NotImplementedError",
@@ -50,6 +62,19 @@ MISTAKE = {**RIGHT,
 CRASH = {**STUB, "count": RIGHT["count"],
          "two": RIGHT["two"].replace("    }", "    ]"),
          "mean": "def mean_length(L, H):\n    return L * H / (H + 1 - H - 1)"}
+# answers to the explain question, in a cell right below it
+GOOD_ANSWER = ("*My answer.* The norm of a sum is at most the sum of the norms, so shares above one say "
+               "the terms are not aligned; only their inner products would show cancelling. The paths share "
+               "the attention matrices of one forward pass: they are not independent members of an ensemble.")
+WEAK_ANSWER = "The paths are independent shallow networks, so their shares add up."
+QUESTION_END = "shallow networks, one per\npath?\n\n````{exercise-end}\n````\n"
+# a proof, written below the prove question (correct.md)
+PROOF_ANSWER = ("*My proof.* Induction on L: layer L is the sum over h = 0..H of P_h X_{L-1} W_h, the skip "
+                "being head 0; substituting the sum for X_{L-1} and distributing gives every path once, "
+                "the latest attention on the left. The bias stays 1 c^T because P 1 = 1.")
+PROVE_END = "Write the proof in a Markdown cell below.\n\n````{exercise-end}\n````\n"
+# a proof at the notebook's end (mistake.md): it belongs to the last exercise, the proof
+WEAK_PROOF = "By induction the paths add up, in layer order P(1) ... P(L)."
 
 
 def _student() -> str:
@@ -71,12 +96,19 @@ def sample_texts() -> dict[str, str]:
     base = _student()
     for stub in STUB.values():
         assert base.count(stub) == 1, stub  # the chapter's stubs are where the samples expect
+    assert base.count(QUESTION_END) == 1 and base.count(PROVE_END) == 1
     out = {}
     for name, answers in (("correct.md", RIGHT), ("mistake.md", MISTAKE),
                           ("untouched.md", STUB), ("crashes.md", CRASH)):
         text = base
         for key, stub in STUB.items():
             text = text.replace(stub, answers[key])
+        if name == "correct.md":
+            text = text.replace(QUESTION_END, QUESTION_END + f"\n+++\n\n{GOOD_ANSWER}\n\n+++\n")
+            text = text.replace(PROVE_END, PROVE_END + f"\n+++\n\n{PROOF_ANSWER}\n\n+++\n")
+        if name == "mistake.md":
+            text = text.replace(QUESTION_END, QUESTION_END + f"\n+++\n\n{WEAK_ANSWER}\n\n+++\n")
+            text = text.rstrip("\n") + f"\n\n+++\n\n{WEAK_PROOF}\n"
         out[name] = text
     return out
 
@@ -95,11 +127,11 @@ def test_the_samples_are_the_current_student_version():
 @pytest.fixture(scope="module")
 def samples_graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("graded")
-    subs = grade.grade(SAMPLES, out, timeout=180, jobs=2, echo=lambda *a: None)
+    subs = grade.grade(SAMPLES, out, timeout=180, jobs=2, echo=lambda *a: None, formats=["canvas,gradescope"])
     return {s.rel: s for s in subs}, out
 
 
-def test_the_samples_get_their_outcomes(samples_graded):
+def test_the_samples_get_their_outcomes_and_points(samples_graded):
     subs, out = samples_graded
     got = {name: [s.outcomes[i][0] for i in IDS] for name, s in subs.items()}
     assert got == {
@@ -109,6 +141,7 @@ def test_the_samples_get_their_outcomes(samples_graded):
         "crashes.md": ["correct", "crashed", "crashed", "not attempted", "not attempted"],
     }
     assert all(s.chapter == "paths" and s.run == "ran" for s in subs.values())
+    assert all(s.outcomes[i][0] == "not attempted" for s in subs.values() for i in UNANSWERED)
     # the known mistakes' hints reach the report
     mistake = subs["mistake.md"].outcomes
     assert "the skip is not one of them" in mistake["paths.count"][1]
@@ -117,10 +150,19 @@ def test_the_samples_get_their_outcomes(samples_graded):
     assert any("SyntaxError" in e for _, e in subs["crashes.md"].cell_errors)
     rows = list(csv.DictReader(open(out / "grades.csv")))
     assert [r["submission"] for r in rows] == sorted(subs)
-    assert {r["submission"]: r["correct"] for r in rows} == {
-        "correct.md": "5", "crashes.md": "1", "mistake.md": "3", "untouched.md": "0"}
-    assert all(r["out of"] == "5" and (out / r["report"]).exists() for r in rows)
-    assert "| `paths.count` | ✘ incorrect |" in (out / "mistake.md.md").read_text()
+    totals = {r["submission"]: (r["correct"], r["points"], r["max points"]) for r in rows}
+    assert totals == {"correct.md": ("5", "6", str(MAX)), "crashes.md": ("1", "1", str(MAX)),
+                      "mistake.md": ("3", "3", str(MAX)), "untouched.md": ("0", "0", str(MAX))}
+    assert rows[0]["paths.two_layer points"] == "2" and rows[0][f"{EXPLAIN} points"] == ""
+    assert all(r["out of"] == str(len(IDS) + len(UNANSWERED)) and (out / r["report"]).exists() for r in rows)
+    report = (out / "mistake.md.md").read_text()
+    assert "| `paths.count` | ✘ incorrect | 0 of 1 |" in report and f"points: 3 of {MAX}" in report
+    # the hand-graded exercises are listed, each with its kind and its rubric's points, not left out
+    assert f"| `{EXPLAIN}` | explain | not scored (of {EXPLAIN_POINTS}) |" in report
+    assert f"| `{PROVE}` | prove | not scored (of {PROVE_POINTS}) |" in report
+    assert rows[0][f"{PROVE} points"] == ""
+    sheet = (out / "grades.md").read_text()
+    assert f"graded by hand: to score (of {PROVE_POINTS})" in sheet
 
 
 def test_the_example_grade_sheet_is_current(samples_graded):
@@ -133,7 +175,138 @@ def test_the_example_grade_sheet_is_current(samples_graded):
         pytest.fail(f"rewrote the stale {EXAMPLE.relative_to(ROOT)}: commit it")
 
 
-# --- tampering, crashes, loops: small notebooks around the chapter's own check cells ---------
+# --- the gradebooks' formats ------------------------------------------------------------------
+
+# Gradescope's autograder results.json (gradescope-autograders.readthedocs.io, "Autograder
+# Specifications"): an optional top-level score, and tests with name, score, max_score, output,
+# visibility (one of four), an optional status
+VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
+GRADESCOPE_SCHEMA = {
+    "type": "object", "required": ["tests"],
+    "properties": {
+        "score": {"type": "number"}, "output": {"type": "string"}, "visibility": {"enum": VISIBILITY},
+        "tests": {"type": "array", "items": {
+            "type": "object", "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {"name": {"type": "string"}, "score": {"type": "number"},
+                           "max_score": {"type": "number"}, "output": {"type": "string"},
+                           "visibility": {"enum": VISIBILITY}, "status": {"enum": ["passed", "failed"]}}}}},
+}
+
+
+def validate_canvas(path, assignments: int) -> list[dict]:
+    """Canvas's gradebook import: the five identity columns, then one column per assignment; a
+    "Points Possible" row; every student row names a student and has a number or nothing per
+    assignment. Returns the student rows."""
+    rows = list(csv.reader(open(path, newline="")))
+    assert rows[0][:5] == CANVAS_COLUMNS and len(rows[0]) == 5 + assignments
+    assert rows[1][0] == "Points Possible" and rows[1][1:5] == ["", "", "", ""]
+    assert all(float(x) > 0 for x in rows[1][5:])
+    for row in rows[2:]:
+        assert len(row) == len(rows[0]) and row[0] and any(row[1:4]), row
+        assert all(x == "" or float(x) >= 0 for x in row[5:]), row
+    return [dict(zip(rows[0], row)) for row in rows[2:]]
+
+
+def test_the_exports_validate_against_the_gradebooks_formats(samples_graded):
+    import jsonschema
+
+    subs, out = samples_graded
+    students = validate_canvas(out / "canvas.csv", 1)
+    assert {r["SIS Login ID"]: r["The path decomposition"] for r in students} == {
+        "correct": "6", "crashes": "1", "mistake": "3", "untouched": "0"}
+    for name in subs:
+        results = json.loads((out / "gradescope" / f"{name}.json").read_text())
+        jsonschema.validate(results, GRADESCOPE_SCHEMA)
+        assert results["score"] == sum(t["score"] for t in results["tests"])
+        assert sum(t["max_score"] for t in results["tests"]) == MAX - EXPLAIN_POINTS - PROVE_POINTS  # not scored yet
+        assert (f"Graded by hand, not here: {EXPLAIN} (explain, {EXPLAIN_POINTS} points), "
+                f"{PROVE} (prove, {PROVE_POINTS} points)") in results["output"]
+    with pytest.raises(jsonschema.ValidationError):  # the schema can fail
+        jsonschema.validate({"tests": [{"name": "x", "score": "1"}]}, GRADESCOPE_SCHEMA)
+
+
+def test_hand_sheets_collect_every_answer_with_the_model_answer_and_the_rubric(samples_graded):
+    subs, out = samples_graded
+    sheet = (out / "hand" / f"{EXPLAIN}.md").read_text()
+    assert "A model answer, for the instructor." in sheet and "shared attention" in sheet
+    assert "1 point**: Says why the shares can add up" in sheet
+    rows = {r["submission"]: r for r in csv.DictReader(open(out / "hand" / f"{EXPLAIN}.csv"))}
+    assert rows["correct.md"]["answer"] == GOOD_ANSWER and rows["mistake.md"]["answer"] == WEAK_ANSWER
+    assert rows["untouched.md"]["answer"] == "" and rows["correct.md"]["max points"] == "3"
+    proof = (out / "hand" / f"{PROVE}.md").read_text()
+    assert f"({PROVE_POINTS} points)" in proof and "a prove question" in proof
+    assert "A model proof, for the instructor." in proof and "Common wrong turns:" in proof
+    assert "2 points**: Induction step" in proof
+    proofs = {r["submission"]: r for r in csv.DictReader(open(out / "hand" / f"{PROVE}.csv"))}
+    assert proofs["correct.md"]["answer"] == PROOF_ANSWER and proofs["untouched.md"]["answer"] == ""
+    assert proofs["mistake.md"]["answer"] == WEAK_PROOF  # written at the notebook's end
+    assert proofs["correct.md"]["max points"] == str(PROVE_POINTS)
+    predictions = {r["submission"]: r["answer"] for r in csv.DictReader(
+        open(out / "hand" / "ex-paths-predict-length.csv"))}
+    assert predictions["correct.md"].startswith("prediction: 6 (the check: correct)")
+    assert predictions["untouched.md"].startswith("prediction: None")
+
+
+def test_hand_scores_round_trip_into_the_totals_and_the_exports(samples_graded, tmp_path):
+    import jsonschema
+
+    _, graded = samples_graded
+    out = tmp_path / "graded"
+    shutil.copytree(graded, out)
+    rows = list(csv.DictReader(open(out / "hand" / f"{EXPLAIN}.csv")))
+    for row in rows:
+        row["score"] = {"correct.md": "2.5", "mistake.md": "0.5"}.get(row["submission"], "")
+    sheet = tmp_path / "HAND_SCORES.csv"
+    with open(sheet, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+        # a predict question scored by hand replaces the check's point
+        w.writerow({"question": "ex-paths-predict-length", "submission": "mistake.md", "score": "0"})
+    shutil.copy(sheet, out / "hand" / "filled.csv")  # merged from where the sheets are: no folder named
+    assert grade.main(["--merge", str(out / "hand" / "filled.csv")]) == 0
+    totals = {r["submission"]: r["points"] for r in csv.DictReader(open(out / "grades.csv"))}
+    assert totals == {"correct.md": "8.5", "crashes.md": "1", "mistake.md": "2.5", "untouched.md": "0"}
+    canvas = {r["SIS Login ID"]: r["The path decomposition"] for r in validate_canvas(out / "canvas.csv", 1)}
+    assert canvas == {"correct": "8.5", "crashes": "1", "mistake": "2.5", "untouched": "0"}
+    results = json.loads((out / "gradescope" / "correct.md.json").read_text())
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    assert results["score"] == 8.5 and results["tests"][-1]["name"] == f"{EXPLAIN} (graded by hand)"
+    assert "| `ex-paths-explain` | explain | 2.5 of 3 |" in (out / "correct.md.md").read_text()
+    assert "ex-paths-explain` | paths | ran" not in (out / "grades.md").read_text()
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"question": "ex-paths-nothing", "submission": "correct.md", "score": "1"}, "unknown question"),
+    ({"question": EXPLAIN, "submission": "nobody.md", "score": "1"}, "no submission 'nobody.md'"),
+    ({"question": EXPLAIN, "submission": "correct.md", "score": "4"}, "not between 0 and 3"),
+    ({"question": EXPLAIN, "submission": "correct.md", "score": "good"}, "is not a number"),
+])
+def test_bad_hand_scores_are_refused_naming_the_line(samples_graded, tmp_path, row, message):
+    _, graded = samples_graded
+    sheet = tmp_path / "scores.csv"
+    with open(sheet, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["question", "submission", "score"])
+        w.writeheader()
+        w.writerow(row)
+    with pytest.raises(ValueError, match=message) as err:
+        grade.merge(SAMPLES, graded, [sheet], echo=lambda *a: None)
+    assert "line 2" in str(err.value)
+
+
+def test_the_gradescope_autograder_grades_one_upload(tmp_path):
+    written = gradescope_autograder(tmp_path / "autograder", timeout=180)
+    assert [p.name for p in written] == ["setup.sh", "run_autograder"]
+    root = tmp_path / "ag"
+    (root / "submission").mkdir(parents=True)
+    shutil.copy(SAMPLES / "mistake.md", root / "submission" / "homework.md")
+    env = {**__import__("os").environ, "AUTOGRADER_ROOT": str(root), "GRADE_OUT": str(tmp_path / "out")}
+    subprocess.run([sys.executable, str(written[1])], env=env, check=True, capture_output=True, cwd=ROOT)
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 3 and len(results["tests"]) == len(IDS) + len(UNANSWERED)
+
+
+# --- tampering, crashes, loops, copied keys: small notebooks around the chapter's check cells -----
 
 HEADER = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
           "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n")
@@ -176,6 +349,7 @@ def path_count(L, H, length):
     mod = __import__("rankcollapse." + "che" + "cks", fromlist=["x"])
     getattr(mod, "EXER" + "CISES")["paths.count"].reference = lambda *a: 0
     return 0"""
+KEY = "used the reference"
 
 CASES = {
     # the check function, the references, the comparison, torch itself replaced in the kernel
@@ -195,11 +369,42 @@ CASES = {
                            "mean": 'mean_length = rc.checks.EXERCISES["paths.mean_length"].reference',
                            "predict": 'prediction = type("Any", (), {"__eq__": lambda s, o: True})()',
                            "read": "answer = None\nimport sys\nsys.exit(0)\nanswer = 5"}),
-                 ["tampered", "correct", "tampered", "incorrect", "not attempted"], "ran"),
+                 ["tampered", "correct", KEY, "incorrect", "not attempted"], "ran"),
+    # the checks' own code, reached without naming it: called while the answer runs
+    "checkscall.md": (notebook({"count": "def path_count(L, H, length):\n"
+                                         "    mod = __import__('rankcollapse.' + 'che' + 'cks.paths', fromlist=['x'])\n"
+                                         "    getattr(mod, '_count_' + 'cases')()\n"
+                                         "    return __import__('math').comb(L, length) * H**length",
+                                "read": "import rankcollapse.checks as c\n"
+                                        "answer = getattr(c, 'QUEST' + 'IONS')['paths.read_diagram'].answer()"}),
+                      [KEY, "not attempted", "not attempted", "not attempted", KEY], "ran"),
+    # answers that return what the library computes: the library is the answer key
+    "copykey.md": (notebook({"count": "def path_count(L, H, length):\n    return rc.paths.path_count(L, H, length)",
+                             "two": RIGHT["two"],
+                             "mean": "def mean_length(L, H):\n    return rc.paths.mean_path_length(L, H)",
+                             "predict": "prediction = int(rc.paths.length_distribution(12, 1).argmax())",
+                             "read": "answer = rc.paths.path_count(3, 2, 1)"}),
+                   [KEY, "correct", KEY, KEY, KEY], "ran"),
+    # the same through an alias, functools.partial, a notebook helper and getattr
+    "copyalias.ipynb": (notebook({
+        "count": "from rankcollapse.paths import path_count as count\n\ndef path_count(L, H, length):\n"
+                 "    return count(L, H, length)",
+        "mean": "import functools\nmean_length = functools.partial(rc.paths.mean_path_length)",
+        "predict": "dist = getattr(rc.paths, 'length_' + 'distribution')(12, 1)\nprediction = int(dist.argmax())",
+        "read": "def lookup():\n    return rc.paths.path_count(3, 2, 1)\n\nanswer = lookup()"}),
+        [KEY, "not attempted", KEY, KEY, KEY], "ran"),
+    # turning the tracer off: in the function checked, and in the cell that computes a value
+    "untrace.md": (notebook({"count": "import sys\n\ndef path_count(L, H, length):\n    sys.setprofile(None)\n"
+                                      "    return rc.paths.path_count(L, H, length)",
+                             "read": "import sys\nsys.setprofile(None)\nanswer = rc.paths.path_count(3, 2, 1)"}),
+                   ["tampered", "not attempted", "not attempted", "not attempted", "tampered"], "ran"),
     "loop.md": (notebook({"count": RIGHT["count"]}, extra={"count": "while True:\n    pass"}),
                 ["correct"] + ["timed out"] * 4, "timed out in code cell 4"),
     "same.md": (notebook({"count": RIGHT["count"]}, extra={"count": "import os\nos._exit(3)"}),
                 ["correct"] + ["crashed"] * 4, "crashed in code cell 4"),
+    # a kernel that ends itself with status 0 has not run to its end either
+    "exit0.md": (notebook(RIGHT, extra={"two": "import os\nos._exit(0)"}),
+                 ["correct", "correct"] + ["crashed"] * 3, "crashed in code cell 6"),
     "same.ipynb": (notebook(RIGHT), ["correct"] * 5, "ran"),
     # a function that loops or kills the process only when it is called (by the grader)
     "late.md": (notebook({"count": "def path_count(L, H, length):\n    while True:\n        pass",
@@ -219,17 +424,19 @@ def tampered_graded(tmp_path_factory):
     (folder / "notes").mkdir()
     (folder / "notes" / "unrelated.md").write_text(HEADER + "```{code-cell} ipython3\n1 + 1\n```\n")
     (folder / "broken.ipynb").write_text("{not json")
-    subs = grade.grade(folder, timeout=25, jobs=2, echo=lambda *a: None)
+    subs = grade.grade(folder, timeout=40, jobs=2, echo=lambda *a: None)  # room for a loaded machine
     return {s.rel: s for s in subs}, folder / "graded"
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_tampering_crashes_and_loops_get_their_outcomes(tampered_graded, name):
+def test_tampering_crashes_loops_and_copies_get_their_outcomes(tampered_graded, name):
     subs, _ = tampered_graded
     sub = subs[name]
     assert sub.chapter == "paths"
     assert [sub.outcomes[i][0] for i in IDS] == CASES[name][1], sub.outcomes
     assert sub.run == CASES[name][2]
+    want = sum(POINTS[i] for i, o in zip(IDS, CASES[name][1]) if o == "correct")
+    assert score(sub, grade.chapter_specs()["paths"])["total"] == want
 
 
 def test_what_the_reports_say(tampered_graded):
@@ -237,17 +444,135 @@ def test_what_the_reports_say(tampered_graded):
     assert "the answer itself: correct" in subs["edited.ipynb"].outcomes["paths.count"][1]
     assert "uses the checks module" in subs["cheat.md"].outcomes["paths.mean_length"][1]
     assert "changed" in subs["cheat.md"].outcomes["paths.count"][1]
+    copied = subs["copykey.md"].outcomes
+    assert "`rankcollapse.paths.counting.path_count`" in copied["paths.count"][1]
+    assert "the answer itself: correct" in copied["paths.count"][1]
+    assert "length_distribution" in copied["paths.predict_length"][1]
+    assert "tracing" in subs["untrace.md"].outcomes["paths.read_diagram"][1]
+    assert "the checks' own `rankcollapse.checks.paths._count_cases`" in subs["checkscall.md"].outcomes["paths.count"][1]
+    assert "rankcollapse.checks.paths.<lambda>" in subs["checkscall.md"].outcomes["paths.read_diagram"][1]
     assert subs["notes/unrelated.md"].run == "unknown chapter" and not subs["notes/unrelated.md"].outcomes
     assert subs["broken.ipynb"].run.startswith("unreadable")
     # x.md and x.ipynb: two reports, neither overwriting the other
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["same.md"]["report"] != rows["same.ipynb"]["report"]
     assert "crashed in code cell 4" in (out / rows["same.md"]["report"]).read_text()
-    assert "5 of 5" in (out / rows["same.ipynb"]["report"]).read_text()
-    assert list(rows["same.md"])[3:8] == IDS
+    assert f"points: 6 of {MAX}" in (out / rows["same.ipynb"]["report"]).read_text()
+    checks = list(UNANSWERED) + IDS  # the chapter's order: the build-it-yourself exercises come first
+    assert list(rows["same.md"])[4:4 + 2 * len(checks):2] == checks
 
 
-# --- the pieces, and bad arguments ------------------------------------------------------------
+# --- the bugs of issue 28 -----------------------------------------------------------------------
+
+def test_grading_twice_from_a_relative_path_grades_the_same_submissions(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    for where in ("a.md", "alice/b.md"):  # not a chapter: graded without running anything
+        (subs / where).write_text(HEADER + "```{code-cell} ipython3\n1 + 1\n```\n")
+    graded = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-m", "booktools.grade", "subs"], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        graded.append([r["submission"] for r in csv.DictReader(open(subs / "graded" / "grades.csv"))])
+    assert graded == [["a.md", "alice/b.md"]] * 2
+    # nor are the outputs of an earlier grading with another --out
+    assert subprocess.run([sys.executable, "-m", "booktools.grade", "subs", "--out", "subs/other"],
+                          cwd=tmp_path, capture_output=True).returncode == 0
+    from booktools.grade_plan import find_submissions
+
+    assert [p.name for p in find_submissions(subs, subs / "graded")] == ["a.md", "b.md"]
+
+
+def test_out_naming_a_file_fails_before_anything_is_graded(tmp_path):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "a.md").write_text(HEADER)
+    (tmp_path / "taken.csv").write_text("mine")
+    run = subprocess.run([sys.executable, "-m", "booktools.grade", "subs", "--out", "taken.csv"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "--out 'taken.csv' is a file" in run.stderr and "graded" not in run.stdout
+    assert (tmp_path / "taken.csv").read_text() == "mine" and not (tmp_path / "subs" / "graded").exists()
+
+
+# --- the pieces, and bad arguments (nothing executed) ------------------------------------------
+
+def test_partial_credit_is_the_share_of_cases_passed():
+    import rankcollapse as rc
+    from booktools.grade_plan import CheckSpec
+    from rankcollapse.checks import Exercise
+
+    ex = rc.checks.register(Exercise(id="demo.partial", reference=lambda n: n * n, cases=lambda: [(0,), (1,), (2,), (3,)],
+                                     hint="square it", partial=True, points=4))
+    try:
+        r = rc.checks.check("demo.partial", lambda n: n, quiet=True)  # right for 0 and 1
+        assert r.status == "incorrect" and r.credit == 0.5 and "2 of 4 cases right" in r.message
+        crashing = rc.checks.check("demo.partial", lambda n: 1 / n, quiet=True)  # raises on 0, right on 1
+        assert crashing.status == "error" and crashing.credit == 0.25
+        ex.partial = False
+        assert rc.checks.check("demo.partial", lambda n: n, quiet=True).credit == 0.0
+        sub = grade.Submission(path=None, rel="x.md", chapter="demo",
+                               outcomes={"demo.partial": grade.Outcome("incorrect", "", 0.5)})
+        spec = grade.chapter_specs()["paths"]
+        spec.checks = [CheckSpec("demo.partial", "f", "function", "", "ex-demo", 4.0)]
+        spec.hand = []
+        assert score(sub, spec)["total"] == 2.0 and score(sub, spec)["max"] == 4.0
+    finally:
+        rc.checks.EXERCISES.pop("demo.partial")
+    for bad in ({"points": 0}, {"points": True}, {"same_role": (1,)}, {"partial": "yes"}):
+        with pytest.raises((ValueError, TypeError)):
+            Exercise(id="demo.bad", reference=abs, cases=list, hint="", **bad)
+    from rankcollapse.checks import Rubric
+
+    for label, criteria in (("paths.explain", ((1, "x"),)), ("ex-x", ()), ("ex-x", ((0, "x"),))):
+        with pytest.raises(ValueError, match="Rubric"):
+            Rubric(label, criteria)
+    for wrong_turns in ("one string", ("",), (3,)):
+        with pytest.raises(ValueError, match="wrong_turns"):
+            Rubric("ex-x", ((1, "x"),), wrong_turns)
+    with pytest.raises(ValueError, match="registered twice"):
+        rc.checks.register(Rubric(EXPLAIN, ((1, "again"),)))
+
+
+def test_the_reference_functions_are_found_by_tracing_the_reference():
+    import rankcollapse as rc
+    from booktools.grade_run import _verdict
+
+    def packed(src, name):
+        ns = {"__name__": "__main__", "rc": rc}
+        exec(src, ns)
+        return {"packed": pack_namespace(ns, name)}
+
+    copy = packed("def f(L, H, l):\n    return rc.paths.path_count(L, H, l)", "f")
+    assert _verdict(rc, "paths.count", copy, {})["status"] == KEY
+    # collapse.beta's reference calls norm_1 on a product it made: calling norm_1 is allowed
+    beta = packed("def f(Q, K, V, O):\n    from rankcollapse.residual import norm_1, norm_inf\n"
+                  "    W = V @ O\n    return norm_1(Q @ K.T) * (norm_1(W) * norm_inf(W)) ** 0.5", "f")
+    assert _verdict(rc, "collapse.beta", beta, {})["status"] == "correct"
+    # a value answer: the calls its cells made (recorded in the kernel) against answer()'s
+    value = {"value": 6}
+    assert _verdict(rc, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
+                    )["status"] == KEY
+    assert _verdict(rc, "paths.read_diagram", value, {"calls": []})["status"] == "correct"
+    ex = rc.checks.EXERCISES["paths.count"]
+    ex.allow_reference = True
+    try:
+        allowed = _verdict(rc, "paths.count", copy, {})
+        assert allowed["status"] == "correct" and "which this check allows" in allowed["message"]
+    finally:
+        ex.allow_reference = False
+
+
+def test_the_student_comes_from_the_file_name():
+    canvas = student_of("doejane_late_123456_7890123_paths.ipynb")
+    assert (canvas["Student"], canvas["ID"], canvas["SIS Login ID"]) == ("doejane", "123456", "")
+    assert student_of("alice/paths.ipynb")["SIS Login ID"] == "alice"
+    assert student_of("bob_paths.md")["SIS Login ID"] == "bob" and student_of("carol.md")["Student"] == "carol"
+    mine = student_of("s1234567-paths.md", r"^s(?P<sis_user_id>\d+)-")
+    assert mine["SIS User ID"] == "1234567" and mine["Student"] == "1234567"
+    with pytest.raises(ValueError, match="groups"):
+        student_of("x.md", r"(?P<who>.*)")
+
 
 def test_pack_carries_code_helpers_closures_and_fresh_modules():
     import math
@@ -282,9 +607,9 @@ def test_edited_check_cells_are_found_by_syntax_not_spelling():
     original = _check_cells()["paths.count"]
     cells = [{"source": "# a comment\n" + original.rstrip(";") + "  ", "tags": []},
              {"source": original.replace("path_count", "path_count2"), "tags": []}]
-    _, status = grade.plan(cells, specs, "fast")
+    _, status, _ = grade.plan(cells, specs, "fast")
     assert status["paths.count"] is None and status["paths.mean_length"] == "missing"
-    _, status = grade.plan(cells[1:], specs, "fast")
+    _, status, _ = grade.plan(cells[1:], specs, "fast")
     assert status["paths.count"] == "edited"
     assert grade.identify(cells, grade.chapter_specs()) == "paths"
 
@@ -299,9 +624,14 @@ def test_bad_arguments(tmp_path):
     empty.mkdir()
     with pytest.raises(ValueError, match="no .ipynb or .md"):
         grade.grade(empty)
-    for kwargs, word in (({"timeout": 0}, "timeout"), ({"jobs": 0}, "jobs"), ({"mode": "slow"}, "mode")):
+    for kwargs, word in (({"timeout": 0}, "timeout"), ({"jobs": 0}, "jobs"), ({"mode": "slow"}, "mode"),
+                         ({"formats": ["moodle"]}, "--format 'moodle'"), ({"assignments": ["paths"]}, "CHAPTER=HEADER"),
+                         ({"assignments": ["nope=X"]}, "no chapter 'nope'"),
+                         ({"student_pattern": "(unclosed"}, "--student-pattern")):
         with pytest.raises(ValueError, match=word):
             grade.grade(tmp_path, **kwargs)
+    with pytest.raises(ValueError, match="no earlier grading"):
+        grade.merge(tmp_path, tmp_path / "graded", [tmp_path / "file.md"])
     run = subprocess.run([sys.executable, "-m", "booktools.grade", str(tmp_path / "nowhere")],
                          capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 2 and "SUBMISSIONS_DIR" in run.stderr and "does not exist" in run.stderr
@@ -316,5 +646,5 @@ def test_tasks_py_passes_grade_on(monkeypatch):
     calls = []
     monkeypatch.setattr(tasks, "install", lambda: calls.append("install"))
     monkeypatch.setattr(tasks, "step", lambda title, *cmd: calls.append(cmd))
-    tasks.main(["grade", "subs", "--out", "o", "--timeout", "60"])
-    assert calls == ["install", (tasks.PY, "-m", "booktools.grade", "subs", "--out", "o", "--timeout", "60")]
+    tasks.main(["grade", "subs", "--out", "o", "--merge", "h.csv"])
+    assert calls == ["install", (tasks.PY, "-m", "booktools.grade", "subs", "--out", "o", "--merge", "h.csv")]

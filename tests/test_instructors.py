@@ -42,6 +42,10 @@ def test_the_chapter_map_reads_each_box():
         assert cells[2] == " ".join(words), cells
         mine = [e for e in MAP.values() if e.chapter == page.label]
         assert cells[5].startswith(f"{len(mine)} (") and cells[5].endswith(f"{sum(e.minutes for e in mine)} min")
+        # the box's minutes of exercises are the map's times of the chapter's exercises, added
+        exercises = re.search(r"minutes of reading and\s+(\d+)\s+minutes\s+of\s+exercises", source)
+        assert exercises and int(exercises[1]) == sum(e.minutes for e in mine), (page.file, exercises and exercises[1])
+        assert cells[4] == f"{exercises[1]} min", cells
 
 
 def test_a_page_without_a_box_is_listed_among_the_other_pages(tmp_path):
@@ -60,13 +64,33 @@ def test_assignment_totals_are_the_map_times_added():
     text = guide.assignment_markdown(content)
     week1 = MAP["ex-paths-count"].minutes + MAP["ex-paths-explain"].minutes
     week2 = MAP["ex-skip-layer"].minutes + MAP["ex-collapse-cascade"].minutes
-    assert f"**Week 1: 2 exercises** | | | | **{week1} min" in text
-    assert f"**Week 2: 2 exercises** | | | | **{week2} min" in text
-    assert f"**In all: 4 exercises** | | | | **{week1 + week2} min" in text
+    assert f"**Week 1: 2 exercises** | | | | | **{week1} min" in text
+    assert f"**Week 2: 2 exercises** | | | | | **{week2} min" in text
+    assert f"**In all: 4 exercises** | | | | | **{week1 + week2} min" in text
     # reading: each chapter once, in the first week that draws on it
     paths, collapse, skip = (guide.read_chapter(f"chapters/{n}") for n in ("paths", "collapse", "skip"))
     assert f"Week 2: {{ref}}`chap-skip`, {{ref}}`chap-collapse`, {skip.reading + collapse.reading} min" in text
     assert f"{paths.reading + skip.reading + collapse.reading} min" in text
+
+
+@pytest.mark.parametrize("cell, value, match", [(4, "hard", "difficulty 'hard'"), (5, "4/3", "importance '4/3'"),
+                                                (3, "derive", "kind 'derive'"), (6, "10", "time '10'")])
+def test_the_map_refuses_a_bad_rating_kind_or_time(tmp_path, cell, value, match):
+    text = guide.EXERCISE_MAP.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `ex-paths-count`"))
+    cells = row.split("|")
+    cells[cell] = f" {value} "
+    bad = tmp_path / "map.md"
+    bad.write_text(text.replace(row, "|".join(cells)))
+    with pytest.raises(ValueError, match=re.escape(match)):
+        guide.exercise_map(bad)
+
+
+def test_the_map_reads_the_ratings():
+    e = MAP["ex-paths-count"]
+    row = next(line for line in guide.EXERCISE_MAP.read_text().splitlines() if line.startswith("| `ex-paths-count`"))
+    assert f"| {e.difficulty}/3 | {e.importance}/3 | {e.minutes} min |" in row
+    assert all(1 <= x.difficulty <= 3 and 1 <= x.importance <= 3 for x in MAP.values())
 
 
 @pytest.mark.parametrize("content, match", [("ex-no-such", "no exercise 'ex-no-such'"),
@@ -81,7 +105,37 @@ def test_the_guide_sets_hold_every_kind():
     assert len(sets) == 2
     for content in sets:
         kinds = {e.kind for e in guide.parse_assignment(content).exercises}
-        assert kinds == {"implement", "predict", "read", "explain"}, kinds
+        assert kinds >= {"implement", "predict", "read", "explain"}, kinds
+    assert "prove" in {e.kind for e in guide.parse_assignment(sets[-1]).exercises}
+
+
+def test_the_rubrics_section_lists_every_rubric_with_its_points_and_wrong_turns():
+    import rankcollapse as rc
+
+    text = guide.rubrics_markdown()
+    assert "```{rubrics}\n```" in (ROOT / "instructors.md").read_text()
+    positions = []
+    for label, rubric in rc.checks.RUBRICS.items():
+        e = MAP[label]
+        head = f"**{e.title}** (`{label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): {rubric.points:g} points."
+        assert head in text, head
+        positions.append(list(MAP).index(label))
+        block = text[text.index(head):].split("\n\n**", 1)[0]
+        for points, criterion in rubric.criteria:
+            assert f"- {points:g} point" in block and criterion in block
+        for turn in rubric.wrong_turns:
+            assert f"- {turn}" in block
+    assert text.index("`ex-paths-prove`") < text.index("`ex-limits-prove`")  # the map's order
+    assert all(MAP[label].kind in ("explain", "prove") for label in rc.checks.RUBRICS)
+
+
+def test_a_rubric_for_an_exercise_the_map_lacks_is_refused(tmp_path):
+    text = guide.EXERCISE_MAP.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `ex-paths-prove`"))
+    bad = tmp_path / "map.md"
+    bad.write_text(text.replace(row + "\n", ""))
+    with pytest.raises(ValueError, match="ex-paths-prove"):
+        guide.rubrics_markdown(map_path=bad)
 
 
 @pytest.mark.build

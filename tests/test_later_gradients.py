@@ -89,12 +89,23 @@ def test_study_pure_attention_starves_and_scaled_branches_keep_the_gradient(stud
     assert gone is not None and (pure_ratio[gone:] < 1e-4).all()
     assert study.typical("scaled", "query/value").min() > 1e-2
     assert study.typical("scaled", "residual").min() > 0.5
-    v = study.verdict()
-    assert isinstance(v, rc.later.verdicts.Verdict) and v.agreement == "agrees" and v.cite == "noci2022signal"
-    for name, (value, fmt) in study.glue().items():
-        assert name.startswith("grad-")
-        if fmt not in (None, "sci"):
-            fmt.format(value)
+    v = study.summary()
+    assert v["depth"] == 12 and v["branch_scale"] == pytest.approx(1 / math.sqrt(12))
+    assert v["qv_pure_last"] == pytest.approx(pure_ratio[-1]) and v["qv_pure_last"] < G.VANISHED
+    assert v["vanished_layer"] == rc.stats.first_below(pure_ratio, G.VANISHED) + 1
+    assert v["res_at_vanished"] == pytest.approx(study.typical("pure", "residual")[v["vanished_layer"] - 1])
+    assert v["value_pure_last"] > 0.1  # the values keep their gradient
+    assert v["qv_scaled_min"] == pytest.approx(study.typical("scaled", "query/value").min())
+    assert v["res_skip_last"] < v["res_skip_first"]  # skips alone: the residual still falls
+    assert all(isinstance(x, (int, float)) or x is None for x in v.values())
+
+
+def test_summary_without_a_vanished_layer():
+    """A shallow network keeps its query gradient: no vanished layer, and no residual there."""
+    st = G.gradient_study(n_layers=1, n_heads=2, d_model=16, n_tokens=8, samples=1, seed=0,
+                          generator=torch.Generator().manual_seed(1))
+    v = st.summary()
+    assert v["vanished_layer"] is None and math.isnan(v["res_at_vanished"])
 
 
 def test_study_is_deterministic(study):
@@ -103,7 +114,7 @@ def test_study_is_deterministic(study):
     for arch in G.ARCHITECTURES:
         for k, v in study.curves[arch].items():
             assert np.array_equal(v, again.curves[arch][k])
-    assert study.glue() == again.glue()
+    assert study.summary() == again.summary()
 
 
 def test_refuses_what_it_does_not_measure(gen):

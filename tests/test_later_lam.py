@@ -77,36 +77,58 @@ def _study(seed=0):
 
 def test_the_study_residual_falls_with_lambda_and_the_threshold_is_where_g_reaches_one():
     r = _study()
-    assert r.lambdas[0] == 0 and r.rho.shape == (3, 8, 7) and r.violations() == 0
+    assert r.lambdas[0] == 0 and r.rho.shape == (3, 8, 7) and r.g.shape == (3, 8, 6) and r.violations() == 0
     last = r.median()[:, -1]
     assert last[0] == pytest.approx(r.median()[0, 0])  # lambda = 0: the input's relative residual
     assert r.falls() and last[-1] < 1e-2 * last[0]
     low, high = r.kept()
     assert r.bound[:, 1:, -1].min() <= low <= high <= 1
+    stars = r.thresholds()
     for s in range(3):
-        below = (r.lambdas > 0) & (r.lambdas < r.lam_star[s])
-        above = r.lambdas > r.lam_star[s]
-        assert np.all(r.gmax[s, below] < 1) and np.all(r.gmax[s, above] >= 1)
-    assert np.isfinite(r.threshold) and 0.01 < r.threshold < 10
+        below = (r.lambdas > 0) & (r.lambdas < stars[s])
+        above = r.lambdas > stars[s]
+        assert np.all(r.gmax()[s, below] < 1) and np.all(r.gmax()[s, above] >= 1)
+    assert np.isfinite(r.threshold) and 0.01 < r.threshold < 10 and r.threshold == np.median(stars)
 
 
-def test_the_study_is_deterministic_and_glues_its_numbers():
+def test_the_threshold_of_a_shallower_network_is_read_from_its_first_layers():
+    """The first l layers are the network of depth l: its threshold is that of a study of depth l,
+    and a deeper network's can only be lower."""
+    r = _study()
+    short = lm.lambda_study(lambdas=np.logspace(-2, 1, 7), n_layers=3, n_heads=2, d_model=8, n_tokens=6,
+                            samples=3, seed=0, generator=torch.Generator().manual_seed(0))
+    assert np.allclose(r.rho[..., :4], short.rho) and np.allclose(r.g[..., :3], short.g)
+    assert np.allclose(r.thresholds(3), short.thresholds())
+    assert r.kept(3) == short.kept() and r.falls(3) == short.falls()
+    stars = [r.threshold_at(l) for l in range(1, 7)]
+    assert all(b <= a for a, b in zip(stars, stars[1:]))
+    with pytest.raises(ValueError, match="depth"):
+        r.thresholds(7)
+
+
+def test_the_study_is_deterministic():
     a, b = _study(), _study()
-    assert np.array_equal(a.rho, b.rho) and a.glue() == b.glue()
-    g = a.glue()
-    assert g["lam-violations"] == (0, "{}") and g["lam-falls"][0] == "has fallen below"
-    assert g["lam-rho0"][0] == pytest.approx(a.median()[0, -1])
+    assert np.array_equal(a.rho, b.rho) and np.array_equal(a.g, b.g) and a.kept() == b.kept()
 
 
-def test_the_trend_on_hand_made_curves():
+def test_the_trend_and_the_bound_gap_on_hand_made_curves():
     lams = np.array([0.0, 0.1, 1.0, 10.0])
     rho = np.zeros((1, 4, 2))
     rho[0, :, 0] = 0.9
     rho[0, :, 1] = [0.9, 0.95, 0.5, 0.01]
-    r = lm.LambdaResult(lams, rho, np.zeros_like(rho), np.array([[0.0, 0.5, 5.0, 50.0]]), np.array([0.3]), 1, 1)
+    bound = np.zeros_like(rho)
+    bound[0, 1, 1] = 0.5
+    g = np.array([[[0.0], [0.5], [5.0], [50.0]]])
+    r = lm.LambdaResult(lams, rho, bound, g, 1, 1)
+    assert r.threshold == pytest.approx(0.2)  # g crosses 1 between 0.1 and 1 (log-log: 0.1 * 10**log10(2))
     assert r.kept() == (0.95, 0.95) and r.falls()
+    assert r.bound_gap() == (0.1, pytest.approx(0.5 / 0.95))  # the largest lambda below the threshold
     r.rho[0, -1, 1] = 0.2  # the residual kept at the largest lambda: no collapse
-    assert not r.falls() and r.glue()["lam-falls"][0] == "has not fallen below"
+    assert not r.falls()
+    r.g[0, 1, 0] = 2.0  # every lambda above the threshold: nothing is kept, no gap to read
+    assert np.isnan(r.threshold) and np.isnan(r.kept()[0]) and np.isnan(r.bound_gap()[1])
+    r.rho[0, 1, 1] = 0.1  # a measured residual below the bound
+    assert r.violations() == 1
 
 
 def test_threshold_interpolation():
@@ -115,18 +137,9 @@ def test_threshold_interpolation():
     assert np.isnan(lm._threshold([0, 0.1, 1.0], [0, 2.0, 20.0]))
 
 
-def test_verdict_words_follow_the_measurement():
-    r = _study()
-    v = r.verdict()
-    assert isinstance(v, rc.later.verdicts.Verdict) and v.cite == "joseph2025lambda"
-    assert v.agreement == "partly" and f"{r.threshold:.2f}" in v.measured
-    r.rho[0, 1, -1] = -1.0  # a violated bound turns the verdict
-    assert r.verdict().agreement == "disagrees"
-
-
 def test_figure_has_two_panels():
-    fig = _study().figure()
-    assert len(fig.axes) == 2
+    fig = _study().figure([2, 6])
+    assert len(fig.axes) == 2 and len(fig.axes[0].get_lines()) >= 2
     import matplotlib.pyplot as plt
     plt.close(fig)
 

@@ -85,13 +85,75 @@ def test_the_phase_picture_has_both_collapses():
     lab = r.phases()
     assert lab[0, 0] == "rank collapse" and lab[-1, -1] == "entropy collapse"
     assert r.critical_strength(0) == 4.0 or r.critical_strength(0) == 1.0
-    assert r.verdict().agreement == "agrees" and r.verdict().cite == "giorlandino2025two"
+    assert r.entropy_large() == r.entropy[-1, 1:].max() < ph.ENTROPY_LEVEL
 
 
-def test_the_study_is_deterministic_and_glues():
+def test_the_study_is_deterministic():
     a, b = _study(), _study()
-    assert np.array_equal(a.rho, b.rho) and np.array_equal(a.entropy, b.entropy) and a.glue() == b.glue()
-    assert a.glue()["phase-cells"] == (9, "{}")
+    assert np.array_equal(a.rho, b.rho) and np.array_equal(a.entropy, b.entropy)
+    assert a.phases().size == 9
+
+
+def test_crossing():
+    x = [0.5, 1.0, 2.0, 4.0]
+    assert ph.crossing(x, [1e-4, 1e-2, 1e-1, 0.5], 1e-2) == pytest.approx(1.0)
+    # halfway in log y between 1e-3 and 1e-1 is halfway in log x between 1 and 2
+    assert ph.crossing(x, [1e-4, 1e-3, 1e-1, 0.5], 1e-2) == pytest.approx(math.sqrt(2))
+    assert math.isnan(ph.crossing(x, [0.1, 0.2, 0.3, 0.4], 1e-2))  # above at the first point
+    assert math.isnan(ph.crossing(x, [1e-4] * 4, 1e-2))  # never reached
+    with pytest.raises(ValueError, match="x"):
+        ph.crossing([0.0, 1.0], [0.1, 0.2], 0.1)
+
+
+def _depths(**kw):
+    args = dict(depths=(2, 4, 8), scales=(0.0, 16.0), strengths=(0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0),
+                ratios=(0.1, 0.3, 1.0, 3.0), n_heads=2, d_model=16, n_tokens=8, samples=3, seed=0,
+                generator=torch.Generator().manual_seed(0))
+    return ph.depth_study(**(args | kw))
+
+
+def test_depth_study_continues_the_grid_and_scales_alpha_with_depth():
+    """Depth 2 at fixed alpha is phase_study's grid of depth 2 (the same networks and inputs); the
+    scaled rows at depth L are the fixed strengths a sqrt(L)."""
+    d = _depths()
+    assert d.rho_fixed.shape == (2, 3, 7) and d.rho_scaled.shape == (2, 3, 4)
+    grid = ph.phase_study(scales=[0.0, 16.0], strengths=d.strengths, n_layers=2, n_heads=2,
+                          d_model=16, n_tokens=8, samples=3, seed=0, generator=torch.Generator().manual_seed(0))
+    assert np.allclose(d.rho_fixed[:, 0], grid.rho) and np.allclose(d.entropy_fixed[:, 0], grid.entropy)
+    # a = 1 at depth 4 is alpha = 2: the same networks and inputs
+    assert d.rho_scaled[0, 1, 2] == pytest.approx(d.rho_fixed[0, 1, 4])
+    # at s = 0 a fixed alpha loses residual with depth: the critical alpha grows
+    crit = d.critical(0)
+    assert np.all(d.rho_fixed[0, -1] < d.rho_fixed[0, 0])
+    assert np.isfinite(crit).all() and np.all(np.diff(crit) > 0)
+    assert np.array_equal(crit, [ph.crossing(d.strengths, r, ph.RANK_LEVEL) for r in d.rho_fixed[0]])
+    fig = d.figure()
+    assert len(fig.axes) == 3
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+
+def test_depth_study_refuses_bad_grids():
+    with pytest.raises(ValueError, match="depths"):
+        _depths(depths=(4, 2))
+    with pytest.raises(ValueError, match="strengths"):
+        _depths(strengths=(0.0, 1.0))
+    with pytest.raises(ValueError, match="ratios"):
+        _depths(ratios=(1.0, 0.5))
+    with pytest.raises(TypeError, match="generator"):
+        _depths(generator=0)
+
+
+def test_the_chapter_presets_continue_the_grid():
+    """The later chapter's depth study runs phase's networks (sizes, first depth, end scales)."""
+    for mode in ("fast", "full"):
+        p = rc.presets.PRESETS["later"][mode]
+        grid, deep = p["phase"], p["phase_depth"]
+        assert deep["depths"][0] == grid["n_layers"] and deep["depths"][-1] >= 4 * deep["depths"][0]
+        assert deep["scales"] == (grid["scales"][0], grid["scales"][-1])
+        assert all(deep[k] == grid[k] for k in ("n_heads", "d_model", "n_tokens", "samples"))
+        assert max(p["grad_depths"]) >= 4 * min(p["grad_depths"])
+        assert p["lam_depths"][-1] == p["lam"]["n_layers"] and p["lam_depths"][-1] >= 4 * p["lam_depths"][0]
 
 
 def test_phase_labels_on_hand_made_grids():

@@ -96,3 +96,53 @@ def test_shared_forward_passes(monkeypatch):
         calls.clear()
         call()
         assert len(calls) == 1
+
+
+# The book's own modules inside the package (issue 31 moves them out): they may write sentences.
+BOOK_MODULES = {"book.py", "evidence.py", "presets.py", "claims.py", "explorer.py"}
+BOOK_PACKAGES = {"checks", "plotting"}
+SENTENCE_BUILDERS = {"glue", "verdict", "describe", "sentence", "phrase", "summary_text"}
+
+
+def science_files():
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB)
+        if (len(rel.parts) == 1 and rel.name in BOOK_MODULES) or rel.parts[0] in BOOK_PACKAGES:
+            continue
+        yield path
+
+
+def page_text_problems(path: Path, rel: Path) -> list[str]:
+    """What makes the science module at ``path`` (``rel`` inside the package) write page text:
+    a glue/verdict/describe builder, or an import of the book's page layer."""
+    tree = ast.parse(path.read_text())
+    problems = [f"defines {n.name} (line {n.lineno})" for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in SENTENCE_BUILDERS]
+    depth = len(rel.parts) - 1
+    for module, level in imports_of(path):
+        if (level > depth and module.split(".")[0] in {"book", "evidence"}) or (
+                level == 0 and module.startswith(("rankcollapse.book", "rankcollapse.evidence"))):
+            problems.append(f"imports {'.' * level}{module}")
+    return problems
+
+
+@pytest.mark.parametrize("path", list(science_files()), ids=lambda p: p.relative_to(LIB).as_posix())
+def test_the_science_library_returns_numbers_not_page_sentences(path):
+    """Issue 26: the sentences that state results live in the chapters, next to the claims that
+    check them. A science module defines no glue/verdict/describe builder and imports nothing of
+    the book's page layer (``rankcollapse.book``, ``rankcollapse.evidence``)."""
+    rel = path.relative_to(LIB)
+    assert not page_text_problems(path, rel), f"{rel}: {page_text_problems(path, rel)}"
+
+
+def test_the_sentence_scan_finds_a_builder(tmp_path):
+    """The scan can fail: a glue method, or an import of the page layer, is caught; numbers are not."""
+    probe = tmp_path / "probe.py"
+    cases = {"class S:\n    def glue(self):\n        return {}\n": True, "from .book import glue\n": True,
+             "from .residual import UNDERFLOW_LOG10\n": False, "import rankcollapse.book\n": True,
+             "def numbers():\n    return {'slope': 1.0}\n": False}
+    for text, caught in cases.items():
+        probe.write_text(text)
+        assert bool(page_text_problems(probe, Path("probe.py"))) is caught, text
+    probe.write_text("from ..evidence import Claim\n")
+    assert page_text_problems(probe, Path("toy") / "probe.py") == ["imports ..evidence"]

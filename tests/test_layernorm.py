@@ -58,6 +58,21 @@ def test_numerical_rank(gen):
         ln.numerical_rank(Y, -1.0)
 
 
+def test_rank_one_deviation(gen):
+    u = torch.randn(6, generator=gen, dtype=torch.float64)
+    v = torch.randn(5, generator=gen, dtype=torch.float64)
+    Y = torch.outer(u, v)
+    assert float(ln.rank_one_deviation(Y)) < 1e-15  # rank one: rounding only
+    E = torch.randn(6, 5, generator=gen, dtype=torch.float64)
+    s = torch.linalg.svdvals(Y + 1e-3 * E)
+    assert torch.isclose(ln.rank_one_deviation(Y + 1e-3 * E), s[1] / s[0])
+    assert 1e-5 < float(ln.rank_one_deviation(Y + 1e-3 * E)) < 1e-1
+    assert ln.rank_one_deviation(torch.stack([Y, torch.eye(6, 5, dtype=torch.float64)])).tolist()[1] == 1.0
+    assert float(ln.rank_one_deviation(torch.zeros(3, 3, dtype=torch.float64))) == 0.0
+    with pytest.raises(ValueError, match="2 rows"):
+        ln.rank_one_deviation(torch.ones(1, 4, dtype=torch.float64))
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_exact_rewriting_to_float64_precision(bias, gen):
     cfg = rc.san.SANConfig(n_layers=3, n_heads=2, d_model=12, layernorm="post", bias=bias)
@@ -105,6 +120,9 @@ def test_balanced_tokens_keep_their_residual_with_post_ln():
     assert torch.all(with_ln["absolute"][1:] > 0.5 * with_ln["absolute"][0])
     assert without["absolute"][-1] < 1e-6 * without["absolute"][0]
     assert torch.all(with_ln["rank"] <= 2)
+    assert torch.all(with_ln["rank_one"] < 1e-8)  # the construction is kept: rounding only
+    noisy = ln.residual_profile(rc.san.SAN(cfg, seed=0), ln.balanced_tokens(8, 8, seed=0, noise=1e-3))
+    assert noisy["rank_one"][0] > 1e-5  # the noise is what is not rank one
     with pytest.raises(ValueError, match="even"):
         ln.balanced_tokens(7, 8, seed=0)
 

@@ -181,6 +181,57 @@ def test_length_profile_at_init(gen):
     assert (rr[1:] < rr[:-1]).all()  # monotone at this scale
 
 
+def test_sample_paths_are_uniform_paths_of_the_length():
+    gen = torch.Generator().manual_seed(0)
+    drawn = rc.paths.sample_paths(5, 3, 2, 600, generator=gen)
+    assert all(len(p) == 5 and rc.paths.path_length(p) == 2 for p in drawn)
+    assert set(drawn) <= set(rc.paths.all_paths(5, 3))
+    # every one of the C(5,2) 3^2 = 90 paths of length 2 turns up, none far too often
+    counts = {p: drawn.count(p) for p in set(drawn)}
+    assert len(counts) == 90 and max(counts.values()) < 25
+    assert rc.paths.sample_paths(4, 2, 0, 3, generator=gen) == [(None,) * 4] * 3
+    again = rc.paths.sample_paths(5, 3, 2, 600, generator=torch.Generator().manual_seed(0))
+    assert again == drawn
+    with pytest.raises(ValueError, match="length"):
+        rc.paths.sample_paths(3, 2, 4, 1, generator=gen)
+    with pytest.raises(TypeError, match="generator"):
+        rc.paths.sample_paths(3, 2, 1, 1, generator=0)
+
+
+def test_path_norms_are_the_enumerated_terms_norms(gen):
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=8, skip=True), seed=1)
+    X = random_tokens(gen, 2, 5, 8)
+    terms = rc.paths.enumerate_paths(model, X)
+    paths = [(None, 0, 1), (1, 1, 1), (None, None, None), (0, None, None)]
+    norms = rc.paths.path_norms(model, X, paths)
+    assert norms.shape == (4, 2)
+    for p, n in zip(paths, norms):
+        torch.testing.assert_close(n, torch.linalg.matrix_norm(terms[p]))
+    l1inf = rc.paths.path_norms(model, X, paths[:1], norm="l1inf")[0]
+    torch.testing.assert_close(l1inf, rc.residual.composite_norm(terms[paths[0]]))
+    with pytest.raises(ValueError, match="one entry per layer"):
+        rc.paths.path_norms(model, X, [(0, 1)])
+    with pytest.raises(ValueError, match="head this model lacks"):
+        rc.paths.path_norms(model, X, [(0, 2, None)])
+    with pytest.raises(ValueError, match="at least one path"):
+        rc.paths.path_norms(model, X, [])
+
+
+def test_length_gram_adds_up_to_the_output(gen):
+    """<T_l, T_m> summed over l and m is ||Y||_F^2; the diagonal is each length's own; the profile
+    carries the same matrix."""
+    model = rc.san.SAN(rc.san.SANConfig(n_layers=4, n_heads=3, d_model=16, skip=True), seed=2)
+    X = random_tokens(gen, 3, 6, 16)
+    G = rc.paths.length_gram(model, X)
+    assert G.shape == (3, 5, 5)
+    torch.testing.assert_close(G, G.transpose(-1, -2))
+    Y = model(X).last_hidden_state.detach()
+    torch.testing.assert_close(G.sum((-1, -2)), Y.pow(2).sum((-1, -2)))
+    T = rc.paths.decompose_by_length(model, X)
+    torch.testing.assert_close(torch.diagonal(G, dim1=-2, dim2=-1).T, T.pow(2).sum((-1, -2)))
+    torch.testing.assert_close(rc.paths.length_profile(model, X)["gram"], G)
+
+
 # ------------------------------------------------- guards and defined results (issue 11)
 
 

@@ -162,3 +162,114 @@ def test_fit_to_page_applies_the_width_and_the_minimum_size(book_style):
     assert fig.get_figwidth() == rc.plotting.WIDTH and changes
     assert rc.plotting.figure_problems(fig) == []
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ alt text and colour vision
+
+
+def test_alt_text_says_what_the_figure_shows(book_style):
+    """The alt text is read from the figure: panels, titles, axes (label, scale, range), what is
+    drawn and the legend; a change to the drawing changes it."""
+    fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
+    rc.plotting.curve_with_band(axes[0], np.arange(1, 5), np.array([[1.0, 1e-2, 1e-4, 1e-8], [1.0, 1e-3, 1e-6, 1e-9]]),
+                                label=r"$\lambda = 0.5$")
+    axes[0].axhline(1e-3, color=rc.plotting.INK, ls=":")
+    axes[0].set(xlabel="depth $L$", ylabel=r"$\Vert \mathrm{res}(X_L)\Vert_{1,\infty}$", title="(a) pure attention")
+    axes[0].legend()
+    axes[1].bar(["BERT", "ALBERT", "XLNet"], [3, 2, 1])
+    axes[1].set(title="(b) ranks")
+    alt = rc.plotting.alt_text(fig)
+    for part in ("2 panels", "“(a) pure attention”", "x axis “depth L”, from 1 to 4", "log scale",
+                 "“‖res(X_L)‖_1,∞”", "1 curve", "1 shaded band", "1 horizontal reference line", "legend “λ=0.5”",
+                 "“(b) ranks”", "categories “BERT”, “ALBERT” and “XLNet”", "3 bars"):
+        assert part in alt, (part, alt)
+    axes[0].set_title("(a) another title")
+    assert "another title" in rc.plotting.alt_text(fig)
+    plt.close(fig)
+
+    ax = rc.plotting.path_diagram(L=2, H=2, highlight=((None, None), (0, 1)))
+    alt = rc.plotting.alt_text(ax.figure)
+    assert alt.startswith("A diagram:") and "“P^(1)_1”" in alt and "length 2: head 1, head 2" in alt, alt
+    plt.close("all")
+
+
+@pytest.mark.parametrize("label, text", [
+    (r"$\|\mathrm{res}(P_p)\| / \|P_p\|$", "‖res(P_p)‖/‖P_p‖"),
+    (r"correct order, $\mathbf{1}x^\top$", "correct order, 1xᵀ"),
+    (r"$\frac{a}{b} \le \sqrt{d}$", "a/b≤√d"),
+    (r"slope $\log 3$", "slope log 3"),
+    ("plain words", "plain words"),
+])
+def test_formulas_in_labels_are_read_as_plain_text(label, text):
+    assert rc.plotting.plain_text(label) == text
+
+
+def test_a_glued_figure_carries_its_alt_text(book_style):
+    fig, ax = plt.subplots(figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.legend()
+    shown = rc.book.FigureSVG.of(fig)
+    bundle = shown._repr_mimebundle_()
+    assert bundle["text/plain"] == shown.alt == rc.plotting.alt_text(fig)
+    assert f"<dc:description>{shown.alt}</dc:description>" in bundle["image/svg+xml"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="alt text"):
+        rc.book.FigureSVG("<svg/>", " ")
+    empty = plt.figure()  # nothing drawn: nothing to describe, so it is refused
+    with pytest.raises(ValueError, match="nothing to describe"):
+        rc.book.glue_figure("fig-empty", empty)
+
+
+# Colour vision: every pair of colours that may share a panel stays this far apart (CIEDE2000)
+# under each complete dichromacy, simulated by Machado, Oliveira and Fernandes (2009) with
+# coloraide. About 10 is a difference seen at a glance between two lines side by side; in normal
+# vision the palette's closest pair is 22.
+MIN_DELTA_E = 10.0
+DEFICIENCIES = ("protan", "deutan", "tritan")
+
+
+def _closest_pair(colours, deficiency):
+    from itertools import combinations
+
+    from coloraide import Color
+
+    seen = [Color(c).filter(deficiency, 1.0, method="machado") for c in colours]
+    return min((seen[i].delta_e(seen[j], method="2000"), colours[i], colours[j])
+               for i, j in combinations(range(len(colours)), 2))
+
+
+@pytest.mark.parametrize("deficiency", DEFICIENCIES)
+def test_palette_is_distinguishable_under_colour_vision_deficiencies(deficiency):
+    """The first six colours of rc.plotting.PALETTE (at most six curves share a panel:
+    CONTRIBUTING) and the sequential colours of a sweep of up to five (rc.plotting.spread_indices'
+    default) stay MIN_DELTA_E apart for protanopia, deuteranopia and tritanopia."""
+    import matplotlib.colors as mcolors
+
+    distance, a, b = _closest_pair(rc.plotting.PALETTE[:6], deficiency)
+    assert distance >= MIN_DELTA_E, f"{deficiency}: {a} and {b} are {distance:.1f} apart"
+    for count in range(2, 6):
+        colours = [mcolors.to_hex(c) for c in rc.plotting.sequential_colours(count)]
+        distance, a, b = _closest_pair(colours, deficiency)
+        assert distance >= MIN_DELTA_E, f"{deficiency}, {count} sequential colours: {a} and {b} are {distance:.1f}"
+
+
+def test_the_colour_check_catches_confusable_colours():
+    """A control: red and green of equal lightness, told apart in normal vision, merge for a
+    deuteranope."""
+    distance, _, _ = _closest_pair(["#d62728", "#7f7f00"], "deutan")
+    assert distance < MIN_DELTA_E
+
+
+def test_power_law_and_attention_maps_draw_what_they_are_given():
+    fig, ax = plt.subplots()
+    x = np.array([[1e-4, 1e-2, 1.0]] * 2)
+    rc.plotting.power_law(ax, x, 0.3 * x)
+    assert len(ax.get_lines()) == 3 and ax.get_xscale() == ax.get_yscale() == "log"
+    ref = ax.get_lines()[-1]
+    assert np.allclose(np.diff(np.log(ref.get_ydata())) / np.diff(np.log(ref.get_xdata())), 1.0)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2)
+    P = np.full((3, 3), 1 / 3)
+    image = rc.plotting.attention_maps(axes, [np.eye(3), P], ["layer 1", "layer 2"])
+    assert image.get_clim() == (0.0, 1.0) and axes[1].get_title() == "layer 2"
+    plt.close(fig)

@@ -162,15 +162,15 @@ def test_collapse_rate_of_a_cubic_cascade():
     assert r.floor_layer(1e-12) == 4
 
 
-def test_study_fractions_and_glue(minilm_result):
+def test_study_fractions_and_lookup(minilm_result):
     study = C.ConditionStudy([minilm_result], 2, 16)
     f = study.fractions()
-    assert f["layers"] == (0, 6) and f["heads"][1] == 72 and f["full"] == (0, 2)
-    g = study.glue()
-    assert g["lim-layers-hold"][0] == 0 and g["lim-cond-models"][0] == 1
-    assert g["lim-c-minilm-min"][0] > 1
-    header, rows = study.table()
-    assert len(rows) == 1 and len(rows[0]) == len(header)
+    # MiniLM: 6 layers x 12 heads, 2 sequences; the condition holds nowhere
+    assert f["layers"] == (0, 6) and f["heads"] == (0, 72) and f["full"] == (0, 2)
+    assert (minilm_result.constants > 1).all()
+    assert study.by_name("all-MiniLM-L6-v2") is minilm_result
+    with pytest.raises(KeyError, match="gpt2"):
+        study.by_name("gpt2")
 
 
 def test_bad_inputs():

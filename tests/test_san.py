@@ -292,3 +292,18 @@ def test_path_decomposition_refuses_a_final_layernorm(gen):
     m = rc.san.SAN(small(skip=True, layernorm="pre", final_layernorm=True), seed=0)
     with pytest.raises(ValueError, match="final_layernorm"):
         rc.paths.decompose_by_length(m, random_tokens(gen, 4, 8))
+
+
+def test_from_weights_takes_numpy_arrays_as_their_float64_values():
+    """A chapter's hand-made weights may be NumPy arrays (the collapse chapter's worked case)."""
+    import numpy as np
+
+    cfg = rc.san.SANConfig(n_layers=1, n_heads=1, d_model=1, d_qk=1, d_v=1)
+    one = np.ones((1, 1, 1))
+    from_np = rc.san.SAN.from_weights(cfg, [dict(W_Q=one, W_K=2 * one, W_V=one, W_O=one)])
+    t = torch.ones(1, 1, 1, dtype=torch.float64)
+    from_t = rc.san.SAN.from_weights(cfg, [dict(W_Q=t, W_K=2 * t, W_V=t, W_O=t)])
+    X = np.array([[0.1], [-0.1]])
+    assert torch.equal(from_np(X).last_hidden_state, from_t(X).last_hidden_state)
+    with pytest.raises(TypeError, match="must be a tensor"):
+        rc.san.SAN.from_weights(cfg, [dict(W_Q=[[[1.0]]], W_K=t, W_V=t, W_O=t)])

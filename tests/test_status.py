@@ -116,3 +116,57 @@ def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
     builds = json.loads((tmp_path / "status.json").read_text())["book_builds"]
     assert builds["fast"]["seconds"] == builds["full"]["seconds"] == 3.0
     assert "| 3 s | 3 s |" in (tmp_path / "table.md").read_text()
+
+
+def test_a_run_records_the_claims_it_declared():
+    """scripts/status.py keeps each run's declared claims (the status page's "last full run")."""
+    import nbformat
+
+    from rankcollapse.evidence import Claim
+
+    claims = [Claim("paths", "falls", "4", "It falls.", "x < 1", True, "any", "fast", 0, {"x": 0.5}, "seed 0"),
+              Claim("paths", "cubic", "5", "It is cubic.", "slope in (2.5, 3.5)", True, "full", "fast", 0)]
+    nb = nbformat.v4.new_notebook()
+    outputs = [nbformat.v4.new_output("display_data", {"text/plain": c.json()},
+                                      metadata={"scrapbook": {"name": "claim." + c.name, "mime_prefix": ""}})
+               for c in claims]
+    nb.cells.append(nbformat.v4.new_code_cell("", outputs=outputs))
+    recorded = _script().claims_of(nb)
+    assert recorded == {"falls": {"checked": True, "holds": True}, "cubic": {"checked": False, "holds": True}}
+
+
+def test_the_claims_table_reports_the_last_full_run(tmp_path):
+    import claimtable  # _ext/ is on pytest's pythonpath (pyproject.toml)
+
+    status = {"chapters": {
+        "chapters/paths": {"runs": {"full": {"ok": True, "measured": "2026-12-05T10:00:00Z",
+                                             "claims": {"falls": {"checked": True, "holds": True}}}}},
+        "chapters/skip": {"runs": {"full": {"ok": False, "measured": "2026-12-05T11:00:00Z",
+                                            "error": "ClaimFailed: skip.keeps did not hold"}}},
+        "chapters/mlp": {"runs": {"fast": {"ok": True}}}}}
+    path = tmp_path / "status.json"
+    path.write_text(json.dumps(status))
+    full = claimtable.full_runs(path)
+    assert set(full) == {"chapters/paths", "chapters/skip"}
+    assert claimtable._last_full(full["chapters/paths"], "falls") == "held (2026-12-05)"
+    assert claimtable._last_full(full["chapters/paths"], "new") == "not declared in the run of 2026-12-05 (declared since)"
+    assert claimtable._last_full(full["chapters/skip"], "keeps") == "did not hold (2026-12-05)"
+    assert claimtable._last_full(full["chapters/skip"], "other").startswith("the run failed (2026-12-05)")
+    assert claimtable._last_full(full.get("chapters/mlp"), "x") == "no full run recorded"
+    before = {"ok": True, "measured": "2026-12-01T10:00:00Z"}  # a run from before claims were recorded
+    assert claimtable._last_full(before, "falls") == "not recorded by the run of 2026-12-01 (before claims were recorded)"
+    assert claimtable.full_runs(tmp_path / "missing.json") == {}
+
+
+
+def test_a_claims_formulas_are_typeset_as_math_and_an_unpaired_dollar_is_refused():
+    """The status page's claims table shows $...$ as math (the CI browser found raw TeX there)."""
+    import claimtable
+    from docutils import nodes
+
+    parts = claimtable.inline(r"close to $\sqrt{N_l}$ times one path's, at $\lambda = 1$")
+    assert [type(p) for p in parts] == [nodes.Text, nodes.math, nodes.Text, nodes.math]
+    assert parts[1].astext() == r"\sqrt{N_l}" and parts[3].astext() == r"\lambda = 1"
+    assert [type(p) for p in claimtable.inline("no formula")] == [nodes.Text]
+    with pytest.raises(ValueError, match="unpaired"):
+        claimtable.inline("costs $5")

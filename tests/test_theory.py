@@ -208,8 +208,16 @@ def test_layer_constants_and_depth_profile():
     det = rc.theory.gamma_details(model, X)
     assert torch.allclose(c, 4 * det["gamma"] * det["beta"] * 2 / math.sqrt(cfg.d_qk))
     prof = rc.theory.depth_profile(model, X)
-    assert set(prof) == {"forward", "tracked", "paper", "layerwise", "c"}
+    assert set(prof) == {"size", "forward", "tracked", "paper", "layerwise", "c"}
     assert prof["forward"].shape == (4,) and prof["c"] == c.max()
+    sizes = torch.stack([composite_norm(h) for h in model(X).hidden_states]).detach()
+    torch.testing.assert_close(prof["size"], torch.log10(sizes))
+    # log10 constants: the same numbers, and finite where the constants overflow float64
+    torch.testing.assert_close(rc.theory.layer_constants(model, X, log10=True), torch.log10(c))
+    big = rc.san.SAN(cfg.replace(init_scale=40.0, n_layers=6), seed=4)
+    logc = rc.theory.layer_constants(big, X, log10=True)
+    assert torch.isfinite(logc).all() and logc.max() > 400  # c itself would be inf
+    assert torch.isinf(rc.theory.layer_constants(big, X)).any()
     # the bound is never below the exactly tracked residual, layer by layer
     assert (prof["tracked"] <= prof["layerwise"] + 1e-9).all()
     assert (prof["tracked"] <= prof["paper"] + 1e-9).all()

@@ -1,10 +1,11 @@
-"""rankcollapse.theory.compare: the bound's gap to the tracked residual, the tracked relative residual."""
+"""rankcollapse.theory.compare: the bound's gap to the tracked residual, the tracked relative residual, how hard the attention is."""
 
 import math
 
 import pytest
 import torch
 
+import rankcollapse as rc
 from rankcollapse import theory as th
 from rankcollapse.residual import relative_residual, through_depth
 from rankcollapse.san import SAN, SANConfig
@@ -88,3 +89,47 @@ def test_gaps_drop_layers_below_the_floor():
 def test_gaps_bad_arguments(kwargs, error):
     with pytest.raises(error):
         th.bound_gaps(_net(), _X(), **kwargs)
+
+
+def test_attention_hardness_from_uniform_to_hard():
+    """Zero query weights give uniform attention (row maximum 1/n); large weights give nearly hard
+    attention; the distinct targets count the argmax tokens of the rows."""
+    X = rc.theory.unit_residual_tokens(6, 8, generator=torch.Generator().manual_seed(0))
+    cfg = rc.san.SANConfig(n_layers=2, n_heads=2, d_model=8)
+    uniform = rc.theory.preserving_san("uniform_attention", cfg.replace(skip=True), seed=1)
+    flat = rc.san.SAN(cfg, seed=1)
+    flat.load_state_dict(uniform.state_dict())  # the same weights, without the skips
+    h = th.attention_hardness(flat, X)
+    assert h["row_max"].shape == (2, 2) and h["targets"].shape == (2, 2)
+    torch.testing.assert_close(h["row_max"], torch.full((2, 2), 1 / 6, dtype=torch.float64))
+    hard = th.attention_hardness(rc.san.SAN(cfg.replace(init_scale=40.0), seed=1), X)
+    assert hard["row_max"].min() > 0.5
+    P = torch.stack(rc.san.SAN(cfg.replace(init_scale=40.0), seed=1)(X).attentions).detach()
+    expected = [[len(set(P[l, k].argmax(-1).tolist())) for k in range(2)] for l in range(2)]
+    assert hard["targets"].tolist() == expected
+    with pytest.raises(ValueError, match="one input"):
+        th.attention_hardness(flat, X.expand(2, 6, 8))
+
+
+def test_rank_one_distance_is_zero_exactly_for_equal_rows_and_the_nearest_one_s():
+    g = torch.Generator().manual_seed(0)
+    s = torch.softmax(torch.randn(5, dtype=torch.float64, generator=g), -1)
+    assert th.rank_one_distance(s.expand(5, 5)) < 1e-15  # zero, up to the rounding of the mean
+    P = torch.softmax(torch.randn(5, 5, dtype=torch.float64, generator=g), -1)
+    d = th.rank_one_distance(P)
+    pbar = P.mean(0)
+    assert torch.isclose(d, torch.linalg.matrix_norm(P - pbar))
+    for _ in range(20):  # no other 1 s^T is nearer in the Frobenius norm
+        other = torch.softmax(torch.randn(5, dtype=torch.float64, generator=g), -1)
+        assert torch.linalg.matrix_norm(P - other) >= d
+    # l1inf: the composite norm of Delta = P - 1 pbar^T (Step 2)
+    assert torch.isclose(th.rank_one_distance(P, norm="l1inf"), rc.residual.composite_norm(P - pbar))
+
+
+def test_attention_through_depth_shapes_and_a_collapsing_network():
+    model = SAN(SANConfig(n_layers=5, n_heads=2, d_model=8), seed=0)
+    X = torch.randn(2, 6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    out = th.attention_through_depth(model, X)
+    assert out["attention"].shape == (5, 2, 2, 6, 6) and out["distance"].shape == (5, 2, 2)
+    assert torch.equal(out["distance"], th.rank_one_distance(out["attention"]))
+    assert bool((out["distance"][-1] < out["distance"][0]).all())  # pure attention: towards rank one

@@ -96,7 +96,7 @@ def test_training_is_deterministic(cache, tmp_path, monkeypatch):
 def test_checkpoint_is_reused_and_gives_the_same_numbers(trained):
     again = rc.toy.train(TINY, seed=3, progress=False)
     assert again.from_cache and again.path == trained.path
-    assert again.log == trained.log and again.summary() == trained.summary()
+    assert again.log == trained.log and again.steps == trained.steps == TINY.steps == 3 * 3
     for a, b in zip(trained.model.state_dict().values(), again.model.state_dict().values()):
         assert torch.equal(a, b)
     ev1 = rc.toy.evaluate_paths(trained.exact, trained.data.X_eval, trained.data.y_eval, draws=5)
@@ -218,3 +218,97 @@ def test_circle_rollout(cache):
     traj = rc.toy.rollout(tr.exact, X0, 5)
     assert traj.shape == (6, 2, 2) and torch.equal(traj[0], X0)
     assert torch.allclose(traj[1], tr.exact(X0))
+
+
+# ------------------------------------------------------------------ matched tokens, residuals, ceilings
+
+
+def test_matched_accuracies_are_those_of_the_first_sequences_alone(trained):
+    """(b) and the full model on the tokens of (a) and (c): the same as evaluating the first
+    n_sampled sequences on their own."""
+    model, X, y = trained.exact, trained.data.X_eval, trained.data.y_eval
+    ev = rc.toy.evaluate_paths(model, X, y, draws=3, n_sampled=4, budget_mb=0.02)
+    alone = rc.toy.evaluate_paths(model, X[:4], y[:4], draws=3)
+    assert ev.tokens == alone.tokens == alone.tokens_all == y[:4].numel() and ev.tokens_all == y.numel()
+    assert np.array_equal(ev.matched["length"], alone.length_accuracy)
+    assert np.array_equal(ev.matched["cumulative"], alone.cumulative_accuracy)
+    assert ev.matched["full"] == alone.full_accuracy == rc.toy.token_accuracy(model(X[:4]), y[:4])
+    assert np.allclose(ev.path_residual, alone.path_residual, rtol=1e-12)  # summed in other chunks
+    assert np.array_equal(ev.counts, [1, 6, 12, 8])
+
+
+def test_path_residual_is_each_terms_share_of_the_outputs_residual(trained):
+    model, X, y = trained.exact, trained.data.X_eval[:3], trained.data.y_eval[:3]
+    ev = rc.toy.evaluate_paths(model, X, y, ks=(), draws=1)
+    with torch.no_grad():
+        E = model.embed(X)
+        terms = rc.toy.all_path_terms(model.san, E)
+        Y = model.san(E).last_hidden_state
+    share = rc.residual.matrix_norm(rc.residual.res(terms)) / rc.residual.matrix_norm(rc.residual.res(Y))
+    assert np.allclose(ev.path_residual, share.mean(-1).numpy(), rtol=1e-10)
+    # the length-0 path is the embedding through every LayerNorm: its share is the length-0 profile's
+    prof = rc.paths.length_profile(model.san, E)["residual_share"]
+    assert ev.path_residual[0] == pytest.approx(float(prof[0].mean()), rel=1e-10)
+    assert ev.sampled == {}
+    with pytest.raises(ValueError, match="values"):
+        ev.per_length("lengths")
+
+
+def test_memorization_ceiling():
+    # two windows of four tokens: word 0 three times in the first (labels 1, 1, 0), word 1 once
+    X = torch.tensor([[0, 0, 1, 0], [1, 1, 1, 1]])
+    y = torch.tensor([[1, 1, 0, 0], [0, 1, 0, 0]])
+    data = rc.toy.TaskData(X, y, X, y, 2, 2)
+    assert rc.toy.memorization_ceiling(data) == (3 + 3) / 8
+    with pytest.raises(TypeError, match="memorization"):
+        rc.toy.memorization_ceiling(rc.toy.convex_hull(2, 2, seed=0))
+
+
+def test_a_trained_memorization_network_stays_below_its_ceiling(cache):
+    task = rc.toy.ToyTask("memorization", n_layers=2, n_heads=2, d_model=16, seq_len=16, n_train=4, n_eval=4,
+                          epochs=30, batch=2, lr=3e-3)
+    tr = rc.toy.train(task, seed=0, progress=False)
+    assert tr.log["train_accuracy"] <= rc.toy.memorization_ceiling(tr.data) < 1
+
+
+def test_step_counts():
+    assert [rc.toy.official_steps(t) for t in ("sorting", "convex_hull", "memorization")] == [2210, 23380, 3150]
+    assert rc.toy.ToyTask("sorting", **rc.toy.OFFICIAL["sorting"]).steps == 2210
+    full = rc.presets.PRESETS["toy_tasks"]["full"]
+    # the chapter's "official optimiser" run is the code's sorting run, settings and all
+    assert {k: v for k, v in rc.toy.OFFICIAL["sorting"].items()} == full["official_sorting"]
+    with pytest.raises(ValueError, match="task"):
+        rc.toy.official_steps("parity")
+
+
+def test_train_all_in_two_processes_gives_the_checkpoints_of_train(cache, tmp_path, monkeypatch):
+    jobs = [(TINY, 3), (TINY.replace(lr=1e-3), 3), (TINY, 3)]  # a pair twice: trained once
+    alone = [rc.toy.train(t, s, progress=False) for t, s in jobs[:2]]
+    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path / "other"))
+    both = rc.toy.train_all(jobs, workers=2, progress=False)
+    assert [tr.from_cache for tr in both] == [True, True, True]  # trained by the workers, then loaded
+    assert both[0] is both[2]
+    for a, b in zip(alone, both):
+        assert a.log == b.log
+        for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()):
+            assert torch.equal(x, y)
+    again = rc.toy.train_all(jobs[:1], workers=2, progress=False)  # all cached: loaded, no process
+    assert again[0].from_cache
+    with pytest.raises(TypeError, match="jobs"):
+        rc.toy.train_all([TINY])
+    with pytest.raises(ValueError, match="workers"):
+        rc.toy.train_all(jobs, workers=0)
+
+
+def test_the_checkpoint_key_follows_the_code_not_its_comments(tmp_path):
+    """rc.toy.code_version: a docstring, a comment or the layout keeps the key; a change to what the
+    code does changes it (issue 31: no version bumped by hand)."""
+    a, b, c, d = (tmp_path / f"{n}.py" for n in "abcd")
+    a.write_text('"""Module."""\ndef f(x):\n    """Doc."""\n    return x + 1\n')
+    b.write_text('"""Other words."""\n# a comment\ndef f(x):\n    """Other doc."""\n\n    return (x\n            + 1)\n')
+    c.write_text('"""Module."""\ndef f(x):\n    """Doc."""\n    return x + 2\n')
+    d.write_text('def f(x):\n    return x + 1\n')
+    assert rc.toy.code_version(a) == rc.toy.code_version(b) == rc.toy.code_version(d)
+    assert rc.toy.code_version(a) != rc.toy.code_version(c)
+    assert rc.toy.code_version(a, c) != rc.toy.code_version(c, a)
+    assert len(rc.toy.TRAINING_CODE_VERSION) == 12

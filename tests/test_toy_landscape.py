@@ -72,14 +72,17 @@ def test_local_minima_counts_basins():
 
 def test_landscape_study(study):
     ls = LS.landscape_study(study, alphas=np.linspace(-1, 1, 5), directions=2, n_loss=8, radius=0.5)
-    g = ls.glue()
-    assert set(ls.slices) == {True, False} and ls.n_loss == 8
-    for skip, tag in ((True, "skip"), (False, "noskip")):
+    assert set(ls.slices) == {True, False} and ls.n_loss == 8 and not hasattr(ls, "glue")
+    for skip in (True, False):
         model = study.runs[skip].model_at(-1, torch.float32)
         X, y = study.runs[skip].data.X_train[:8], study.runs[skip].data.y_train[:8]
-        assert g[f"limits-slice-loss0-{tag}"][0] == pytest.approx(_cross_entropy(model, X, y), rel=1e-5)
-    # the same seed draws the same Gaussian, normalised to each network's own filters
-    assert g["limits-slice-directions"][0] == 2
+        s, a = ls.slices[skip], ls.at_radius(skip)
+        assert s.losses.shape == (2, 5)
+        assert a["loss0"] == s.loss0 == pytest.approx(_cross_entropy(model, X, y), rel=1e-5)
+        # alphas -1, -0.5, 0, 0.5, 1: radius 0.5 is columns 1 and 3
+        assert a["rise"] == pytest.approx(s.losses[:, [1, 3]].mean() - s.loss0)
+        assert a["accuracy"] == pytest.approx(s.accuracy[:, [1, 3]].mean())
+        assert a["minima"] == s.local_minima().max()
 
 
 def test_bad_input(study):

@@ -9,8 +9,9 @@ knows nothing of plotting, real models or exercises. The layers on top import th
 the other way round: ``centering`` (the exact centre of the residual, a linear programme solved
 with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
 ``layernorm``, ``stats`` (small statistics of curves), ``bound_study`` (the collapse bound
-measured on random networks, as result objects), ``lower_bound`` (the open problem with skips, explored), ``presets``, ``plotting``, ``checks``,
-``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``claims`` reads text, not tensors: the book's own results and the
+measured on random networks, as result objects), ``cubic_rate`` (the cubic rate measured: one
+layer's two powers, the rate through depth), ``lower_bound`` (the book's lower bound on the residual with skips, and networks that reach it), ``lower_bound_search`` (the adversarial search against it), ``presets``, ``plotting``, ``checks``,
+``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``evidence`` declares a chapter's qualitative claims with the condition that makes each true. ``claims`` reads text, not tensors: the book's own results and the
 check that the chapters credit them right. ``tests/test_init.py`` checks that this list is what
 exists.
 """
@@ -30,7 +31,9 @@ _MODULES = (
     "layernorm",
     "stats",
     "bound_study",
+    "cubic_rate",
     "lower_bound",
+    "lower_bound_search",
     "presets",
     "plotting",
     "checks",
@@ -40,6 +43,7 @@ _MODULES = (
     "book",
     "explorer",
     "claims",
+    "evidence",
 )
 
 __all__ = list(_MODULES)

@@ -2,7 +2,20 @@
 
 Every public function of the library calls these before any arithmetic, so that bad input
 fails with a ``TypeError`` or ``ValueError`` naming what was wrong instead of a shape error
-from deep inside torch.
+from deep inside torch. One helper per kind of argument:
+
+- a seed: :func:`check_seed` (``0 <= seed < 2**32``, :data:`SEED_LIMIT`, everywhere) and
+  :func:`derive_seed` (seeds computed from a seed, reduced into the same range);
+- a size or count: :func:`check_int` (with its bounds), :func:`check_cost` (an estimate of memory
+  or work checked against a cap before anything is allocated or run);
+- an index: :func:`check_index` (``0 <= index < size``; negative indices are refused, not read
+  from the end);
+- a tensor: :func:`as_tokens` (shape, finiteness) and :func:`check_tensor_kind` (dtype and device:
+  float16/bfloat16/complex/bool and meta tensors are refused by name);
+- a probability matrix: :func:`check_probability_matrix` (square, non-negative, rows sum to 1);
+- a point set: :func:`check_points` (``(n, dim)``, finite);
+- a number: :func:`check_positive_float` (finite, positive), :func:`check_finite_float`;
+- a generator: :func:`check_generator`.
 """
 
 from __future__ import annotations
@@ -14,7 +27,20 @@ import numpy as np
 import torch
 
 __all__ = [
+    "SEED_LIMIT",
     "as_tokens",
+    "check_cost",
+    "check_elements",
+    "check_axes",
+    "check_figure",
+    "check_str",
+    "check_generator",
+    "check_index",
+    "check_points",
+    "check_probability_matrix",
+    "check_seed",
+    "check_tensor_kind",
+    "derive_seed",
     "check_bool",
     "check_choice",
     "check_dtype",
@@ -116,8 +142,7 @@ def as_tokens(
         )
     if any(s == 0 for s in X.shape):
         raise ValueError(f"{name} has an empty dimension: shape {tuple(X.shape)}")
-    if not (X.is_floating_point() or X.dtype in (torch.int32, torch.int64)):
-        raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+    check_tensor_kind(name, X)
     if d is not None and X.shape[-1] != d:
         raise ValueError(f"{name} must have {d} features in its last dimension, got shape {tuple(X.shape)}")
     if dtype is not None:
@@ -139,3 +164,136 @@ def check_seed(name: str, value) -> int:
     ``seed``), the one every generator the book seeds accepts (numpy's is the narrowest).
     """
     return check_int(name, value, minimum=0, maximum=SEED_LIMIT - 1)
+
+
+
+def derive_seed(seed: int, offset: int = 0, *, stride: int = 1) -> int:
+    """A seed computed from a seed: ``(seed * stride + offset) % 2**32``, so it stays in the range of
+    :func:`check_seed` whatever ``seed`` the caller passed (the same as ``seed * stride + offset``
+    whenever that is in range, so small seeds draw what they always drew)."""
+    return (int(seed) * int(stride) + int(offset)) % SEED_LIMIT
+
+
+def check_index(name: str, value, size: int, *, what: str = "entries", allow_negative: bool = False) -> int:
+    """Return ``value`` as an ``int`` in ``[0, size)``; negative indices are refused, not read from the end.
+
+    ``allow_negative=True`` (for indices into a grid the caller built, documented so by the function):
+    ``-size <= value < 0`` counts from the end, as in Python, and is returned as ``value + size``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer index, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if allow_negative and -size <= value < 0:
+        return value + size
+    if allow_negative and not 0 <= value < size:
+        raise ValueError(f"{name} must be an index in -{size} .. {size - 1} ({size} {what}), got {value}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be an index in 0 .. {size - 1} ({size} {what}; negative indices are "
+                         f"not read from the end), got {value}")
+    return value
+
+
+_REFUSED_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+def check_tensor_kind(name: str, X: torch.Tensor, *, integers: bool = True) -> torch.Tensor:
+    """Refuse a tensor the library cannot compute with, naming its dtype or device.
+
+    Accepted: float32 and float64 (and int32/int64, converted by the caller, when ``integers``) on a
+    real device. Refused: float16 and bfloat16 (too coarse for the residuals the book measures; cast
+    with ``X.double()``), complex and bool tensors, other integer types, and meta tensors (no values).
+    """
+    if X.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device (a tensor without values): pass a tensor on the cpu")
+    if X.dtype in _REFUSED_DTYPES:
+        raise TypeError(f"{name} has dtype {X.dtype}: the library computes in float32 or float64 "
+                        f"(cast with {name}.double())")
+    if X.is_floating_point():
+        return X
+    if integers and X.dtype in (torch.int32, torch.int64):
+        return X
+    raise TypeError(f"{name} must hold real numbers (float32 or float64), got dtype {X.dtype}")
+
+
+def check_probability_matrix(name: str, P, *, atol: float = 1e-6) -> torch.Tensor:
+    """``P`` ``(..., n, n)`` as a floating tensor after checking it is row-stochastic: square in its last
+    two dimensions, non-negative, and every row summing to 1 within ``atol`` (times the row length)."""
+    P = as_tokens(name, P)
+    if P.shape[-1] != P.shape[-2]:
+        raise ValueError(f"{name} must be square in its last two dimensions, got {tuple(P.shape)}")
+    if bool((P < 0).any()):
+        raise ValueError(f"{name} must have non-negative entries (an attention matrix)")
+    worst = float((P.sum(dim=-1) - 1).abs().max())
+    if worst > atol * P.shape[-1]:
+        raise ValueError(f"{name} must be row-stochastic (every row summing to 1), a row's sum is off by {worst:.3g}")
+    return P
+
+
+def check_points(name: str, points, *, dim: int | None = None, min_points: int = 1) -> torch.Tensor:
+    """``points`` ``(n, dim)`` as a floating tensor: finite, at least ``min_points`` of them, and exactly
+    ``dim`` coordinates each when ``dim`` is given (a 3-d point set is refused by a 2-d function)."""
+    P = as_tokens(name, points, max_batch_dims=0)
+    if dim is not None and P.shape[-1] != dim:
+        raise ValueError(f"{name} must be an (n, {dim}) point set, got shape {tuple(P.shape)}")
+    if P.shape[0] < min_points:
+        raise ValueError(f"{name} must hold at least {min_points} points, got {P.shape[0]}")
+    return P
+
+
+def check_generator(name: str, value) -> torch.Generator:
+    """``value`` if it is a ``torch.Generator`` (on the cpu); a ``TypeError`` otherwise (an integer is
+    not a generator: pass ``torch.Generator().manual_seed(seed)``)."""
+    if not isinstance(value, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
+                        f"got {type(value).__name__} {value!r}")
+    return value
+
+
+def _amount(value: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{value / 2**30:.3g} GiB"
+    if float(value) == int(value) and value < 1e7:
+        return f"{int(value):,} {unit}"
+    return f"{value:.3g} {unit}"
+
+
+def check_cost(name: str, estimate: float, cap: float, *, unit: str = "bytes", alternative: str = "") -> None:
+    """Refuse, before anything is allocated or run, a call whose ``estimate`` (memory in bytes, or work in
+    ``unit``) exceeds ``cap``. The message names the argument ``name``, the estimate, the cap and
+    ``alternative``, a cheaper way to the same end."""
+    if estimate > cap:
+        raise ValueError(f"{name}: this call would need about {_amount(estimate, unit)}, more than the cap of "
+                         f"{_amount(cap, unit)} (a call the caps admit finishes within about a minute on a "
+                         f"2-core laptop)" + (f"; {alternative}" if alternative else ""))
+
+
+MAX_BYTES = 2**31  # memory cap of one call's largest allocation (2 GiB)
+MAX_LAYERS = 4096  # the deepest network the library builds (the book goes to 1024)
+MAX_WORK = 10**11  # multiply-adds of one call (about a minute on a 2-core laptop in float64)
+MAX_LOOP = 10**5  # python-level iterations of one call that each touch a layer (layer-steps of a search)
+
+
+def check_elements(name: str, count: int, *, itemsize: int = 8, alternative: str = "") -> None:
+    """Refuse an allocation of ``count`` entries of ``itemsize`` bytes beyond :data:`MAX_BYTES`, naming ``name``."""
+    check_cost(name, count * itemsize, MAX_BYTES, alternative=alternative or "ask for fewer or smaller samples")
+
+
+def check_str(name: str, value) -> str:
+    """``value`` if it is a ``str``; a ``TypeError`` naming ``name`` otherwise (bytes, None, numbers...)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def check_axes(name: str, ax):
+    """``ax`` if it looks like matplotlib ``Axes`` (it can ``plot``); a ``TypeError`` naming ``name`` otherwise."""
+    if not (hasattr(ax, "plot") and hasattr(ax, "set_xlabel")):
+        raise TypeError(f"{name} must be a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}")
+    return ax
+
+
+def check_figure(name: str, fig):
+    """``fig`` if it looks like a matplotlib ``Figure`` (it has a canvas and sizes); a ``TypeError`` otherwise."""
+    if not (hasattr(fig, "canvas") and hasattr(fig, "get_size_inches")):
+        raise TypeError(f"{name} must be a matplotlib Figure, got {type(fig).__name__}")
+    return fig

@@ -14,15 +14,20 @@ it) and ``glue_figure`` shows the figure, so the notebook still runs and shows w
 
 from __future__ import annotations
 
+import math
+
 import random
 
 import numpy as np
 import torch
 
 from ._env import threads_from_env
-from ._validate import check_seed
+from ._validate import check_figure as _check_fig, check_seed
+from .evidence import GLUE_PREFIX, Claim, declare
+from .presets import Run
+from .residual import UNDERFLOW_LOG10  # the science library's threshold; the page writes it
 
-__all__ = ["start", "glue", "glue_figure", "Formatted", "fmt_sci", "fmt_sci_log10", "UNDERFLOW_LOG10", "Table", "markdown_table", "glue_table"]
+__all__ = ["start", "ChapterRun", "glue", "glue_figure", "FigureSVG", "Formatted", "fmt_sci", "fmt_sci_log10", "UNDERFLOW_LOG10", "Table", "markdown_table", "glue_table"]
 
 
 def _seed_globally(seed: int) -> None:
@@ -47,13 +52,68 @@ def start(chapter: str, mode: str = "full", seed: int = 0):
     from .plotting import use_book_style
     from .presets import get
 
-    run = get(chapter, mode, seed)
+    got = get(chapter, mode, seed)
+    run = ChapterRun(got.chapter, got.mode, got.seed, got.as_dict())
     threads = threads_from_env()
     _seed_globally(run.seed)
     if threads is not None:
         torch.set_num_threads(threads)
     use_book_style()
     return run
+
+
+class ChapterRun(Run):
+    """A chapter's run (:class:`rankcollapse.presets.Run`: mode, seed, sizes) that also declares
+    the chapter's claims (:meth:`claim`). :func:`start` returns one."""
+
+    def __init__(self, chapter: str, mode: str, seed: int, sizes: dict):
+        super().__init__(chapter, mode, seed, sizes)
+        self.__dict__["_claims"] = {}
+
+    @property
+    def claims(self) -> list[Claim]:
+        """The claims declared so far in this run, in order."""
+        return list(self.__dict__["_claims"].values())
+
+    def claim(self, name: str, sentence: str, *, section, condition: str, holds, numbers: dict | None = None,
+              evidence: str, scale: str = "any") -> Claim:
+        """Declare a claim of the chapter's prose (:func:`rankcollapse.evidence.declare`): ``sentence``
+        as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in this
+        run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
+
+        A false claim that this run checks raises :class:`rankcollapse.evidence.ClaimFailed`, naming
+        it. The record is glued as ``claim.<name>`` (the status page's table of claims). A claim
+        declared ``scale="full"`` and run in fast mode is not checked: the cell shows a note saying
+        so, and whether it held in this small run (tag the cell ``remove-input``, so that the note
+        reaches the page).
+        """
+        claims = self.__dict__["_claims"]
+        c = declare(self.chapter, self.mode, self.seed, name, sentence, section=section, condition=condition,
+                    holds=holds, numbers=numbers, evidence=evidence, scale=scale, taken=claims)
+        claims[c.name] = c
+        glue(GLUE_PREFIX + c.name, Formatted(c.record(), c.json()), None)
+        if not c.checked:
+            _show(_FastNote(c))
+        return c
+
+
+class _FastNote:
+    """What a fast run shows in place of a claim checked at the paper's scale only."""
+
+    def __init__(self, claim: Claim):
+        self.claim = claim
+
+    def text(self) -> str:
+        c = self.claim
+        state = "holds" if c.holds else "does not hold"
+        return (f"Fast run: the claim \"{c.sentence}\" is checked at the paper's scale (full mode) only; "
+                f"in this small run it {state}.")
+
+    def __repr__(self):
+        return self.text()
+
+    def _repr_markdown_(self):
+        return f"*{self.text()}*"
 
 
 class Formatted:
@@ -71,6 +131,8 @@ class Formatted:
 
 def fmt_sci(x: float, digits: int = 1) -> str:
     """``x`` in LaTeX-free scientific notation for prose: ``3.2e-15`` -> ``3.2 × 10⁻¹⁵``."""
+    if isinstance(x, (str, bytes, bool)) or x is None:
+        raise TypeError(f"x must be a number, got {type(x).__name__} {x!r:.40}")
     x = float(x)
     if x == 0 or not np.isfinite(x):
         return f"{x:g}"
@@ -82,16 +144,23 @@ def fmt_sci(x: float, digits: int = 1) -> str:
     return f"{mant} × 10{sup}"
 
 
-UNDERFLOW_LOG10 = -300  # log10 of the smallest residual the tracked residual follows (then float64 underflows)
-
-
 def fmt_sci_log10(log10_value: float) -> str:
     """``10 ** log10_value`` as :func:`fmt_sci` writes it, or "below 10⁻³⁰⁰" where the value has
     underflowed: at or below :data:`UNDERFLOW_LOG10`, ``-inf`` (the log of an exact 0) or NaN."""
     log10_value = float(log10_value)
     if not log10_value > UNDERFLOW_LOG10:
         return "below 10⁻³⁰⁰"
-    return fmt_sci(10**log10_value)
+    if log10_value == math.inf:
+        return "inf"
+    if log10_value < 300:
+        return fmt_sci(10**log10_value)
+    # beyond float range (the log form exists for these): mantissa and exponent from the log itself
+    exp = math.floor(log10_value)
+    mant = 10 ** (log10_value - exp)
+    if round(mant, 1) >= 10:
+        mant, exp = mant / 10, exp + 1
+    sup = str(exp).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{mant:.1f} × 10{sup}"
 
 
 def _myst_glue():
@@ -143,8 +212,10 @@ def glue_figure(name: str, fig) -> None:
     most the column's width, so shown at 100%; no text below 9 pt), then the figure is checked
     (:func:`rankcollapse.plotting.check_figure`: no text below 9 pt at the size the page shows
     it, none clipped, none overlapping): a figure that fails raises ``ValueError``, so every
-    figure the book makes is checked when the chapters run.
+    figure the book makes is checked when the chapters run. Its alt text is read from what it
+    draws (:func:`rankcollapse.plotting.alt_text`) and travels with it (:class:`FigureSVG`).
     """
+    _check_fig("fig", fig)
     import matplotlib.pyplot as plt
 
     from .plotting import _svg_output, check_figure, fit_to_page
@@ -153,15 +224,41 @@ def glue_figure(name: str, fig) -> None:
     try:
         fit_to_page(fig)
         check_figure(fig)
+        shown = FigureSVG.of(fig)
     except ValueError:
         plt.close(fig)
         raise
     _glue = _myst_glue()
     if _glue is not None:
-        _glue(name, fig, display=True)
+        _glue(name, shown, display=True)
     else:
-        _show(fig)
+        _show(shown)
     plt.close(fig)
+
+
+class FigureSVG:
+    """A figure as the book shows it: its SVG (:func:`rankcollapse.plotting.svg_bytes`) with its
+    alt text (:func:`rankcollapse.plotting.alt_text`) in the SVG's ``Description``, and the alt
+    text as its plain text (what a text-only front end shows; ``_ext/a11y.py`` puts it in the
+    page's ``<img alt>``)."""
+
+    def __init__(self, svg: str, alt: str):
+        if not alt.strip():
+            raise ValueError("a figure needs alt text")
+        self.svg, self.alt = svg, alt
+
+    @classmethod
+    def of(cls, fig) -> "FigureSVG":
+        from .plotting import alt_text, svg_bytes
+
+        alt = alt_text(fig)
+        return cls(svg_bytes(fig, description=alt).decode(), alt)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"image/svg+xml": self.svg, "text/plain": self.alt}
+
+    def __repr__(self):
+        return self.alt
 
 
 # ------------------------------------------------------------------------------- tables
@@ -219,6 +316,10 @@ def markdown_table(header, rows, align=None) -> str:
     ``align``: one of ``l``, ``r``, ``c`` per column (default: first left, the rest right, for
     numbers). A ``|`` in a cell is escaped.
     """
+    rows = [list(r) for r in rows]
+    for i, r in enumerate(rows):
+        if len(r) != len(header):
+            raise ValueError(f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one cell per header")
     header = [str(h) for h in header]
     align = align or "l" + "r" * (len(header) - 1)
     rule = {"l": ":--", "r": "--:", "c": ":-:"}

@@ -1,20 +1,24 @@
 """The collapse bound measured on random pure-attention networks, as result objects.
 
 Each function runs one measurement of the book's collapse bound (:mod:`rankcollapse.theory`)
-and returns an object holding the raw results (what a figure draws) and the values the prose
-states (:meth:`glue`: ``{name: (value, format)}`` for :func:`rankcollapse.book.glue`):
+and returns an object holding the raw results (what a figure draws) and the numbers the prose
+states (:meth:`numbers`: a dict of floats and ints, no formats and no words; the chapter glues
+them and states, beside them, the claims they decide):
 
 - :func:`depth_study`: the residual against depth, forward pass, tracked and bounded;
-- :func:`regime_study`: the relative residual after ``L`` layers against the first layer's
-  constant, over weight scales (where the condition holds and where it fails);
-- :func:`cubic_rate_study`: :math:`\\log(-\\log\\rho_L)` against depth, the cubic rate;
+- :func:`regime_study`: the relative residual after ``L`` layers against the layer constants,
+  over weight scales (where the condition holds and where it fails), and how hard the attention is;
+- :func:`delay_study`: the networks that kept their residual, run deeper: the layer where each collapses;
 - :func:`tightness_study`: how far the bound lies above the tracked residual on random instances;
 - :func:`centre_study`: the mean-centred against the optimal residual, and the bound in each centre.
+
+The cubic rate itself (one layer's two powers, and the rate through depth) is measured in
+:mod:`.cubic_rate`.
 
 Random inputs come from the ``generator`` passed (a chapter's ``run.stream().generator``), in
 the order the functions are called; network ``s`` of a study is seeded ``seed + s``. Above the
 core: it imports the core, :mod:`.stats` and :mod:`.centering`. Book: chapter "Pure attention
-collapses", sections 3 to 7.
+collapses", sections 2 to 7.
 """
 
 from __future__ import annotations
@@ -24,16 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import check_int, check_positive_float, check_seed
-from .book import UNDERFLOW_LOG10, fmt_sci_log10
+from ._validate import check_index, check_int, check_positive_float, check_seed, derive_seed
+from .residual import UNDERFLOW_LOG10
 from .centering import optimal_center
 from .residual import composite_norm, res
 from .san import SAN, SANConfig
-from .stats import first_below, log_slope
-from .theory import (bound_gaps, collapse_bound, depth_profile, layer_constants, random_instances,
-                     tracked_relative_residual, tracked_residual, unit_residual_tokens)
+from .theory import (attention_hardness, bound_gaps, collapse_bound, depth_profile, layer_constants,
+                     random_instances, tracked_relative_residual, tracked_residual, unit_residual_tokens)
 
-__all__ = ["DepthStudy", "depth_study", "RegimeStudy", "regime_study", "CubicRate", "cubic_rate_study",
+__all__ = ["DepthStudy", "depth_study", "RegimeStudy", "regime_study", "DelayStudy", "delay_study",
            "Tightness", "tightness_study", "CentreStudy", "centre_study"]
 
 UNDERFLOW = 10.0**UNDERFLOW_LOG10  # a tracked residual below this has underflowed
@@ -51,28 +54,50 @@ def _pure(n_layers, n_heads, d_model, init_scale) -> SANConfig:
 
 @dataclass
 class DepthStudy:
-    """Residual against depth (section 3): ``curves[H]`` maps ``"forward"``, ``"tracked"``,
-    ``"paper"``, ``"layerwise"`` to ``(samples, L+1)`` arrays of :math:`\\log_{10}` and ``"c"``
-    to the ``(samples,)`` largest layer constants (:func:`rankcollapse.theory.depth_profile`)."""
+    """Residual against depth (section 3): ``curves[H]`` maps ``"size"``, ``"forward"``,
+    ``"tracked"``, ``"paper"``, ``"layerwise"`` to ``(samples, L+1)`` arrays of :math:`\\log_{10}`
+    and ``"c"`` to the ``(samples,)`` largest layer constants
+    (:func:`rankcollapse.theory.depth_profile`); ``"relative"`` is ``tracked - size``, the
+    :math:`\\log_{10}` relative residual."""
 
     curves: dict
     init_scale: float
     samples: int
 
-    def glue(self) -> dict:
-        """Largest constant, floor, residual and bound after two layers, violations (``-1``: one
-        head, ``-H``: the most heads)."""
+    def __post_init__(self):
+        for c in self.curves.values():
+            if "size" in c and "relative" not in c:
+                c["relative"] = c["tracked"] - c["size"]
+
+    def median(self, H: int, key: str, layer: int) -> float:
+        """``10**`` the median over networks of curve ``key`` at ``layer`` (``H`` heads; ``0 <= layer <= L``,
+        a negative layer is refused, not read from the end)."""
+        if H not in self.curves:
+            raise ValueError(f"H must be one of the head counts studied {sorted(self.curves)}, got {H!r}")
+        curves = self.curves[H]
+        if key not in curves:
+            raise ValueError(f"key must be one of {sorted(curves)}, got {key!r}")
+        layer = check_index("layer", layer, curves[key].shape[1], what="depths 0 .. L")
+        return float(10 ** np.median(curves[key][:, layer]))
+
+    def numbers(self) -> dict:
+        """Sizes; per head count (``_1``: one head, ``_H``: the most heads) the largest constant,
+        the residual and the paper-form bound after two layers, the tokens' size's median change
+        per layer (``size_step``, in decades) and the relative residual after two layers; the
+        forward pass's floor (the higher median of its last layer); violations of the layerwise
+        bound by the tracked residual; the largest relative residual at the last layer where it
+        is finite."""
         one, many = min(self.curves), max(self.curves)
-        floor = max(np.median(c["forward"][:, -1]) for c in self.curves.values())
-        violations = sum(int(np.sum(c["tracked"] > c["layerwise"] + 1e-9)) for c in self.curves.values())
-        out = {"collapse-small-scale": (self.init_scale, "{:g}"), "collapse-samples": (self.samples, "{}"),
-               "collapse-H": (many, "{}"), "collapse-floor": (10**floor, "sci"),
-               "collapse-depth-violations": (violations, "{}")}
+        out = {"H": many, "samples": self.samples, "init_scale": self.init_scale,
+               "floor": float(10 ** max(np.median(c["forward"][:, -1]) for c in self.curves.values())),
+               "violations": sum(int(np.sum(c["tracked"] > c["layerwise"] + 1e-9)) for c in self.curves.values())}
         for suffix, H in (("1", one), ("H", many)):
             c = self.curves[H]
-            out[f"collapse-c-max-{suffix}"] = (c["c"].max(), "{:.2f}")
-            out[f"collapse-layer2-{suffix}"] = (10 ** np.median(c["tracked"][:, 2]), "sci")
-            out[f"collapse-bound2-{suffix}"] = (10 ** np.median(c["paper"][:, 2]), "sci")
+            out[f"c_max_{suffix}"] = float(c["c"].max())
+            out[f"layer2_{suffix}"] = self.median(H, "tracked", 2)
+            out[f"bound2_{suffix}"] = self.median(H, "paper", 2)
+            out[f"relative2_{suffix}"] = self.median(H, "relative", 2)
+            out[f"size_step_{suffix}"] = float(np.median(np.diff(c["size"], axis=1)))
         return out
 
 
@@ -89,7 +114,7 @@ def depth_study(*, heads, n_layers: int, d_model: int, n_tokens: int, init_scale
     curves = {}
     for H in heads:
         cfg = _pure(n_layers, H, d_model, init_scale)
-        profiles = [depth_profile(SAN(cfg, seed=seed + s), unit_residual_tokens(n_tokens, d_model, generator=generator))
+        profiles = [depth_profile(SAN(cfg, seed=derive_seed(seed, s)), unit_residual_tokens(n_tokens, d_model, generator=generator))
                     for s in range(samples)]
         curves[H] = {k: np.array([p[k].numpy() for p in profiles]) for k in profiles[0]}
     return DepthStudy(curves, init_scale, samples)
@@ -97,115 +122,126 @@ def depth_study(*, heads, n_layers: int, d_model: int, n_tokens: int, init_scale
 
 @dataclass
 class RegimeStudy:
-    """Relative residual against the first layer's constant (section 4): ``rows`` is
-    ``(count, 3)``, each ``(init_scale, c_1, log10 relative residual after L layers)``, the last
-    floored at ``10**-300`` (underflow)."""
+    """Relative residual against the layer constants (section 4): ``rows`` is ``(count, 6)``,
+    each ``(init_scale, log10 c_1, log10 max_l c_l, log10 relative residual after L layers, mean row
+    maximum of the attention, mean number of distinct attention targets per head)``; the
+    residual floored at ``10**-300`` (underflow), the constants' logs finite where
+    :math:`c_l` overflows (:func:`rankcollapse.theory.layer_constants`), the last two from
+    :func:`rankcollapse.theory.attention_hardness` (averaged over layers and heads)."""
 
     rows: np.ndarray
     n_layers: int
+    n_tokens: int
 
-    def glue(self) -> dict:
-        """How many networks meet the condition (``c_1 < 1``) and how far they fall; how many
-        fail it and still collapse (below ``1e-10``), up to which ``c_1``; the smallest ``c_1``
-        and weight scale that keep the relative residual above ``1e-3``."""
+    COLLAPSED = -10.0  #: log10 relative residual below which a network counts as collapsed
+    KEPT = -3.0  #: log10 relative residual above which it counts as having kept its residual
+
+    def numbers(self) -> dict:
+        """How many networks meet the condition (every layer's constant below 1) and the largest
+        log10 relative residual they keep; whether each of them also has ``c_1 < 1`` (the
+        figure's axis); how many fail it and still collapse, up to which ``c_1``; the smallest
+        ``c_1`` and weight scale that keep the relative residual above ``10**KEPT``; how hard
+        the attention is in those (row maximum, distinct targets) and, for contrast, in the
+        networks at the smallest weight scale; the largest log10 ``max_l c_l``. NaN where a group
+        is empty."""
         r = self.rows
-        holds, fails = r[r[:, 1] < 1], r[r[:, 1] >= 1]
-        collapsed, kept = fails[fails[:, 2] < -10], r[r[:, 2] > -3]
+        holds, fails = r[r[:, 2] < 0], r[r[:, 2] >= 0]
+        collapsed, kept = fails[fails[:, 3] < self.COLLAPSED], r[r[:, 3] > self.KEPT]
+        small = r[r[:, 0] == r[:, 0].min()]
         nan = float("nan")
-        worst = holds[:, 2].max() if len(holds) else nan
+
+        def top(a, col, f):
+            return float(f(a[:, col])) if len(a) else nan
+
         return {
-            "regime-L": (self.n_layers, "{}"),
-            "regime-holds-n": (len(holds), "{}"),
-            "regime-holds-worst": (fmt_sci_log10(worst) if len(holds) else "none", "{}"),
-            "regime-fails-n": (len(fails), "{}"),
-            "regime-fails-collapsed": (len(collapsed), "{}"),
-            "regime-fails-cmax": (collapsed[:, 1].max() if len(collapsed) else nan, "sci"),
-            "regime-kept-cmin": (kept[:, 1].min() if len(kept) else nan, "sci"),
-            "regime-kept-scale": (kept[:, 0].min() if len(kept) else nan, "{:g}"),
+            "L": self.n_layers, "n": self.n_tokens,
+            "holds_n": len(holds), "holds_worst_log10": top(holds, 3, np.max),
+            "holds_c1_below_one": bool(np.all(holds[:, 1] < 0)),
+            "fails_n": len(fails), "fails_collapsed": len(collapsed),
+            "fails_cmax": float(np.power(10.0, top(collapsed, 1, np.max))),
+            "kept_n": len(kept), "kept_cmin": float(np.power(10.0, top(kept, 1, np.min))),
+            "kept_scale": top(kept, 0, np.min),
+            "kept_row_max": top(kept, 4, np.mean), "kept_targets": top(kept, 5, np.mean),
+            "kept_targets_min": top(kept, 5, np.min),
+            "small_scale": float(r[:, 0].min()), "small_row_max": top(small, 4, np.mean),
+            "log10_cmax_max": float(np.max(r[:, 2])),
         }
 
 
 def regime_study(*, scales, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
                  seed: int, generator) -> RegimeStudy:
     """For each weight scale, ``samples`` networks (seeds ``seed + s``) on unit-residual inputs:
-    the first layer's constant and the tracked relative residual after ``n_layers`` layers."""
+    the first layer's constant, the largest (:math:`\\log_{10}`), the tracked relative residual
+    after ``n_layers`` layers, and how hard the attention is."""
     scales = tuple(check_positive_float("scales", s) for s in scales)
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
     rows = []
     for scale in scales:
         for s in range(samples):
-            model = SAN(_pure(n_layers, n_heads, d_model, scale), seed=seed + s)
+            model = SAN(_pure(n_layers, n_heads, d_model, scale), seed=derive_seed(seed, s))
             X = unit_residual_tokens(n_tokens, d_model, generator=generator)
-            c1 = layer_constants(model, X)[0].item()
+            logc = layer_constants(model, X, log10=True)
             relative = tracked_relative_residual(model, X)[-1].item()
-            rows.append((scale, c1, np.log10(max(relative, UNDERFLOW))))
-    return RegimeStudy(np.array(rows), n_layers)
+            hard = attention_hardness(model, X)
+            rows.append((scale, logc[0].item(), logc.max().item(), np.log10(max(relative, UNDERFLOW)),
+                         hard["row_max"].mean().item(), hard["targets"].double().mean().item()))
+    return RegimeStudy(np.array(rows), n_layers, n_tokens)
 
 
 @dataclass
-class CubicRate:
-    """:math:`\\log(-\\log\\rho_L)` against depth ``L = 1..depth`` (section 5): ``loglog`` is
-    ``(samples, depth)`` (NaN where :math:`\\rho_L` is not in ``(0, 1)``); per network, the
-    fitted slope from layer 2 on (``slopes``; networks with fewer than two such layers have
-    none), the first layer's factor :math:`\\rho_1` and the layers needed to fall below
-    ``1e-3`` (NaN: never)."""
+class DelayStudy:
+    """The networks of a :class:`RegimeStudy` that kept their residual after its ``L`` layers, run
+    deeper (section 4): ``rows`` is ``(count, 4)``, each ``(init_scale, depth run, first layer whose
+    tracked relative residual is below 10**KEPT, first layer below 10**COLLAPSED)``, NaN where it
+    never falls below within the depth run. ``depth run`` is the requested depth, or half of it as
+    often as needed for the forward pass to stay finite (large value maps overflow float64)."""
 
-    depths: np.ndarray
-    loglog: np.ndarray
-    slopes: list
-    first_factor: np.ndarray
-    n_cubic: np.ndarray
+    rows: np.ndarray
+    regime_layers: int
 
-    @property
-    def linear_factor(self) -> float:
-        """The median first-layer factor: the rate of the linear collapse the figure compares."""
-        return np.median(self.first_factor)
-
-    def linear_curve(self) -> np.ndarray:
-        """:math:`\\log(-\\log a^L)` for the linear rate ``a`` = :attr:`linear_factor`, at :attr:`depths`."""
-        return np.log(-np.log(self.linear_factor) * self.depths)
-
-    def glue(self) -> dict:
-        """The fitted slope (mean, std) against log 3, the first factor, the layers to fall three
-        orders of magnitude (the networks; a linear rate with the same first step), and the
-        paper's illustration at a rate of 1/2 (linear against cubic steps below ``1e-3``)."""
-        a = self.linear_factor
-        return {
-            "cubic-slope": (np.mean(self.slopes), "{:.2f}"),
-            "cubic-slope-sd": (np.std(self.slopes), "{:.2f}"),
-            "cubic-log3": (np.log(3), "{:.2f}"),
-            "cubic-first-factor": (a, "{:.2f}"),
-            "cubic-n-cubic": (np.nanmedian(self.n_cubic), "{:.0f}"),
-            "cubic-n-linear": (int(np.ceil(3 / -np.log10(a))), "{}"),
-            "cubic-paper-linear": (int(np.ceil(3 / np.log10(2))), "{}"),
-            "cubic-paper-cubic": (next(L for L in range(1, 10) if 2.0 ** -(3**L) < 1e-3), "{}"),
-        }
+    def numbers(self) -> dict:
+        """How many networks were run deeper and how many collapsed (below 10**COLLAPSED) within
+        their depth; the first and last layer at which they did; the smallest depth run."""
+        r = self.rows
+        done = r[np.isfinite(r[:, 3])]
+        nan = float("nan")
+        return {"n": len(r), "collapsed": len(done), "regime_L": self.regime_layers,
+                "first_layer_min": float(done[:, 3].min()) if len(done) else nan,
+                "first_layer_max": float(done[:, 3].max()) if len(done) else nan,
+                "depth_min": float(r[:, 1].min()) if len(r) else nan}
 
 
-def cubic_rate_study(*, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
-                     seed: int, generator) -> CubicRate:
-    """``samples`` networks at the usual initialisation (``init_scale`` 1, seeds ``seed + s``) on
-    standard normal tokens: the tracked residual's ratio :math:`\\rho_L = r_L / r_0` through depth."""
+def delay_study(regime: RegimeStudy, *, samples: int, n_heads: int, d_model: int, depth: int, seed: int,
+                generator) -> DelayStudy:
+    """Every network of ``regime`` (built by :func:`regime_study` with ``samples`` networks per scale,
+    seeded ``seed + s``) whose relative residual stayed above ``10**RegimeStudy.KEPT``, rebuilt with
+    the same scale and seed at ``depth`` layers and run on a fresh unit-residual input: the layers at
+    which its tracked relative residual first falls below ``10**KEPT`` and ``10**COLLAPSED``."""
+    if not isinstance(regime, RegimeStudy):
+        raise TypeError(f"regime must be a RegimeStudy (regime_study), got {type(regime).__name__}")
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
-    depths = np.arange(1, check_int("n_layers", n_layers) + 1)
-    loglog, slopes, first, n_cubic = [], [], [], []
-    for s in range(samples):
-        model = SAN(_pure(n_layers, n_heads, d_model, 1.0), seed=seed + s)
-        X = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
-        r = tracked_residual(model, X).numpy()
-        ratio = r[1:] / r[0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            decay = -np.log(ratio)
-            ll = np.log(decay)
-        ll[~((ratio > 0) & (ratio < 1))] = np.nan
-        loglog.append(ll)
-        ok = np.isfinite(ll) & (depths >= 2)
-        if ok.sum() >= 2:
-            slopes.append(log_slope(depths[ok], decay[ok]))
-        first.append(ratio[0])
-        below = first_below(ratio, 1e-3)  # 0: the first layer
-        n_cubic.append(below + 1 if below is not None else np.nan)
-    return CubicRate(depths, np.array(loglog), slopes, np.array(first), np.array(n_cubic))
+    depth = check_int("depth", depth)
+    rows = []
+    for i, row in enumerate(regime.rows):
+        if not row[3] > RegimeStudy.KEPT:
+            continue
+        scale, s = float(row[0]), i % samples
+        X = unit_residual_tokens(regime.n_tokens, d_model, generator=generator)
+        L = depth
+        while True:
+            model = SAN(_pure(L, n_heads, d_model, scale), seed=derive_seed(seed, s))
+            try:
+                r = tracked_relative_residual(model, X).numpy()
+                break
+            except ValueError:  # the forward pass overflowed: run a shallower network
+                if L == 1:
+                    raise
+                L //= 2
+        logr = np.log10(np.maximum(r, UNDERFLOW))
+        first = [float(np.argmax(logr < t)) if (logr < t).any() else float("nan")
+                 for t in (RegimeStudy.KEPT, RegimeStudy.COLLAPSED)]
+        rows.append((scale, L, *first))
+    return DelayStudy(np.array(rows).reshape(-1, 4), regime.n_layers)
 
 
 @dataclass
@@ -222,13 +258,14 @@ class Tightness:
         """Histogram edges from 0 to the paper form's 95th percentile (the figure's range)."""
         return np.linspace(0, np.percentile(self.gaps["paper"], 95), check_int("count", count, minimum=2))
 
-    def glue(self) -> dict:
-        """Instances, violations, and per form the closest factor, the median and 90th percentile gap."""
-        out = {"tight-instances": (self.instances, "{:,}"), "tight-violations": (self.violations, "{}")}
+    def numbers(self) -> dict:
+        """Instances, violations, and per form (``<form>_...``) the closest factor (``min``: 10 to
+        the smallest gap), the median and the 90th percentile gap (decades)."""
+        out = {"instances": self.instances, "violations": self.violations}
         for form, g in self.gaps.items():
-            out[f"tight-{form}-min"] = (10 ** g.min(), "{:.1f}")
-            out[f"tight-{form}-median"] = (np.median(g), "{:.1f}")
-            out[f"tight-{form}-p90"] = (np.percentile(g, 90), "{:.0f}")
+            out[f"{form}_min"] = float(10 ** g.min())
+            out[f"{form}_median"] = float(np.median(g))
+            out[f"{form}_p90"] = float(np.percentile(g, 90))
         return out
 
 
@@ -260,18 +297,18 @@ class CentreStudy:
         """Optimal over mean-centred residual, per row (between 1/2 and 1)."""
         return self.rows[:, 2] / self.rows[:, 1]
 
-    def glue(self) -> dict:
+    def numbers(self) -> dict:
         """Counts and sizes, the ratio's range and median, the optimal residual's violations of
         either bound, and how the optimal-centre bound compares (layers after the input)."""
         r, ratio, later = self.rows, self.ratio, self.rows[:, 0] > 0
         return {
-            "opt-count": (len(r), "{}"), "opt-n": (self.n_tokens, "{}"), "opt-d": (self.d_model, "{}"),
-            "opt-ratio-min": (ratio.min(), "{:.2f}"), "opt-ratio-max": (ratio.max(), "{:.2f}"),
-            "opt-ratio-median": (np.median(ratio), "{:.2f}"),
-            "opt-violations": (int(np.sum(r[:, 2] > r[:, 3] * (1 + 1e-9))), "{}"),
-            "opt-violations-opt": (int(np.sum(r[:, 2] > r[:, 4] * (1 + 1e-9))), "{}"),
-            "opt-bound-ratio-median": (np.median(r[later, 4] / r[later, 3]), "{:.2g}"),
-            "opt-bound-smaller": (np.mean(r[later, 4] < r[later, 3]), "{:.0%}"),
+            "count": len(r), "n": self.n_tokens, "d": self.d_model,
+            "ratio_min": float(ratio.min()), "ratio_max": float(ratio.max()),
+            "ratio_median": float(np.median(ratio)),
+            "violations": int(np.sum(r[:, 2] > r[:, 3] * (1 + 1e-9))),
+            "violations_opt": int(np.sum(r[:, 2] > r[:, 4] * (1 + 1e-9))),
+            "bound_ratio_median": float(np.median(r[later, 4] / r[later, 3])),
+            "bound_smaller": float(np.mean(r[later, 4] < r[later, 3])),
         }
 
 
@@ -283,7 +320,7 @@ def centre_study(*, samples: int, n_layers: int, n_heads: int, d_model: int, n_t
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
     rows = []
     for s in range(samples):
-        model = SAN(_pure(n_layers, n_heads, d_model, 1.0), seed=seed + s)
+        model = SAN(_pure(n_layers, n_heads, d_model, 1.0), seed=derive_seed(seed, s))
         X = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
         bound = collapse_bound(model, X, "layerwise")
         bound_opt = collapse_bound(model, X, "layerwise", center=optimal_center)

@@ -15,7 +15,11 @@ book's results, unless the unit is itself labelled as the book's (a box titled "
 a "This book's refinement" remark), where setting the two side by side is the point. It also
 flags the reading note's phrases credited to the paper, and attributions no source available to
 the book supports. :func:`unsourced_boxes` returns every theorem, lemma, proposition,
-corollary or definition box whose title does not say whose it is.
+corollary or definition box whose title does not say whose it is; :func:`paper_box_problems`
+every box of the paper's results that the book's counter would number (the paper's results
+are unnumbered boxes, named as :data:`PAPER_RESULTS` says, so that "Theorem 2.1" names a result
+of the book and "the paper's Theorem 2.2" one of the paper); :func:`page_text_credits` every
+credit to the paper in text the library itself writes into a page (a legend, a widget's notes).
 
 Pure Python (``re`` only): neither core nor upper layer, it reads text. Used by
 ``tests/test_attributions.py``; a chapter author can run it on a draft.
@@ -26,11 +30,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from ._validate import check_str
 
 __all__ = [
     "BookResult",
     "BOOK_RESULTS",
+    "PAPER_RESULTS",
     "PAPER_RESULT_LABELS",
+    "PAGE_TEXT_CREDITS",
     "PAPER_ATTRIBUTION",
     "NOTE_PHRASES",
     "UNSUPPORTED_ATTRIBUTIONS",
@@ -40,6 +47,8 @@ __all__ = [
     "units",
     "misattributions",
     "unsourced_boxes",
+    "paper_box_problems",
+    "page_text_credits",
     "check_file",
 ]
 
@@ -99,7 +108,7 @@ BOOK_RESULTS: tuple[BookResult, ...] = (
         "families that keep the residual",
         (r"prop-preserving", r"reserved[- ]subspace", r"rc\.theory\.preserving_san"),
         "chapters/skip.md", "prop-preserving",
-        "three families of skip networks whose residual never falls (the first is the paper's example)"),
+        "three families of skip networks whose residual never falls"),
     BookResult(
         "upper bound with skips",
         (r"prop-skip-bound", r"rc\.theory\.skip_bound"),
@@ -120,16 +129,43 @@ BOOK_RESULTS: tuple[BookResult, ...] = (
         (r"FrozenLayer",),
         "chapters/paths.md", None,
         "the factors of each path term when LayerNorm's scales are frozen"),
+    BookResult(
+        "lower bound with skips",
+        (r"thm-skip-lower", r"lem-skip-layer", r"lem-rows-close", r"prop-skip-rate",
+         r"rc\.lower_bound", r"at most like \$?L\^\{-1/2\}"),
+        "chapters/lower_bound.md", "thm-skip-lower",
+        "with skips and value maps of row sums below 1/2, the residual falls at most like L^(-1/2); the rate is attained"),
 )
 
+#: The boxes that state a result of the paper, and how a reference to each reads. The paper's
+#: results are set apart from the book's numbered ones: their boxes are unnumbered
+#: (``:nonumber:``; :func:`paper_box_problems`), so that the book's counter ("Theorem 2.1")
+#: numbers the book's results only and a number such as "Theorem 2.2" names the paper's result
+#: alone, always spelled "the paper's Theorem 2.2". A reference to one of these boxes is best
+#: written with its text, ``{prf:ref}`the paper's Theorem 2.2 <thm-collapse-single>```; a bare
+#: ``{prf:ref}`thm-collapse-single``` reads as the name below (``_ext/paperrefs.py``).
+PAPER_RESULTS = {
+    "thm-paths": "the paper's path decomposition",
+    "thm-collapse-single": "the paper's Theorem 2.2",
+    "thm-collapse-multi": "the paper's multi-head bound",
+    "thm-mlp-bound": "the paper's bound with MLPs",
+}
+
 #: Labels of the boxes that state a result of the paper: a reference to one credits the paper.
-PAPER_RESULT_LABELS = ("thm-collapse-single", "thm-collapse-multi", "thm-mlp-bound", "thm-paths")
+PAPER_RESULT_LABELS = tuple(PAPER_RESULTS)
 
 #: What credits the paper with a statement.
 PAPER_ATTRIBUTION = (
     r"\bthe paper's (theorems?|lemmas?|corollar(y|ies)|propositions?|sections?|results?|conclusion|words|bound)\b",
     r"\bthe paper (states|shows|calls|proves|derives|reads|writes|says)\b",
-    r"\{prf:ref\}`(" + "|".join(PAPER_RESULT_LABELS) + r")`",
+    r"\{prf:ref\}`([^`<]*<)?(" + "|".join(PAPER_RESULT_LABELS) + r")>?`",
+)
+
+#: Text that credits the paper in a label, legend or note the library writes into a page
+#: (:func:`page_text_credits`): "the paper's Theorem 2.2", "paper's theorem", "(as stated)".
+PAGE_TEXT_CREDITS = (
+    r"\bpaper(?:'|\u2019|&#x27;|&#39;)s\s+(theorems?|lemmas?|propositions?|corollar(y|ies)|bound)\b",
+    r"\(as stated\)",
 )
 
 #: The reading note's own phrases: never the paper's words.
@@ -149,6 +185,11 @@ UNSUPPORTED_ATTRIBUTIONS = (
      "where in the paper this is was not checked: attribute it to the official code, or drop it"),
     (r"\bthe paper does not weigh\b",
      "the reading note records that the paper names the price; whether it weighs it was not checked"),
+    (r"\b(?:nor|neither) (?:does )?the paper (?:weighs?|frames?|sets?)\b"
+     r"|\bthe paper (?:does not|doesn't|never|nowhere) (?:weighs?|frames?|sets?)\b"
+     r"|\bthe paper (?:weighs|frames|sets) (?:it|this|that|the price|the trade)\b",
+     "how the paper weighs or frames the price against other accounts was not checked; the reading "
+     "note is the one that frames it (\"pulls against ... neither frames it as a trade\"): credit the note"),
 )
 
 #: A title that labels a unit as the book's own (setting it beside the paper's is then allowed).
@@ -193,6 +234,7 @@ def units(text: str) -> list[Unit]:
     """Split a MyST chapter into units: each prf box whole (a proof owned by the box before it),
     each paragraph, list item or table row of prose and of admonitions (owned by the
     admonition's title). Code cells are left out."""
+    check_str("text", text)
     lines = _strip_code(text.splitlines())
     result: list[Unit] = []
     stack: list[tuple[str, str, str]] = []  # (fence, kind, title)
@@ -265,6 +307,7 @@ def misattributions(text: str) -> list[dict]:
     book's, :data:`BOOK_TITLE`); a reading-note phrase (:data:`NOTE_PHRASES`) credited to the
     paper without crediting the note; and an attribution of :data:`UNSUPPORTED_ATTRIBUTIONS`.
     """
+    check_str("text", text)
     found = []
     for u in units(text):
         body = u.title + "\n" + u.text
@@ -295,16 +338,53 @@ def misattributions(text: str) -> list[dict]:
 
 def unsourced_boxes(text: str) -> list[dict]:
     """Every theorem/lemma/proposition/corollary/definition box whose title does not say whose it is."""
+    check_str("text", text)
     return [{"line": u.line, "kind": u.kind, "title": u.title}
             for u in units(text)
             if u.kind in _SOURCED_KINDS and not re.search(SOURCE_TITLE, u.title, flags=re.IGNORECASE)]
 
 
+_NUMBERED_RESULT_KINDS = ("prf:theorem", "prf:lemma", "prf:proposition", "prf:corollary")
+
+
+def paper_box_problems(text: str) -> list[dict]:
+    """Every theorem, lemma, proposition or corollary box titled as the paper's (and not, even in
+    part, as the book's: "this book" nowhere in its title) that the book's counter would number:
+    it lacks ``:nonumber:``. The paper's results
+    keep the paper's numbers, in their titles and in the references to them ("the paper's
+    Theorem 2.2"); numbered by the book they would also read "Theorem 2.1" and so on, names of
+    the book's own results. Returns dicts with ``line``, ``kind`` and ``title``."""
+    check_str("text", text)
+    out = []
+    for u in units(text):
+        if u.kind not in _NUMBERED_RESULT_KINDS or not re.search(r"the paper's", u.title, flags=re.IGNORECASE):
+            continue
+        if re.search(r"\bthis book\b", u.title, flags=re.IGNORECASE):
+            continue  # the statement is (also) the book's: the book's counter numbers it
+        if not re.search(r"^:nonumber:\s*$", u.text, flags=re.MULTILINE):
+            out.append({"line": u.line, "kind": u.kind, "title": u.title})
+    return out
+
+
+def page_text_credits(text: str) -> list[str]:
+    """Every credit to the paper (:data:`PAGE_TEXT_CREDITS`) in ``text`` that the library writes
+    into a page: a figure's legend, a widget's labels and notes. What the library draws is the
+    library's computation, the book's, so such text credits the paper wrongly; the chapter's
+    prose, where the paper's statements stand beside the book's, says whose each is."""
+    check_str("text", text)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    return [m.group(0) for p in PAGE_TEXT_CREDITS for m in re.finditer(p, text, flags=re.IGNORECASE)]
+
+
 def check_file(path) -> list[str]:
-    """Both checks on one file, as readable messages (empty when the file is clean)."""
+    """Every check on one file, as readable messages (empty when the file is clean)."""
     path = Path(path)
     text = path.read_text()
     msgs = [f"{path.name}:{f['line']}: {f['why']}\n    {f['excerpt']}" for f in misattributions(text)]
     msgs += [f"{path.name}:{b['line']}: {b['kind']} box without its source in the title: {b['title']!r} "
              f"(add '(the paper's ...)' or '(this book)')" for b in unsourced_boxes(text)]
+    msgs += [f"{path.name}:{b['line']}: {b['kind']} box titled as the paper's but numbered by the book: "
+             f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as rc.claims.PAPER_RESULTS "
+             f"names it)" for b in paper_box_problems(text)]
     return msgs

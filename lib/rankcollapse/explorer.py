@@ -1,10 +1,15 @@
 """The book's live explorer: collapse against depth, attention weight scale and skip strength.
 
-The reader moves three controls and sees the residual through depth beside the bound of the
-paper's Theorem 2.2 (chapter "Skip connections", section 3). Nothing runs in the reader's
+The reader moves three controls and sees the residual through depth beside the book's collapse
+bound (chapter "Pure attention collapses", the theorem "The collapse bound with a computable
+constant (this book)", one constant for all layers; shown in chapter "Skip connections",
+section 3). Nothing runs in the reader's
 browser but a small script: :func:`skip_strength_grid` measures every setting on a grid when the
 book is built, and :func:`explorer_html` embeds the numbers with a self-contained script (plain
-JavaScript drawing inline SVG; no library, nothing fetched), so the page works offline.
+JavaScript drawing inline SVG; no library, nothing fetched), so the page works offline. The
+words the widget shows (its legend and the note under the plot) are :data:`TEXT`, embedded with
+the numbers: ``tests/test_attributions.py`` reads them with ``rc.claims.page_text_credits``, as it
+reads the chapters.
 
 The skip strength :math:`\\alpha` scales the skip branch of every layer,
 :math:`X_{l+1} = \\alpha X_l + \\operatorname{SA}(X_l)`: :math:`\\alpha = 0` is the pure attention
@@ -19,15 +24,32 @@ import json
 import numpy as np
 import torch
 
-from ._validate import check_int
+from ._validate import MAX_LAYERS, check_int, check_seed, derive_seed
 from .residual import composite_norm, res
 from .san import SAN, SANConfig, check_san
 from .theory import collapse_bound, tracked_residual, unit_residual_tokens
 
-__all__ = ["scaled_skip_states", "skip_strength_grid", "explorer_html", "show"]
+__all__ = ["TEXT", "scaled_skip_states", "skip_strength_grid", "explorer_html", "show"]
 
 _FLOOR = -320.0  # log10 below float64's smallest number: "underflowed"
 _BOUND_CAP = 1e6  # |log10| of the bound beyond which it is drawn and told as the cap
+
+#: The words the widget writes into the page: its legend, and the note under the plot (``{L}``:
+#: the depth shown, ``{value}``: the bound's last value). What it draws is the book's bound
+#: (:func:`~rankcollapse.theory.collapse_bound`, ``form="paper"``: one constant for all layers,
+#: the book's gamma), so the words call it the book's.
+TEXT = {
+    "measured": "measured",
+    "bound": "the book's bound (one constant)",
+    "axis": "layer l",
+    "after": "After {L} layer{s} the residual is {shown} of the input\u2019s. ",
+    "underflow": "below 10\u207b\u00b3\u2070\u2070 (underflow)",
+    "no_bound": "With a skip (\u03b1 > 0) the bound gives nothing.",
+    "vacuous": ("Dashed: the book\u2019s collapse bound, with one constant for all layers; at layer {L} "
+                "it is above the input\u2019s residual, so it says nothing (these weights are too "
+                "large for its condition)."),
+    "bound_value": "Dashed: the book\u2019s collapse bound, with one constant for all layers, {value} at layer {L}.",
+}
 
 
 @torch.no_grad()
@@ -70,16 +92,19 @@ def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, sam
     (:func:`~rankcollapse.theory.unit_residual_tokens`); the same networks and inputs serve
     every strength. Strength 0 is pure attention, measured with
     :func:`~rankcollapse.theory.tracked_residual` (exact below float64's rounding floor) and
-    bounded by :func:`~rankcollapse.theory.collapse_bound` (the paper's form); with a skip
+    bounded by :func:`~rankcollapse.theory.collapse_bound` (the book's bound, one constant for all
+    layers, ``form="paper"``); with a skip
     (strength > 0) the forward pass is measured and the theorem gives no bound. The depth-``l``
     prefix of a depth-``L`` network is a depth-``l`` network, so one pass serves every depth.
 
-    Returns a dict of plain lists (JSON-ready): ``L``, ``scales``, ``strengths``, ``measured``
+    Returns a dict of plain lists (JSON-ready): ``L``, ``scales``, ``strengths``, ``input_rms``
+    (the inputs' root-mean-square entry: unit-residual inputs are small), ``measured``
     (``[scale][strength][l]``, ``log10`` of the geometric mean over samples, ``-320`` after
     underflow), ``bound`` (``[scale][l]``, ``log10``, geometric mean over samples) and the sizes.
     """
+    check_int("L", L, maximum=MAX_LAYERS)
     L, n, d, H = check_int("L", L), check_int("n", n, minimum=2), check_int("d", d), check_int("H", H)
-    samples, seed = check_int("samples", samples), check_int("seed", seed, minimum=0)
+    samples, seed = check_int("samples", samples), check_seed("seed", seed)
     scales = [float(s) for s in scales]
     strengths = [float(a) for a in strengths]
     if not scales or not strengths:
@@ -92,7 +117,7 @@ def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, sam
     bound = np.zeros((len(scales), L + 1))
     for i, scale in enumerate(scales):
         cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=scale)
-        models = [SAN(cfg, seed=seed + s) for s in range(samples)]
+        models = [SAN(cfg, seed=derive_seed(seed, s)) for s in range(samples)]
         logs = np.zeros((samples, len(strengths), L + 1))
         bounds = np.zeros((samples, L + 1))
         for s, (model, X) in enumerate(zip(models, inputs)):
@@ -109,6 +134,7 @@ def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, sam
             -_BOUND_CAP, _BOUND_CAP).mean(axis=0)
     return {
         "L": L, "n": n, "d": d, "H": H, "samples": samples, "seed": seed,
+        "input_rms": round(float(torch.stack(inputs).pow(2).mean().sqrt()), 6),
         "scales": scales, "strengths": strengths,
         "measured": np.round(measured, 4).tolist(), "bound": np.round(bound, 4).tolist(),
     }
@@ -129,6 +155,7 @@ _JS = r"""
 (function () {
   const root = document.getElementById(%(uid)s);
   const data = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
+  const T = data.text;
   const svg = root.querySelector('svg'), NS = 'http://www.w3.org/2000/svg';
   const W = 672, Hh = 300, m = {l: 56, r: 12, t: 12, b: 40};
   const ctl = name => root.querySelector('input[name="' + name + '"]');
@@ -148,6 +175,10 @@ _JS = r"""
     out('depth').value = String(L);
     out('scale').value = String(scale);
     out('strength').value = String(alpha);
+    // what a screen reader says for each slider: its value, not its position on the grid
+    ctl('depth').setAttribute('aria-valuetext', L + ' layer' + (L === 1 ? '' : 's'));
+    ctl('scale').setAttribute('aria-valuetext', 'weight scale ' + scale);
+    ctl('strength').setAttribute('aria-valuetext', 'skip strength ' + alpha);
     const meas = data.measured[i][j].slice(0, L + 1);
     const bnd = alpha === 0 ? data.bound[i].slice(0, L + 1) : null;
     let lo = Math.min(...meas), hi = Math.max(0, ...meas);
@@ -164,7 +195,7 @@ _JS = r"""
     }
     const tstep = L <= 12 ? 1 : Math.ceil(L / 12);
     for (let l = 0; l <= L; l += tstep) el('text', {x: x(l), y: Hh - m.b + 16, 'text-anchor': 'middle'}, String(l));
-    el('text', {x: (m.l + W - m.r) / 2, y: Hh - 4, 'text-anchor': 'middle'}, 'layer l');
+    el('text', {x: (m.l + W - m.r) / 2, y: Hh - 4, 'text-anchor': 'middle'}, T.axis);
     el('line', {x1: m.l, x2: m.l, y1: m.t, y2: Hh - m.b, stroke: 'currentColor', 'stroke-opacity': .5});
     el('line', {x1: m.l, x2: W - m.r, y1: Hh - m.b, y2: Hh - m.b, stroke: 'currentColor', 'stroke-opacity': .5});
     const path = vals => vals.map((v, l) => (l ? 'L' : 'M') + x(l).toFixed(1) + ' ' + y(v).toFixed(1)).join(' ');
@@ -185,7 +216,7 @@ _JS = r"""
                          'class': 'rc-bound'});
     el('path', {d: path(meas), fill: 'none', stroke: '#0072B2', 'stroke-width': 2.5, 'class': 'rc-measured'});
     meas.forEach((v, l) => el('circle', {cx: x(l), cy: y(v), r: 3, fill: '#0072B2'}));
-    const key = [['measured', '#0072B2', '']].concat(bnd ? [['bound (paper\u2019s Theorem 2.2)', '#D55E00', '6 4']] : []);
+    const key = [[T.measured, '#0072B2', '']].concat(bnd ? [[T.bound, '#D55E00', '6 4']] : []);
     key.forEach(([name, colour, dash], k) => {
       // bottom left: the curves start at the top left and fall to the right
       const ky = Hh - m.b - 14 - 18 * (key.length - 1 - k), kx = m.l + 14;
@@ -194,15 +225,12 @@ _JS = r"""
     });
     const last = meas[meas.length - 1];
     const e = Math.floor(last), mant = Math.pow(10, last - e);
-    const shown = last <= -320 ? 'below 10\u207b\u00b3\u2070\u2070 (underflow)'
+    const shown = last <= -320 ? T.underflow
       : Math.abs(last) < 3 ? Math.pow(10, last).toPrecision(2) : mant.toFixed(1) + ' \u00d7 ' + pow10(e);
-    root.querySelector('.rc-note').textContent =
-      'After ' + L + ' layer' + (L === 1 ? '' : 's') + ' the residual is ' + shown + ' of the input\u2019s. ' +
-      (!bnd ? 'With a skip (\u03b1 > 0) the theorem gives no bound.'
-       : bnd[bnd.length - 1] >= 0 ? 'Dashed: the bound of the paper\u2019s Theorem 2.2 (as stated); at layer ' + L +
-           ' it is above the input\u2019s residual, so it says nothing (these weights are too large for its condition).'
-       : 'Dashed: the bound of the paper\u2019s Theorem 2.2 (as stated), ' + pow10(bnd[bnd.length - 1]) +
-           ' at layer ' + L + '.');
+    const fill = (t, v) => t.replace('{L}', String(L)).replace('{s}', L === 1 ? '' : 's')
+      .replace('{shown}', shown).replace('{value}', v || '');
+    root.querySelector('.rc-note').textContent = fill(T.after) +
+      (!bnd ? fill(T.no_bound) : bnd[bnd.length - 1] >= 0 ? fill(T.vacuous) : fill(T.bound_value, pow10(bnd[bnd.length - 1])));
   }
   root.querySelectorAll('input').forEach(c => c.addEventListener('input', draw));
   draw();
@@ -223,7 +251,7 @@ def explorer_html(grid: dict, uid: str = "rc-explorer") -> str:
     # the usual initialisation (scale 1) and the usual skip (strength 1) where the grid has them
     s0 = scales.index(1.0) if 1.0 in scales else 0
     a0 = 0
-    payload = json.dumps(grid, separators=(",", ":")).replace("</", "<\\/")
+    payload = json.dumps({**grid, "text": TEXT}, separators=(",", ":")).replace("</", "<\\/")
     label = "\u2016res(X\u2097)\u2016 / \u2016res(X)\u2016 (log scale)"
     controls = "".join(
         f'<label for="{uid}-{name}">{text}</label>'
@@ -240,8 +268,8 @@ def explorer_html(grid: dict, uid: str = "rc-explorer") -> str:
         f'<div class="rc-controls">{controls}</div>'
         f'<div class="rc-axis-label">{label}</div>'
         f'<div class="rc-plot"><svg viewBox="0 0 672 300" width="672" height="300" role="img" '
-        f'aria-label="residual against layer"></svg></div>'
-        f'<p class="rc-note" aria-live="polite"></p>'
+        f'aria-label="residual against layer, log scale" aria-describedby="{uid}-note"></svg></div>'
+        f'<p class="rc-note" id="{uid}-note" aria-live="polite"></p>'
         f'<script type="application/json">{payload}</script>'
         f"<script>{_JS % {'uid': json.dumps(uid)}}</script></div>"
     )

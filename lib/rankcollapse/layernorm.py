@@ -9,7 +9,7 @@ standard deviation (plus ``eps``). As matrices (chapter "LayerNorm's rank argume
            \\; S = \\operatorname{diag}(\\sigma_1, \\dots, \\sigma_n):
 
 the centring ``C`` and the gain ``G`` multiply on the right, the per-token scale ``S^{-1}`` on
-the left. The paper writes ``LN(SA(X)) = sum_h P_h X W_h D^{-1} + 1 b~^T``, a right
+the left. The paper, as the reading note gives it, writes ``LN(SA(X)) = sum_h P_h X W_h D^{-1} + 1 b~^T``, a right
 multiplication only; that is exact when every token has the same ``sigma`` and otherwise an
 approximation, whose size :func:`rewriting_discrepancy` measures.
 
@@ -24,13 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import as_tokens, check_choice, check_dtype, check_finite_float, check_int, check_positive_float
+from ._validate import as_tokens, check_choice, check_dtype, check_finite_float, check_int, check_positive_float, check_seed
 from .paths import FrozenLayer
 from .residual import composite_norm, matrix_norm, relative_residual, res
 from .san import SAN, check_san, layer_norm as _san_layer_norm
 
 __all__ = [
     "numerical_rank",
+    "rank_one_deviation",
     "layer_norm",
     "LNFactors",
     "ln_factors",
@@ -59,6 +60,22 @@ def numerical_rank(Y, rtol: float | None = None) -> torch.Tensor:
     s = torch.linalg.svdvals(Y)
     top = s[..., :1]
     return ((s > rtol * top) & (top > 0)).sum(dim=-1)
+
+
+def rank_one_deviation(Y) -> torch.Tensor:
+    """``sigma_2 / sigma_1``, the second singular value of ``Y`` over the first, shape ``(...)``.
+
+    ``Y``: ``(n, d)`` or ``(..., n, d)`` with ``min(n, d) >= 2``. Zero exactly when ``Y`` has rank
+    at most one, so for rank-one tokens ``s v^T`` carried through a network it is the relative
+    size of everything else the layers have added (noise, rounding errors); a zero matrix gives 0.
+    Chapter "LayerNorm's rank argument", section "Rank is not distance to uniformity".
+    """
+    Y = as_tokens("Y", Y)
+    if min(Y.shape[-2:]) < 2:
+        raise ValueError(f"Y must have at least 2 rows and 2 columns, got shape {tuple(Y.shape)}")
+    s = torch.linalg.svdvals(Y)
+    top = s[..., 0]
+    return torch.where(top > 0, s[..., 1] / top.clamp_min(torch.finfo(Y.dtype).tiny), torch.zeros_like(top))
 
 
 def _vector(name, v, d, dtype):
@@ -257,15 +274,18 @@ def near_uniform_along_ones(n: int, d: int, eps: float, *, seed: int, level: flo
     """``Y = level * 1 1_d^T + eps * E``: every token almost the same, and that common token along ``1_d``.
 
     ``E`` is ``(n, d)`` Gaussian. Its relative residual is of order ``eps``; LayerNorm's centring
-    removes the common part ``level * 1 1_d^T`` exactly and its per-token scaling blows up what is
-    left, so ``LN(Y)`` has relative residual of order one (chapter "LayerNorm's rank argument",
-    section "Rank is not distance to uniformity").
+    removes the common part ``level * 1 1_d^T`` exactly, and what is left, ``eps * E C``, already
+    has relative residual of order one: the centring alone makes the jump. The per-token division
+    by ``sigma_i`` (about ``sqrt(LN_EPS)`` when ``eps**2`` is far below LayerNorm's own ``LN_EPS``)
+    then changes the relative residual little, and leaves the output's entries of size about
+    ``eps / sqrt(LN_EPS)``, not of unit size (chapter "LayerNorm's rank argument", section "Rank
+    is not distance to uniformity").
     """
     n, d = check_int("n", n, maximum=_MAX_SIDE), check_int("d", d, minimum=2, maximum=_MAX_SIDE)
     _check_size(n, d)
     eps = check_positive_float("eps", eps)
     level = check_finite_float("level", level)
-    seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # the library's seed range
+    seed = check_seed("seed", seed)
     dtype = check_dtype("dtype", dtype)
     gen = torch.Generator().manual_seed(seed)
     E = torch.randn(n, d, generator=gen, dtype=dtype)
@@ -286,7 +306,7 @@ def balanced_tokens(n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torc
         raise ValueError(f"n must be even (half the tokens +v, half -v), got {n}")
     _check_size(n, d)
     noise = check_positive_float("noise", noise, allow_zero=True)
-    seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # the library's seed range
+    seed = check_seed("seed", seed)
     dtype = check_dtype("dtype", dtype)
     gen = torch.Generator().manual_seed(seed)
     v = torch.randn(d, generator=gen, dtype=dtype)
@@ -300,7 +320,8 @@ def balanced_tokens(n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torc
 
 def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
     """Per layer (``L + 1`` entries) of the forward pass on ``X``: ``"absolute"`` ``||res||_{1,inf}``,
-    ``"relative"`` residual and numerical ``"rank"`` (with ``rtol``, see :func:`numerical_rank`),
+    ``"relative"`` residual, numerical ``"rank"`` (with ``rtol``, see :func:`numerical_rank`) and
+    ``"rank_one"``, the :func:`rank_one_deviation` (needs at least 2 tokens and 2 features),
     each a tensor of shape ``(L+1, ...)``."""
     check_san(model)
     if rtol is not None:
@@ -311,5 +332,6 @@ def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
         "absolute": torch.stack([composite_norm(res(h)) for h in hs]),
         "relative": torch.stack([relative_residual(h) for h in hs]),
         "rank": torch.stack([numerical_rank(h, rtol) for h in hs]),
+        "rank_one": torch.stack([rank_one_deviation(h) for h in hs]),
     }
 

@@ -36,26 +36,13 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import as_tokens, check_choice, check_int, check_positive_float
+from ._validate import as_tokens, check_choice, check_elements, check_int, check_positive_float, check_seed, derive_seed
 from .residual import composite_norm, matrix_norm
 from .san import ACTIVATIONS, SAN, activation, check_san
 
-__all__ = [
-    "NORM",
-    "activation_slope",
-    "jacobian_envelope",
-    "mlp_inputs",
-    "mlp_map",
-    "lipschitz_upper_bound",
-    "lipschitz_lower_bound",
-    "LipschitzEstimate",
-    "mlp_lipschitz",
-    "perturbation_gain",
-    "memorization_task",
-    "per_example_gradients",
-    "GradientNoise",
-    "gradient_variance",
-]
+__all__ = ["NORM", "activation_slope", "jacobian_envelope", "mlp_inputs", "mlp_map", "lipschitz_upper_bound",
+           "lipschitz_lower_bound", "LipschitzEstimate", "mlp_lipschitz", "perturbation_gain", "memorization_task",
+           "per_example_gradients", "GradientNoise", "gradient_variance"]
 
 NORM = "l1inf"  # the norm every Lipschitz constant here is taken in: the composite (1, inf) norm
 
@@ -93,6 +80,8 @@ def jacobian_envelope(W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float,
     of its interval: the larger of the sum of the terms' largest values and minus the sum of their
     smallest. Shapes: ``W_1`` ``(d, m)``, ``W_2`` ``(m, d')``; returns ``(d, d')``.
     """
+    if W_1.ndim != 2 or W_2.ndim != 2 or W_1.shape[1] != W_2.shape[0]:
+        raise ValueError(f"W_1 (d_in, m) and W_2 (m, d_out) must share m, got W_1 {tuple(W_1.shape)} and W_2 {tuple(W_2.shape)}")
     lo, hi = slopes
     terms = W_1.unsqueeze(-1) * W_2.unsqueeze(0)  # (d, m, d'): W1_km W2_mj
     top = torch.maximum(lo * terms, hi * terms).sum(dim=1)
@@ -211,7 +200,7 @@ def lipschitz_lower_bound(f, Z, *, steps: int = 50, points: int = 4, eps: float 
     steps = check_int("steps", steps, minimum=0)
     points = check_int("points", points)
     eps = check_positive_float("eps", eps)
-    seed = check_int("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     n, d = Z.shape[-2:]
     T = Z.reshape(-1, d).detach()
     with torch.no_grad():
@@ -272,6 +261,7 @@ def mlp_lipschitz(model: SAN, X, *, steps: int = 50, points: int = 4, seed: int 
     ``X``: ``(n, d)`` or ``(..., n, d)`` inputs of the network; the lower bound of layer ``l``
     searches at the tokens the MLP of layer ``l`` receives (see :func:`lipschitz_lower_bound`).
     """
+    check_seed("seed", seed)
     _check_mlp_model(model)
     X = model.check_input(X)
     upper = lipschitz_upper_bound(model)
@@ -279,7 +269,7 @@ def mlp_lipschitz(model: SAN, X, *, steps: int = 50, points: int = 4, seed: int 
     lower = []
     for l, Z in enumerate(inputs):
         block = model.layers[l]
-        lower.append(lipschitz_lower_bound(block.mlp, Z, steps=steps, points=points, seed=seed + l))
+        lower.append(lipschitz_lower_bound(block.mlp, Z, steps=steps, points=points, seed=derive_seed(seed, l)))
     return LipschitzEstimate(torch.tensor(lower, dtype=upper.dtype), upper, NORM, X.shape[-2])
 
 
@@ -299,12 +289,14 @@ def perturbation_gain(model: SAN, X, *, eps: float = 1e-4, directions: int = 8, 
 
     ``f`` is the whole network's last hidden state; ``norm``: ``"fro"`` (default) or ``"l1inf"``.
     Shape ``(directions,)`` or ``(b, directions)``. Chapter "The MLP trade-off", section "The price".
+    A zero input is refused (``||Delta|| = eps ||X||`` would be 0: the gain is 0 / 0), and with
+    ``relative=True`` so is an input whose output is zero (a relative change of a zero output).
     """
     check_san(model)
     X = as_tokens("X", X, d=model.config.d_model, dtype=model.config.dtype, max_batch_dims=1)
     eps = check_positive_float("eps", eps)
     directions = check_int("directions", directions)
-    seed = check_int("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     if not isinstance(relative, bool):
         raise TypeError(f"relative must be True or False, got {relative!r}")
     check_choice("norm", norm, ("fro", "l1inf"))
@@ -313,8 +305,13 @@ def perturbation_gain(model: SAN, X, *, eps: float = 1e-4, directions: int = 8, 
     gen = torch.Generator().manual_seed(seed)
     U = torch.randn((Xb.shape[0], directions) + Xb.shape[1:], generator=gen, dtype=Xb.dtype)
     xn = matrix_norm(Xb, norm)[:, None]
+    if bool((xn == 0).any()):
+        raise ValueError("X is zero (an input of norm 0): the perturbation eps * ||X|| is 0 and the gain 0 / 0; "
+                         "pass a non-zero input, or relative=False with a perturbation of your own size")
     U = U * (eps * xn / matrix_norm(U, norm))[..., None, None]
     Y = model(Xb).last_hidden_state
+    if relative and bool((matrix_norm(Y, norm) == 0).any()):
+        raise ValueError("the model's output on X is zero: a relative change of it is undefined (use relative=False)")
     Yp = model(Xb[:, None] + U).last_hidden_state
     dY = matrix_norm(Yp - Y[:, None], norm)
     dX = matrix_norm(U, norm)
@@ -333,7 +330,8 @@ def memorization_task(samples: int, n: int, d: int, *, seed: int, dtype=torch.fl
     tokens: telling tokens apart is the whole task, so a collapsed output cannot solve it.
     """
     samples, n, d = check_int("samples", samples), check_int("n", n), check_int("d", d)
-    seed = check_int("seed", seed, minimum=0)
+    check_elements("samples * n * d", samples * n * d, alternative="draw fewer samples or smaller (n, d)")
+    seed = check_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
     X = torch.randn(samples, n, d, generator=gen, dtype=dtype)
     targets = torch.sign(torch.randn(samples, n, generator=gen, dtype=dtype))

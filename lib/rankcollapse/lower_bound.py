@@ -1,121 +1,349 @@
-"""The open problem, explored: how small can the residual get *with* skip connections?
+"""A lower bound on the residual with skip connections (this book), and networks that reach it.
 
-Dong et al. (2021) prove that some parameterisations with skips keep
-:math:`\\lVert\\operatorname{res}(X_L)\\rVert \\ge \\lVert\\operatorname{res}(X)\\rVert`, call their
-upper bound with skips "vacuously large" and pose a tight lower bound as an open problem. This
-module gathers the book's evidence about it, with no claim of proof:
+Dong et al. (2021) prove that pure attention loses its residual doubly exponentially with depth,
+and pose a tight *lower* bound on the residual of attention with skip connections as an open
+problem. This module computes the book's answer in a regime of the weights (chapter "A lower
+bound with skip connections"), with numbers and tensors only:
 
-- :func:`skip_search`: the skip chapter's local search (:func:`rankcollapse.theory.search_smallest_ratio`)
-  for the smallest ratio :math:`\\lVert\\operatorname{res}(X_L)\\rVert/\\lVert\\operatorname{res}(X)\\rVert`
-  at a fixed weight scale, over depths, with the power law through the smallest ratios found
-  (:func:`rankcollapse.stats.log_slope`), next to the same networks without skips at
-  initialisation (:func:`rankcollapse.theory.tracked_relative_residual` of the pure network);
-- :func:`real_skip_residuals`: the relative residual of real models' attention with skips
-  and with none (the clean ``san+skip`` and ``san`` ablations of :mod:`rankcollapse.real`).
+- for a layer ``X + sum_h P_h X W_h`` with ``q_h = min(||W_QK,h||_1, ||W_QK,h||_inf)`` and
+  ``omega_h = ||W_h||_inf``, the layer's constants ``Omega = sum_h omega_h`` and
+  ``k = (4 / sqrt(d_qk)) sum_h q_h omega_h`` (:func:`layer_constants`);
+- the theorem: if every layer has ``Omega <= Omega_max < 1/2`` and ``k <= k_max``, the
+  mean-centred residual in the row-sum norm, ``b_l = ||res(X_l)||_inf``, satisfies
+  ``1/b_L^2 <= max(1/b_0^2, 3 k_max/(1 - 2 Omega_max)^2) + (15/4) k_max L`` for every input and
+  every depth (:func:`depth_bound`, :func:`lower_bound` for a core ``SAN``);
+- the one-layer lemma in its a-posteriori form, ``b_{l+1} >= b_l (1 - sum_h 2 omega_h tanh 2 eps_h)``
+  with the forward pass's ``eps_h = max_ij |R W_QK,h R^T|_ij / sqrt(d_qk)`` (:func:`one_layer_bound`);
+- networks of one shape with batched weights (:class:`Stack`), the construction that reaches the
+  rate (``W_QK = q I``, ``W_h = -omega I`` on a regular simplex of tokens, :func:`construction`,
+  :func:`simplex_tokens`, :func:`simplex_log10_ratios`), random networks in the regime
+  (:func:`random_networks`) and the bound checked on them (:func:`bound_check`).
 
-Book: chapter "What the theorem does not say", section 5.
+The adversarial search over the weights lives in :mod:`rankcollapse.lower_bound_search`.
+Core dependencies only (torch, numpy, the core modules). Book: chapter "A lower bound with skip
+connections".
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from . import theory
-from ._validate import check_int, check_positive_float, check_seed
-from .book import fmt_sci_log10
-from .san import SAN, SANConfig
-from .stats import geometric_mean, log_slope
+from ._validate import MAX_LAYERS, check_cost, check_elements, check_int, check_positive_float, check_seed
+from .residual import norm_inf, res
+from .san import SAN, SANConfig, check_san
+from .theory import qk_matrices, value_matrices
 
-__all__ = ["SkipSearch", "skip_search", "RealSkip", "real_skip_residuals"]
+__all__ = ["STEP", "THRESHOLD", "OMEGA_LIMIT", "residual_inf", "layer_constants", "depth_bound",
+           "lower_bound", "one_layer_bound", "Stack", "construction", "simplex_tokens",
+           "simplex_log10_ratios", "random_networks", "BoundCheck", "bound_check"]
+
+#: ``K`` of the theorem: ``(1 - x)^-2 <= 1 + K x`` for ``0 <= x <= THRESHOLD``.
+STEP = 15 / 4
+#: The largest ``k b^2`` at which a layer is treated as small (the theorem's ``x_0 = 1/3``).
+THRESHOLD = 1 / 3
+#: The theorem needs ``Omega < 1/2`` in every layer.
+OMEGA_LIMIT = 0.5
 
 
-@dataclass
-class SkipSearch:
-    """The smallest residual ratio found with skips, per depth, and the pure networks' ratio.
+def residual_inf(X) -> torch.Tensor:
+    """``b = ||res(X)||_inf``, the largest row l1 norm of the mean-centred residual; ``(..., n, d) -> (...)``."""
+    return norm_inf(res(X))
 
-    ``depths`` ``(k,)``; ``initial``: the ratio with skips at initialisation (median over
-    restarts); ``best``: the smallest found by the search; ``pure``: the ratio of the same
-    initial weights without skips (tracked below float64's floor, 0 after underflow).
+
+def _head_constants(QK: torch.Tensor, W: torch.Tensor, d_qk: int):
+    """``(k, Omega)`` of layers whose heads are ``QK, W`` ``(..., H, d, d)``: each ``(...)``."""
+    A = QK.abs()
+    q = torch.minimum(A.sum(-2).amax(-1), A.sum(-1).amax(-1))  # min(||.||_1, ||.||_inf)
+    omega = W.abs().sum(-1).amax(-1)  # ||W_h||_inf, the largest row sum
+    return 4 / math.sqrt(d_qk) * (q * omega).sum(-1), omega.sum(-1)
+
+
+def layer_constants(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(k_l, Omega_l)`` of every layer of a core ``SAN``, each ``(L,)`` (see the module docstring)."""
+    model = _check_skip_attention(model)
+    return _head_constants(qk_matrices(model), value_matrices(model), model.config.d_qk)
+
+
+def depth_bound(b0, k, omega, depths) -> torch.Tensor:
+    """The theorem's lower bound on ``b_L = ||res(X_L)||_inf`` at each depth of ``depths``.
+
+    ``b0``: the input's ``||res(X)||_inf``; ``k``, ``omega``: bounds on every layer's constants
+    (:func:`layer_constants`; ``omega < 1/2``, else ``ValueError``: the theorem does not apply);
+    all three broadcast together (tensors or numbers). Returns
+    ``b~ / sqrt(1 + (15/4) k b~^2 L)`` with ``b~ = min(b0, (1 - 2 omega)/sqrt(3 k))``, shaped
+    ``(..., len(depths))``, float64. Book: chapter "A lower bound with skip connections", section 3.
+    """
+    b0, k, omega = (torch.as_tensor(v, dtype=torch.float64) for v in (b0, k, omega))
+    if (b0 < 0).any() or (k < 0).any() or (omega < 0).any() or not all(
+            torch.isfinite(v).all() for v in (b0, k, omega)):
+        raise ValueError("b0, k and omega must be finite and non-negative")
+    if (omega >= OMEGA_LIMIT).any():
+        raise ValueError(f"omega must be below 1/2 in every layer (the theorem's regime), got max {omega.max():.4g}")
+    L = torch.as_tensor([check_int("depths", x, minimum=0) for x in _depth_grid(depths)], dtype=torch.float64)
+    with torch.no_grad():
+        cap = torch.where(k > 0, (1 - 2 * omega) / torch.sqrt(3 * torch.where(k > 0, k, torch.ones_like(k))),
+                          torch.full_like(k, math.inf))
+        b = torch.minimum(b0, cap).unsqueeze(-1)
+        return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b ** 2 * L)
+
+
+def _depth_grid(depths) -> list:
+    depths = np.atleast_1d(np.asarray(depths))
+    if depths.ndim != 1 or depths.size == 0:
+        raise ValueError(f"depths must be a non-empty 1-D sequence of depths, got shape {depths.shape}")
+    check_elements("depths", depths.size, alternative="evaluate the bound on a coarser grid of depths")
+    return [int(x) if float(x) == int(x) else x for x in depths.tolist()]
+
+
+def _check_skip_attention(model) -> SAN:
+    cfg = check_san(model).config
+    why = [s for s, bad in (("skip=True", not cfg.skip), ("mlp=0", cfg.mlp), ("layernorm='none'", cfg.layernorm != "none"),
+                            ("bias=False", cfg.bias), ("final_layernorm=False", cfg.final_layernorm),
+                            ("causal=False", cfg.causal), ("window=0", cfg.window),
+                            ("attention='dot'", cfg.attention != "dot")) if bad]
+    if why:
+        raise ValueError("model must be self-attention with skip connections and nothing else, which is all the "
+                         f"theorem covers: it needs {', '.join(why)}")
+    return model
+
+
+def lower_bound(model, X) -> torch.Tensor:
+    """The theorem's bound for a core ``SAN`` with skips on ``X`` ``(n, d)`` or ``(..., n, d)``: ``(L+1, ...)``.
+
+    Entry ``l`` bounds ``||res(X_l)||_inf`` from below, with ``k`` and ``Omega`` the largest over
+    the first ``l`` layers. Refused (``ValueError``) outside the theorem: a network with an MLP,
+    LayerNorm, biases, a mask or relative attention, or with ``Omega >= 1/2`` in some layer.
+    """
+    X = _check_skip_attention(model).check_input(X)
+    k, omega = layer_constants(model)
+    if (omega >= OMEGA_LIMIT).any():
+        raise ValueError(f"model has Omega = sum_h ||W_h||_inf = {omega.max():.4g} >= 1/2 in some layer: "
+                         "outside the theorem's regime")
+    b0 = residual_inf(X)
+    out = [b0]
+    for l in range(1, model.config.n_layers + 1):
+        out.append(depth_bound(b0, k[:l].max(), omega[:l].max(), [l])[..., 0])
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def one_layer_bound(model, X) -> torch.Tensor:
+    """The one-layer lemma, a posteriori: ``b_l (1 - sum_h 2 omega_h tanh(2 eps_h))`` for ``l = 0..L-1``, ``(L, ...)``.
+
+    ``b_l`` and ``eps_h = max_ij |(R W_QK,h R^T)_ij| / sqrt(d_qk)`` (``R = res(X_l)``) come from the
+    forward pass of ``model`` (a core ``SAN`` with skips and nothing else) on ``X``; entry ``l``
+    bounds ``b_{l+1}`` from below, whatever the weights (no condition on ``Omega``).
+    """
+    X = _check_skip_attention(model).check_input(X)
+    hidden = model(X).hidden_states
+    QK, W = qk_matrices(model), value_matrices(model)
+    omega = W.abs().sum(-1).amax(-1)  # (L, H)
+    out = []
+    for l, Xl in enumerate(hidden[:-1]):
+        R = res(Xl)
+        E = torch.einsum("...nd,hde,...me->...hnm", R, QK[l], R) / math.sqrt(model.config.d_qk)
+        eps = E.abs().amax(dim=(-1, -2))  # (..., H)
+        out.append(residual_inf(Xl) * (1 - (2 * omega[l] * torch.tanh(2 * eps)).sum(-1)))
+    return torch.stack(out) if out else torch.zeros((0,) + X.shape[:-2], dtype=X.dtype)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """``B`` self-attention networks of one shape with skips (or without), weights batched.
+
+    ``QK`` ``(B, L, H, d, d)``: each head's ``W_QK = W_Q W_K^T``; ``W`` ``(B, L, H, d, d)``: its value
+    map ``W_V W_O``; logits ``X W_QK X^T / sqrt(d_qk)``. :meth:`san` builds network ``i`` as a core
+    ``SAN`` (``W_Q = W_QK``, ``W_K = I``, ``W_V = W_h``, ``W_O = I``, ``d_qk`` as given), the same network.
     """
 
-    depths: np.ndarray
-    initial: np.ndarray
-    best: np.ndarray
-    pure: np.ndarray
-    scale: float
-    steps: int
+    QK: torch.Tensor
+    W: torch.Tensor
+    d_qk: int
 
-    def exponent(self) -> float:
-        """``a`` of the power law ``best ~ L^a`` fitted through the smallest ratios (log-log)."""
-        return log_slope(self.depths, self.best, log_x=True)
+    def __post_init__(self):
+        if self.QK.ndim != 5 or self.QK.shape != self.W.shape or self.QK.shape[-1] != self.QK.shape[-2]:
+            raise ValueError(f"QK and W must both have shape (B, L, H, d, d), got {tuple(self.QK.shape)} "
+                             f"and {tuple(self.W.shape)}")
+        check_int("d_qk", self.d_qk)
 
-    def glue(self) -> dict:
-        pure_last = float(self.pure[-1])  # 0 after underflow: 'below 10^-300'
-        return {"lim-open-scale": (self.scale, "{:g}"), "lim-open-steps": (self.steps, "{}"),
-                "lim-open-Lmax": (int(self.depths[-1]), "{}"),
-                "lim-open-best-1": (float(self.best[0]), "{:.2f}"),
-                "lim-open-best-Lmax": (float(self.best[-1]), "{:.2f}"),
-                "lim-open-exponent": (self.exponent(), "{:.2f}"),
-                "lim-open-pure-Lmax": (fmt_sci_log10(np.log10(pure_last) if pure_last > 0 else -np.inf), "{}")}
+    def constants(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(k, Omega)`` of each network, the largest over its layers: each ``(B,)``."""
+        k, omega = _head_constants(self.QK.detach(), self.W.detach(), self.d_qk)
+        return k.amax(-1), omega.amax(-1)
+
+    def hidden(self, X, skip: bool = True) -> list[torch.Tensor]:
+        """``X_0 .. X_L`` of every network on its input ``X`` ``(B, n, d)`` (or one ``(n, d)`` for all)."""
+        B, d = self.QK.shape[0], self.QK.shape[-1]
+        if not isinstance(X, torch.Tensor) or X.ndim not in (2, 3) or X.shape[-1] != d or (
+                X.ndim == 3 and X.shape[0] != B):
+            raise ValueError(f"X must have shape ({B}, n, {d}) or (n, {d}), got {tuple(getattr(X, 'shape', ()))}")
+        X = X.expand(B, *X.shape[-2:]) if X.ndim == 2 else X
+        scale, out = 1 / math.sqrt(self.d_qk), [X]
+        for QK, W in zip(self.QK.unbind(1), self.W.unbind(1)):  # unbind: one backward for all layers
+            Xh = X.unsqueeze(1)  # (B, 1, n, d)
+            P = torch.softmax((Xh @ QK) @ Xh.transpose(-1, -2) * scale, dim=-1)
+            A = ((P @ Xh) @ W).sum(1)
+            X = X + A if skip else A
+            out.append(X)
+        return out
+
+    def residuals(self, X, skip: bool = True) -> torch.Tensor:
+        """``||res(X_l)||_inf`` of every network and layer, ``(B, L+1)``, no gradient."""
+        with torch.no_grad():
+            return torch.stack([residual_inf(h) for h in self.hidden(X, skip)], dim=-1)
+
+    def san(self, i: int = 0, skip: bool = True) -> SAN:
+        """Network ``i`` as a core ``SAN`` (float64), with or without skips."""
+        _, L, H, d, _ = self.QK.shape
+        cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, d_qk=d, d_v=d, skip=skip)
+        eye = torch.eye(d, dtype=torch.float64).expand(H, d, d)
+        scale = math.sqrt(d / self.d_qk)  # the SAN divides by sqrt(d)
+        return SAN.from_weights(cfg, [{"W_Q": self.QK[i, l].detach() * scale, "W_K": eye, "W_V": self.W[i, l].detach(),
+                                       "W_O": eye} for l in range(L)])
+
+    def select(self, i) -> "Stack":
+        """The networks ``i`` (an index tensor or a slice) as a :class:`Stack`."""
+        return Stack(self.QK[i].detach(), self.W[i].detach(), self.d_qk)
 
 
-def skip_search(depths, *, n: int, d: int, H: int, scale: float, steps: int, restarts: int = 1,
-                seed: int = 0) -> SkipSearch:
-    """:func:`rankcollapse.theory.search_smallest_ratio` for each depth of ``depths`` on one input of
-    ``n`` standard normal tokens of width ``d`` (seeded by ``seed``), ``H`` heads, weights held at
-    the Frobenius norms of ``init_scale = scale``; and the pure networks (same seeds, no skips) at
-    initialisation. A :class:`SkipSearch`."""
-    depths = [check_int("depths", L) for L in depths]
-    if len(depths) < 2 or sorted(set(depths)) != depths:
-        raise ValueError(f"depths must be at least two increasing depths, got {depths}")
+def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> Stack:
+    """One network of depth ``L``: every head ``W_QK = q I``, ``W_h = s_l omega I`` (``s_l = -1``, or ``signs``).
+
+    With ``signs`` all ``-1`` it is the construction of chapter "A lower bound with skip
+    connections", section 4 (``Omega = H omega``, ``k = 4 H q omega / sqrt(d)``); ``+1`` layers grow
+    the residual instead (section 6).
+    """
+    L, d, H = check_int("L", L, minimum=0), check_int("d", d), check_int("H", H)
+    check_cost("L", L, MAX_LAYERS, unit="layers", alternative="the book's construction goes to 1024 layers; "
+               "simplex_log10_ratios follows the construction exactly at any depth")
+    check_elements("L * H * d * d", 2 * L * H * d * d, alternative="build a shallower or narrower construction")
+    q, omega = check_positive_float("q", q, allow_zero=True), check_positive_float("omega", omega, allow_zero=True)
+    s = torch.full((L,), -1.0, dtype=torch.float64) if signs is None else torch.as_tensor(signs, dtype=torch.float64)
+    if s.shape != (L,) or not bool(((s == 1) | (s == -1)).all()):
+        raise ValueError(f"signs must hold L = {L} values, each +1 or -1")
+    eye = torch.eye(d, dtype=torch.float64)
+    QK = (q * eye).expand(1, L, H, d, d).clone()
+    W = (omega * s[None, :, None, None, None] * eye).expand(1, L, H, d, d).clone()
+    return Stack(QK, W, d)
+
+
+def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
+    """``n`` tokens at the vertices of a regular simplex centred at 0, ``(n, d)`` with ``||res||_inf = b0``.
+
+    ``d >= n - 1``. Every token has the same norm and every pair the same inner product
+    (``-|r|^2/(n-1)``), so attention with ``W_QK = q I`` is symmetric and doubly stochastic.
+    """
+    n, d = check_int("n", n, minimum=2), check_int("d", d)
+    if d < n - 1:
+        raise ValueError(f"d must be at least n - 1 = {n - 1} for a regular simplex of n tokens, got {d}")
+    b0 = check_positive_float("b0", b0)
+    C = torch.eye(n, dtype=torch.float64) - 1 / n
+    U, S, _ = torch.linalg.svd(C)
+    X = torch.zeros(n, d, dtype=torch.float64)
+    X[:, : n - 1] = U[:, : n - 1] * S[: n - 1]
+    return X * (b0 / residual_inf(X))
+
+
+def simplex_log10_ratios(signs, n: int, d: int, H: int, q: float, omega: float, b0: float) -> np.ndarray:
+    """``log10(b_l / b_0)``, ``l = 0..L``, of :func:`construction` (``signs``) on :func:`simplex_tokens`, exactly.
+
+    The tokens stay a regular simplex: each layer multiplies the residual by ``1 + s_l H omega a``
+    with ``a = (e^g - 1)/(e^g + n - 1)``, ``g = q rho^2 n / ((n-1) sqrt(d))`` and ``rho`` a token's
+    l2 norm (chapter "A lower bound with skip connections", section 4). The scalar recursion is
+    followed in logs, so ratios far below float64's range stay finite. A shrinking layer needs
+    ``H omega <= 1`` (beyond it the factor changes sign).
+    """
     n, d, H = check_int("n", n, minimum=2), check_int("d", d), check_int("H", H)
-    scale = check_positive_float("scale", scale)
-    seed = check_seed("seed", seed)
-    X = torch.randn(n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
-    initial, best, pure = [], [], []
-    for L in depths:
-        cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, skip=True, init_scale=scale)
-        found = theory.search_smallest_ratio(cfg, X, steps=steps, restarts=restarts, seed=seed)
-        initial.append(float(np.median(found["initial"])))
-        best.append(found["best"])
-        net = SAN(cfg.replace(skip=False), seed=seed)  # the search's first restart, without skips
-        r = theory.tracked_residual(net, X)
-        pure.append(float(r[-1] / r[0]))
-    return SkipSearch(np.array(depths, dtype=float), np.array(initial), np.array(best), np.array(pure),
-                      scale, steps)
+    q = check_positive_float("q", q, allow_zero=True)
+    Om = H * check_positive_float("omega", omega, allow_zero=True)
+    signs = np.atleast_1d(np.asarray(signs, dtype=float))
+    check_cost("signs", signs.size, 10**7, unit="layers", alternative="follow the recursion on fewer layers")
+    if not np.isin(signs, (-1.0, 1.0)).all() or signs.ndim != 1:
+        raise ValueError("signs must be a sequence of +1 (grow) and -1 (shrink)")
+    if Om > 1 and (signs < 0).any():
+        raise ValueError(f"a shrinking layer needs H * omega <= 1, got {Om:g}")
+    log_rho = start = math.log(float(simplex_tokens(n, d, b0)[0].norm()))
+    log_shrunk = math.log(1 - Om) if Om < 1 else -math.inf  # log of (1 - Om)
+    out = [0.0]
+    for s in signs:
+        log_g = math.log(q) + 2 * log_rho + math.log(n / ((n - 1) * math.sqrt(d))) if q > 0 else -math.inf
+        if log_g > 700:
+            raise ValueError("the residual grew beyond what the recursion follows in float64 (g > e^700)")
+        g = math.exp(log_g)
+        if s > 0:  # log(1 + Om a)
+            log_rho += math.log1p(Om * -math.expm1(-g) / (1 + (n - 1) * math.exp(-g)))
+        else:  # log(1 - Om a) = log((1 - Om) e^g + n - 1 + Om) - log(e^g + n - 1)
+            log_rho += np.logaddexp(g + log_shrunk, math.log(n - 1 + Om)) - np.logaddexp(g, math.log(n - 1))
+        out.append((log_rho - start) / math.log(10))
+    return np.array(out)
+
+
+def random_networks(count: int, *, seed: int, batch: int = 100, max_n: int = 10, max_d: int = 10, max_H: int = 4,
+                    max_L: int = 12):
+    """Random networks with skips in the theorem's regime, ``(Stack, X)`` in batches of ``batch``.
+
+    Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H`` heads,
+    depth in ``1..max_L``; per network: ``W_QK`` Gaussian times a scale log-uniform in
+    ``[1e-2, 1e2]`` (half of them ``q I`` plus noise), value maps Gaussian (half ``-I`` plus noise)
+    rescaled to ``Omega`` in ``(0, 1/2)``, most near ``1/2``; inputs Gaussian with a residual scale
+    and a mean log-uniform in ``[1e-2, 1e2]`` (a tenth of them regular simplices).
+    """
+    count, batch, seed = check_int("count", count), check_int("batch", batch), check_seed("seed", seed)
+    max_n, max_d = check_int("max_n", max_n, minimum=2), check_int("max_d", max_d, minimum=2)
+    max_H, max_L = check_int("max_H", max_H), check_int("max_L", max_L, maximum=MAX_LAYERS)
+    check_elements("batch * max_L * max_H * max_d**2", 4 * batch * max_L * max_H * max_d**2,
+                   alternative="use smaller batches or networks")
+    g = torch.Generator().manual_seed(seed)
+    randint = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    logu = lambda *shape: 10 ** (4 * torch.rand(*shape, generator=g, dtype=torch.float64) - 2)  # noqa: E731
+    done = 0
+    while done < count:
+        B = min(batch, count - done)
+        n, d, H, L = randint(2, max_n), randint(2, max_d), randint(1, max_H), randint(1, max_L)
+        eye, shape = torch.eye(d, dtype=torch.float64), (B, L, H, d, d)
+        noise = lambda: torch.randn(*shape, generator=g, dtype=torch.float64) / math.sqrt(d)  # noqa: E731
+        half = (torch.arange(B) % 2 == 0).to(torch.float64)[:, None, None, None, None]
+        QK = (noise() + half * eye) * logu(B, 1, 1, 1, 1)
+        W = noise() - half * eye
+        target = 0.5 * (1 - torch.rand(B, L, 1, 1, 1, generator=g, dtype=torch.float64) ** 3) * (1 - 1e-9)
+        W = W / W.abs().sum(-1).amax(-1).sum(-1)[..., None, None, None] * target
+        X = torch.randn(B, n, d, generator=g, dtype=torch.float64) * logu(B, 1, 1)
+        X = X + torch.randn(B, 1, d, generator=g, dtype=torch.float64) * logu(B, 1, 1)
+        if d >= n - 1:  # every tenth input a regular simplex of the same residual size
+            idx = torch.arange(0, B, 10)
+            X[idx] = torch.stack([simplex_tokens(n, d, float(residual_inf(X[i]))) for i in idx])
+        yield Stack(QK, W, d), X
+        done += B
 
 
 @dataclass
-class RealSkip:
-    """Per real model: the last layer's relative residual with skips and without (clean surgery),
-    geometric means over sequences, ``{label: (with_skip, without)}``."""
+class BoundCheck:
+    """The bound against the measured residual: ``networks`` checked, ``pairs`` (network, depth) compared,
+    ``violations`` (measured below the bound by more than ``1e-9`` relative), ``worst``: the smallest
+    measured / bound over every pair."""
 
-    last: dict
+    networks: int
+    pairs: int
+    violations: int
+    worst: float
 
-    def glue(self) -> dict:
-        skip = [v[0] for v in self.last.values()]
-        pure = [v[1] for v in self.last.values()]
-        return {"lim-skip-real-min": (min(skip), "{:.2f}"), "lim-skip-real-max": (max(skip), "{:.2f}"),
-                "lim-noskip-real-max": (max(pure), "sci")}
+    def __add__(self, other: "BoundCheck") -> "BoundCheck":
+        return BoundCheck(self.networks + other.networks, self.pairs + other.pairs,
+                          self.violations + other.violations, min(self.worst, other.worst))
 
 
-def real_skip_residuals(models, n_seq: int, n_tokens: int) -> RealSkip:
-    """The clean ``san+skip`` (attention with skips, nothing else) and ``san`` ablations of each
-    real model (:func:`rankcollapse.real.residual_curve`, float64) on ``n_seq`` windows of
-    ``n_tokens`` tokens of the book's text, last layer. A :class:`RealSkip`."""
-    from .real import residual_curve, token_windows
-
-    models = list(models)
-    if not models:
-        raise ValueError("models must hold at least one RealModel")
-    last = {}
-    for m in models:
-        ids = token_windows(m, n_seq, n_tokens)
-        with_skip = residual_curve(m, ids, "san+skip", "clean")[:, -1].numpy()
-        without = residual_curve(m, ids, "san", "clean")[:, -1].numpy()
-        last[m.label] = (float(geometric_mean(with_skip)), float(geometric_mean(without)))
-    return RealSkip(last)
+def bound_check(stack: Stack, X) -> BoundCheck:
+    """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``), against
+    the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over layers)."""
+    if not isinstance(stack, Stack):
+        raise TypeError(f"stack must be a rankcollapse.lower_bound.Stack, got {type(stack).__name__}")
+    measured = stack.residuals(X)  # (B, L+1)
+    k, omega = stack.constants()
+    bound = depth_bound(measured[:, 0], k, omega, range(measured.shape[1]))
+    ratio = (measured / bound)[:, 1:]  # depth 0: the input itself, not compared
+    return BoundCheck(stack.QK.shape[0], ratio.numel(), int((ratio < 1 - 1e-9).sum()), float(ratio.min()))
 

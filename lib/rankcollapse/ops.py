@@ -12,10 +12,10 @@ import math
 import torch
 from torch import nn
 
-from ._validate import check_choice
+from ._validate import MAX_BYTES as _CALL_BYTES, MAX_LAYERS, MAX_WORK, check_bool, check_choice, check_cost, check_int, check_positive_float
 
 __all__ = ["LN_EPS", "ACTIVATIONS", "layer_norm", "activation", "relative_positions", "allowed_keys",
-           "check_key_mask", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size"]
+           "check_key_mask", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size", "forward_cost", "check_forward"]
 
 LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -27,6 +27,7 @@ def layer_norm(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: fl
     ``LN(Y) = (Y - mean(Y) 1^T) / sigma * gain + shift`` row by row, ``sigma = sqrt(var + eps)``
     (biased variance, ``eps = 1e-5`` by default, as ``torch.nn.LayerNorm``).
     """
+    check_positive_float("eps", eps, allow_zero=True)
     mu = Y.mean(dim=-1, keepdim=True)
     sigma = torch.sqrt(((Y - mu) ** 2).mean(dim=-1) + eps)
     return (Y - mu) / sigma.unsqueeze(-1) * gain + shift, sigma
@@ -50,6 +51,8 @@ def relative_positions(n: int, d: int, clamp_len: int = 0, dtype=torch.float64) 
     ``w_k = 10000^(-2k/d)`` (XLNet's, after Transformer-XL); offsets beyond ``clamp_len`` are
     clamped when it is positive.
     """
+    n, d = check_int("n", n), check_int("d", d)
+    clamp_len = check_int("clamp_len", clamp_len, minimum=0)
     inv_freq = 1.0 / torch.pow(10000, torch.arange(0, d, 2, dtype=torch.int64).to(dtype) / d)
     pos = torch.arange(n, -n, -1, dtype=torch.int64).to(dtype)
     if clamp_len > 0:
@@ -68,6 +71,7 @@ def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: in
     attends at least to itself and no softmax row is empty (XLNet's rule; padding rows are
     never part of a result).
     """
+    check_bool("causal", causal)
     if key_mask is None and not causal and (window == 0 or window >= n):
         return None
     eye = torch.eye(n, dtype=torch.bool)
@@ -82,7 +86,8 @@ def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: in
 
 
 def set_weights(module: nn.Module, given: dict, where: str, names=None) -> None:
-    """Replace ``module``'s parameters (or those in ``names``) by the tensors ``given``, checking each."""
+    """Replace ``module``'s parameters (or those in ``names``) by the tensors (or NumPy arrays) ``given``,
+    checking each."""
     expected = {k: v for k, v in module.named_parameters() if names is None or k in names}
     missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
     if missing or extra:
@@ -91,6 +96,8 @@ def set_weights(module: nn.Module, given: dict, where: str, names=None) -> None:
                          f" (expected {sorted(expected)})")
     for name, old in expected.items():
         t = given[name]
+        if type(t).__module__ == "numpy" and hasattr(t, "shape"):  # an array: a tensor of its values
+            t = torch.from_numpy(t.copy()) if t.dtype.kind == "f" else t
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{where}[{name!r}] must be a tensor, got {type(t).__name__}")
         if t.shape != old.shape:
@@ -133,6 +140,8 @@ def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> t
     ``seg_embed[0]`` when tokens ``i`` and ``j`` have the same segment id, ``seg_embed[1]`` when
     not (only with ``segments`` ``(..., n)``). ``q, k``: ``(..., H, n, d_qk)``.
     """
+    if not hasattr(block, "cfg"):
+        raise TypeError(f"block must be a rankcollapse.san.Block, got {type(block).__name__}")
     cfg = block.cfg
     n = q.shape[-2]
     r = relative_positions(n, cfg.d_model, cfg.clamp_len, cfg.position_dtype or cfg.dtype).to(cfg.dtype)
@@ -154,13 +163,45 @@ MAX_BYTES = 2**31  # the largest network SAN builds: 2 GiB of weights (BERT-base
 
 def weight_count(config) -> int:
     """How many weights a SAN of ``config`` (a :class:`~rankcollapse.san.SANConfig`) holds (its largest matrices; biases and LayerNorms aside)."""
+    if not all(hasattr(config, k) for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "n_layers")):
+        raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
+    return _block_weights(config) * (1 if config.shared else config.n_layers)
+
+
+def _block_weights(config) -> int:
     H, d, m = config.n_heads, config.d_model, config.mlp
-    per_block = H * d * (2 * config.d_qk + config.d_v) + H * config.d_v * d + 2 * d * m
-    return per_block * (1 if config.shared else config.n_layers)
+    return H * d * (2 * config.d_qk + config.d_v) + H * config.d_v * d + 2 * d * m
+
+
+def forward_cost(config, shape) -> tuple[int, int]:
+    """``(bytes, multiply-adds)`` of a forward pass of a SAN of ``config`` on tokens of ``shape``
+    ``(..., n, d)``: the attention matrices and hidden states it keeps (every layer's), and its
+    arithmetic (scores, mixing, projections, MLP)."""
+    if len(shape) < 2:
+        raise ValueError(f"shape must be (..., n, d), got {tuple(shape)}")
+    n, d = shape[-2], shape[-1]
+    b = math.prod(shape[:-2])
+    L, H = max(config.n_layers, 1), config.n_heads
+    item = torch.finfo(config.dtype).bits // 8
+    n_bytes = L * b * (H * n * n + 3 * n * d) * item
+    work = L * b * (H * n * n * (config.d_qk + config.d_v) + n * _block_weights(config))
+    return n_bytes, work
+
+
+def check_forward(config, shape) -> None:
+    """Refuse a forward pass on tokens of ``shape`` whose :func:`forward_cost` exceeds the library's caps."""
+    n_bytes, work = forward_cost(config, shape)
+    alternative = "use fewer tokens (n), a smaller batch, or fewer layers or heads"
+    check_cost(f"X (shape {tuple(shape)})", n_bytes, _CALL_BYTES, alternative=alternative)
+    check_cost(f"X (shape {tuple(shape)})", work, MAX_WORK, unit="multiply-adds", alternative=alternative)
 
 
 def check_size(config, max_bytes: int = MAX_BYTES) -> None:
-    """Refuse, before any allocation, a network whose weights would take more than ``max_bytes``."""
+    """Refuse, before any allocation, a network whose weights would take more than ``max_bytes``, or
+    deeper than :data:`rankcollapse._validate.MAX_LAYERS` layers (building and running each layer
+    costs time whatever its size)."""
+    check_cost("n_layers", config.n_layers, MAX_LAYERS, unit="layers",
+               alternative="the book's deepest network has 1024 layers; study depth on a shallower grid")
     n_bytes = weight_count(config) * torch.finfo(config.dtype).bits // 8
     if n_bytes > max_bytes:
         raise ValueError(

@@ -15,13 +15,15 @@ Also here: the shapes of real transformer architectures, for counting their path
 
 from __future__ import annotations
 
+import math
+
 import os
 import textwrap
 from dataclasses import dataclass
 
 import torch
 
-from ._validate import check_choice, check_dtype, check_int, check_seed
+from ._validate import SEED_LIMIT, check_choice, check_dtype, check_elements, check_int, check_seed, derive_seed
 from .real.registry import MODELS
 
 _REPR_WIDTH = 80  # characters: what a chapter's output box shows
@@ -36,17 +38,21 @@ PRESETS: dict[str, dict[str, dict]] = {
     "collapse": {
         # pure attention: residual against depth with the bound beside it (small weights),
         # the regime of 4 gamma beta H < sqrt(d_qk) over a grid of weight scales, the cubic rate,
-        # the bound's tightness on random instances, mean against optimal residual (small n, d).
+        # the bound's tightness on random instances, mean against optimal residual (small n, d);
+        # one layer's Delta against ||res X||^2 over residual scales (delta_scales), and the
+        # attention maps of the first maps_L layers of a one-head network.
         "fast": dict(
             n=12, d=16, H=4, L=6, samples=4, small_scale=0.2,
             scales=(0.3, 1.0, 3.0, 8.0, 12.0, 20.0, 30.0), regime_L=6, regime_samples=2,
             tight_instances=300, opt_n=6, opt_d=4, opt_L=3, opt_samples=3,
+            delta_scales=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), maps_L=4,
         ),
         "full": dict(
             n=32, d=64, H=8, L=8, samples=16, small_scale=0.2,
             scales=(0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 20.0, 25.0, 30.0, 40.0),
             regime_L=8, regime_samples=6,
             tight_instances=3000, opt_n=8, opt_d=6, opt_L=3, opt_samples=10,
+            delta_scales=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), maps_L=4,
         ),
     },
     "skip": {
@@ -68,6 +74,28 @@ PRESETS: dict[str, dict[str, dict]] = {
             explorer_strengths=(0.0, 0.25, 0.5, 0.75, 1.0),
         ),
     },
+    "lower_bound": {
+        # the theorem's setting: n tokens of width d (d_qk = d), H heads, every head's
+        # ||W_QK||_inf <= q and ||W_h||_inf <= omega (Omega = H omega = 0.3), inputs with
+        # ||res(X)||_inf = b0; the construction to depth con_L, its exponent fitted from depth
+        # fit_from on; the bound checked on check_networks random networks in the regime; the
+        # search (depths, restarts, Adam steps); outside the regime: the search at omega_mid
+        # (Omega = 0.75) over mid_depths, the grow-then-cancel network up to depth grow_L, the
+        # one-layer example's query/key scales unbounded_t; where the pure theorem bites: the
+        # construction with ||W_QK|| = bite_q on inputs of composite residual 1, depth bite_L.
+        "fast": dict(
+            n=4, d=8, H=2, q=4.0, omega=0.15, b0=8.0, con_L=1024, fit_from=16, check_networks=10000,
+            search_depths=(1, 2, 4, 8, 16), restarts=8, steps=30,
+            omega_mid=0.375, mid_depths=(1, 2, 4, 8, 16), grow_L=8, unbounded_t=(1.0, 10.0, 100.0, 1000.0, 10000.0),
+            bite_q=1.0, bite_L=6,
+        ),
+        "full": dict(
+            n=4, d=8, H=2, q=4.0, omega=0.15, b0=8.0, con_L=1024, fit_from=16, check_networks=10000,
+            search_depths=(1, 2, 4, 8, 16, 32, 64, 128, 256), restarts=16, steps=60,
+            omega_mid=0.375, mid_depths=(1, 2, 4, 8, 16, 32, 64), grow_L=8,
+            unbounded_t=(1.0, 10.0, 100.0, 1000.0, 10000.0), bite_q=1.0, bite_L=6,
+        ),
+    },
     "limits": {
         # what the theorem does not say: the convergence condition on real weights,
         # two meanings of rank collapse and the other accounts, on one small training run.
@@ -76,63 +104,79 @@ PRESETS: dict[str, dict[str, dict]] = {
             # tokens of real text, sequences for the shrink search and the attention entropies
             cond_models=("all-MiniLM-L6-v2", "bert-base-cased", "gpt2"),
             cond_seq=2, cond_tokens=32, cond_rescale_seq=1, cond_entropy_seq=1,
-            # the open problem: the skip chapter's search for the smallest ratio with skips
-            open_depths=(1, 2, 4), open_n=12, open_d=16, open_H=4, open_scale=0.5, open_steps=12,
             # sorting trained with and without skips (dyn_task: ToyTask fields), weights kept at
-            # dyn_checkpoints epochs, tokens measured on dyn_probe held-out sequences; loss slices along
+            # dyn_checkpoints epochs, tokens measured on dyn_probe held-out sequences, from dyn_seeds
+            # seeds (seed, seed + 1, ...; section 2 shows the first); loss slices along
             # slice_directions filter-normalised directions at slice_points steps in [-1, 1], on slice_n
             # training sequences, summarised at +-slice_radius
             dyn_task=dict(n_layers=4, n_heads=2, d_model=16, seq_len=8, vocab=10, n_train=300,
                           n_eval=40, epochs=6, batch=50, lr=3e-3),
-            dyn_checkpoints=4, dyn_probe=16,
+            dyn_checkpoints=4, dyn_probe=16, dyn_seeds=3,
             slice_directions=2, slice_points=11, slice_n=64, slice_radius=0.5,
         ),
         "full": dict(
             cond_models=("all-MiniLM-L6-v2", "bert-base-cased", "albert-base-v2", "xlnet-base-cased", "gpt2"),
             cond_seq=4, cond_tokens=128, cond_rescale_seq=2, cond_entropy_seq=2,
-            open_depths=(1, 2, 4, 8, 16), open_n=16, open_d=32, open_H=4, open_scale=0.5, open_steps=60,
             dyn_task=dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000,
                           n_eval=200, epochs=25, batch=50, lr=1e-3),
-            dyn_checkpoints=6, dyn_probe=32,
+            dyn_checkpoints=6, dyn_probe=32, dyn_seeds=3,
             slice_directions=3, slice_points=21, slice_n=256, slice_radius=0.5,
         ),
     },
     "later": {
         # five later results, each reproduced small: gradients and masks, the
-        # skip strength, the two collapses and the particles.
+        # skip strength, the two collapses and the particles. Statements about depth are
+        # measured at three depths spanning a factor 4 (grad_depths, lam_depths, phase_depth).
         "fast": dict(
-            # gradients (section 1): depth, tokens, width, heads, networks
-            grad_L=12, grad_n=12, grad_d=16, grad_H=2, grad_samples=2,
+            # gradients (section 1): depths (the deepest is drawn), tokens, width, heads, networks
+            grad_depths=(6, 12, 24), grad_n=12, grad_d=16, grad_H=2, grad_samples=2,
             # masks (section 2): depth, tokens, width, heads, networks, sliding window (tokens)
-            mask_L=24, mask_n=12, mask_d=16, mask_H=2, mask_samples=2, mask_window=2,
+            mask_L=32, mask_n=12, mask_d=16, mask_H=2, mask_samples=2, mask_window=2,
             # LayerNorm's equilibria (section 2): cube ranks, width, depth, attention sharpness, start noise
             ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
-            # lam: lambda-skip networks (rc.later.lam.lambda_study); phase: the query/key scale by
-            # skip strength grid (rc.later.phases.phase_study); particle: the attention flow on the
-            # sphere (rc.later.particles.particle_study)
-            lam=dict(lambdas=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0), n_layers=8, n_heads=2,
+            # lam: lambda-skip networks (rc.later.lam.lambda_study), read at the depths lam_depths
+            # (the deepest is n_layers); phase: the query/key scale by skip strength grid
+            # (rc.later.phases.phase_study); phase_depth: the same networks and inputs continued
+            # to the depths (rc.later.phases.depth_study; the first depth is phase's n_layers,
+            # the scales are phase's smallest and largest, the sizes are phase's); particle: the
+            # attention flow on the sphere (rc.later.particles.particle_study)
+            lam=dict(lambdas=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0), n_layers=16, n_heads=2,
                      d_model=16, n_tokens=8, samples=3),
+            lam_depths=(4, 8, 16),
             phase=dict(scales=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0), strengths=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
                        n_layers=8, n_heads=2, d_model=16, n_tokens=8, samples=3),
+            phase_depth=dict(depths=(8, 16, 32), scales=(0.0, 16.0),
+                             strengths=(0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0),
+                             ratios=(0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8, 1.0),
+                             n_heads=2, d_model=16, n_tokens=8, samples=3),
             particle=dict(n=24, d=3, betas=(1.0, 4.0, 9.0, 16.0, 25.0), T=30.0, dt=0.02, every=25),
         ),
         "full": dict(
-            grad_L=32, grad_n=32, grad_d=64, grad_H=4, grad_samples=8,
+            grad_depths=(8, 16, 32), grad_n=32, grad_d=64, grad_H=4, grad_samples=8,
             mask_L=48, mask_n=32, mask_d=64, mask_H=4, mask_samples=8, mask_window=3,
             ln_ranks=(3, 4, 5, 6), ln_d=8, ln_L=60, ln_beta=8.0, ln_noise=0.1,
-            lam=dict(lambdas=(0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0,
-                              3.0, 5.0, 7.0, 10.0), n_layers=12, n_heads=2, d_model=32, n_tokens=16, samples=8),
+            lam=dict(lambdas=(0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0),
+                     n_layers=48, n_heads=2, d_model=32, n_tokens=16, samples=8),
+            lam_depths=(12, 24, 48),
             phase=dict(scales=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0),
                        strengths=(0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0), n_layers=12, n_heads=2, d_model=32,
                        n_tokens=16, samples=8),
+            phase_depth=dict(depths=(12, 24, 48), scales=(0.0, 32.0),
+                             strengths=(0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0),
+                             ratios=(0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8, 1.0),
+                             n_heads=2, d_model=32, n_tokens=16, samples=8),
             particle=dict(n=48, d=3, betas=(1.0, 2.0, 4.0, 9.0, 16.0, 25.0), T=60.0, dt=0.01, every=50),
         ),
     },
     "toy_tasks": {
         # the paper's toy tasks (sorting, convex hull, memorization: ToyTask fields), trained with
-        # skips and post-LayerNorm, every path evaluated; n_sampled: sequences on which every single
-        # path and the draws of ks random paths (draws times) are evaluated; profile: sequences for
-        # the per-length profile; circle: the one-layer circle toy, rolled out for `steps`.
+        # skips and post-LayerNorm from n_seeds seeds (seed, seed + 1, ...), networks missing from
+        # the cache trained `workers` at a time (processes, one thread each), every path evaluated;
+        # n_sampled: the first sequences on which every single path, the draws of ks random paths
+        # (draws times), the per-length profile and, for comparison, the sums of all paths are
+        # evaluated (the sums also on every sequence); circle: the one-layer circle toy, trained
+        # from circle_seeds seeds (whether its pair merges depends on the run) and rolled out for
+        # `steps`.
         "fast": dict(
             tasks=dict(
                 sorting=dict(n_layers=4, n_heads=2, d_model=16, seq_len=8, vocab=10, n_train=300,
@@ -142,10 +186,15 @@ PRESETS: dict[str, dict[str, dict]] = {
                 memorization=dict(n_layers=4, n_heads=2, d_model=32, seq_len=32, n_train=6, n_eval=6,
                                   epochs=20, batch=3, lr=1e-3, schedule="linear"),
             ),
-            n_sampled=dict(sorting=40, convex_hull=20, memorization=2), ks=(5, 20), draws=50, profile=8,
+            # sorting again with the official optimiser (Adam, lr 1e-5, batches of 30), here for
+            # as many epochs as above: too few steps to learn, it only exercises the code
+            official_sorting=dict(n_layers=4, n_heads=2, d_model=16, seq_len=8, vocab=10, n_train=300,
+                                  n_eval=40, epochs=6, batch=30, lr=1e-5),
+            n_seeds=3, workers=1,
+            n_sampled=dict(sorting=40, convex_hull=20, memorization=6), ks=(5, 20), draws=50,
             circle=dict(n_layers=1, n_heads=2, d_model=16, seq_len=2, n_train=200, n_eval=1, epochs=10,
                         batch=20, lr=3e-3),
-            steps=60,
+            circle_seeds=3, steps=60,
         ),
         "full": dict(
             tasks=dict(
@@ -156,9 +205,13 @@ PRESETS: dict[str, dict[str, dict]] = {
                 memorization=dict(n_layers=6, n_heads=2, d_model=250, seq_len=128, n_train=32,
                                   n_eval=32, epochs=50, batch=8, lr=3e-4, schedule="linear"),
             ),
-            n_sampled=dict(sorting=100, convex_hull=50, memorization=2), ks=(5, 20), draws=200, profile=8,
+            # the official code's sorting run, optimiser and all (rc.toy.OFFICIAL["sorting"])
+            official_sorting=dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000,
+                                  n_eval=200, epochs=65, batch=30, lr=1e-5),
+            n_seeds=3, workers=2,
+            n_sampled=dict(sorting=200, convex_hull=50, memorization=8), ks=(5, 20), draws=50,
             circle=dict(n_layers=1, n_heads=2, d_model=32, seq_len=2, n_train=1000, n_eval=1, epochs=70,
-                        batch=30, lr=1e-3),
+                        batch=30, lr=1e-3), circle_seeds=10,
             steps=300,
         ),
     },
@@ -171,16 +224,17 @@ PRESETS: dict[str, dict[str, dict]] = {
         "full": dict(n_seq=32, n_tokens=128, batch=16, opt_seq=2, opt_tokens=32, path_seq=4, n_paths=30),
     },
     "paths": {
-        # verify Theorem 2.1 by enumeration on a small SAN; per-length contributions of a SAN
-        # with skips at initialisation at BERT-base's shape (full) or a small one (fast).
+        # verify the path decomposition by enumeration on a small SAN; per-length contributions
+        # of a SAN with skips at initialisation at BERT-base's shape (full) or a small one
+        # (fast), beside per_path random paths of each length.
         "fast": dict(
             enum_L=3, enum_H=2, enum_n=8, enum_d=16,
-            L=6, H=4, n=32, d=64, samples=2,
+            L=6, H=4, n=32, d=64, samples=2, per_path=8,
             check_trials=5,
         ),
         "full": dict(
             enum_L=4, enum_H=3, enum_n=16, enum_d=32,
-            L=12, H=12, n=128, d=768, samples=8,
+            L=12, H=12, n=128, d=768, samples=8, per_path=8,
             check_trials=20,
         ),
     },
@@ -265,7 +319,9 @@ class Draws:
     def _shape(shape) -> tuple[int, ...]:
         if not shape:
             raise ValueError("shape must give at least one dimension, got none")
-        return tuple(check_int(f"shape[{i}]", s) for i, s in enumerate(shape))
+        shape = tuple(check_int(f"shape[{i}]", s) for i, s in enumerate(shape))
+        check_elements("shape", math.prod(shape), alternative="draw fewer samples or smaller tensors")
+        return shape
 
     def normal(self, *shape: int, dtype=torch.float64) -> torch.Tensor:
         """Standard normal entries, a tensor of ``shape`` (float64 unless ``dtype`` says otherwise)."""
@@ -291,7 +347,7 @@ class Run:
     def __init__(self, chapter: str, mode: str, seed: int, sizes: dict):
         # a size read as run.<name> must not be hidden by one of Run's own attributes (a preset's
         # "draws" was once shadowed by a method of that name and reached the chapter as a method)
-        hidden = sorted(k for k in sizes if hasattr(Run, k) or k in ("chapter", "mode", "seed"))
+        hidden = sorted(k for k in sizes if hasattr(type(self), k) or k in ("chapter", "mode", "seed"))
         if hidden:
             raise ValueError(f"preset {chapter!r}: sizes {hidden} would be hidden by Run's own attributes; rename them")
         self.chapter, self.mode, self.seed = chapter, mode, seed
@@ -312,8 +368,8 @@ class Run:
         Streams with different offsets are independent; the same offset always starts the same
         stream (``run.stream(1).normal(samples, n, d)`` is the same tensor on every run).
         """
-        offset = check_int("offset", offset, minimum=0)
-        return Draws(check_seed("seed + offset", self.seed + offset))
+        offset = check_int("offset", offset, minimum=0, maximum=SEED_LIMIT - 1)
+        return Draws(derive_seed(self.seed, offset))  # reduced modulo 2**32, inside the seed range
 
     def __repr__(self):
         sizes = ", ".join(f"{k}={v}" for k, v in self._sizes.items())

@@ -27,6 +27,7 @@ __all__ = ["NORMS", "CENTERS", "check_center", "norm_1", "norm_inf", "composite_
            "center_of", "res", "relative_residual", "DEPTH_QUANTITIES", "through_depth"]
 
 NORMS = ("l1inf", "fro")
+UNDERFLOW_LOG10 = -300  # log10 of the smallest residual a float64 tracked residual follows (below it, underflow)
 CENTERS = ("mean",)  # the named centres; any function X -> x is accepted too
 
 
@@ -124,10 +125,25 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     exceed 1. A zero matrix has relative residual 0 (``0 / 0`` is taken as 0: nothing differs
     between its tokens).
     """
-    X = as_tokens("X", X)
+    X = _rescaled(as_tokens("X", X))
     num = matrix_norm(res(X, center=center, norm=norm), norm=norm)
     den = matrix_norm(X, norm=norm)
     return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+
+
+def _rescaled(X: torch.Tensor) -> torch.Tensor:
+    """``X`` with each matrix ``(n, d)`` multiplied by a power of two that brings its largest entry near 1,
+    where that entry is beyond ``2**±500`` (a scale-free quantity of entries near ``1e308`` would
+    otherwise overflow in its norms). A power of two is exact, and other matrices are untouched, so
+    the result is bit-identical wherever no rescaling was needed."""
+    if not X.is_floating_point():
+        return X
+    top = X.abs().amax(dim=(-2, -1), keepdim=True)
+    exponent = torch.frexp(top).exponent
+    far = (exponent.abs() > 500) & (top > 0)
+    if not bool(far.any()):
+        return X
+    return torch.ldexp(X, torch.where(far, -exponent, torch.zeros_like(exponent)))
 
 
 DEPTH_QUANTITIES = ("residual", "relative", "norm")

@@ -34,7 +34,7 @@ from ._validate import as_tokens, check_choice, check_int, check_positive_float,
 from ._validate import check_dtype
 from .ops import ACTIVATIONS, LN_EPS, activation, allowed_keys, check_key_mask, layer_norm
 from .ops import relative_positions, relative_scores, set_weights as _set_weights
-from .ops import MAX_BYTES, check_size, weight_count  # noqa: F401  (re-exported)
+from .ops import MAX_BYTES, check_forward, check_size, weight_count  # noqa: F401  (re-exported)
 
 __all__ = ["SANConfig", "SAN", "SANOutput", "Block", "LAYERNORMS", "ACTIVATIONS", "ATTENTIONS",
            "check_san", "layer_norm", "activation", "relative_positions", "MAX_BYTES", "weight_count", "check_size"]
@@ -357,6 +357,7 @@ class SAN(nn.Module):
         tokens) hides padded keys, ``segments`` ``(..., n)`` feeds the relative attention's
         segment term. Returns a :class:`SANOutput`."""
         X = self.check_input(X)
+        check_forward(self.config, X.shape)
         key_mask = self.check_key_mask(key_mask, X)
         if segments is not None:
             segments = torch.as_tensor(segments)

@@ -82,6 +82,9 @@ def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
         if not np.isfinite(v).all() or (logged and (v <= 0).any()):
             raise ValueError(f"{name} must be finite" + (" and positive (its log is taken)" if logged else ""))
 
+    if float(np.ptp(np.log(x) if log_x else x)) == 0:
+        raise ValueError("x must not be all equal: no line through points with one x has a slope")
+
     def log(v):
         if base == 10:
             return np.log10(v)

@@ -100,9 +100,11 @@ def glue_cell(glue: dict):
     return cell
 
 
-def stage(executed: dict[Path, Path], source: Path = SOURCE) -> Path:
+def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = True) -> Path:
     """Write the student edition's sources to ``source``: the book's sources, each chapter
-    replaced by its executed notebook without solutions, the guide left out, execution off."""
+    replaced by its executed notebook without solutions, the guide left out, execution off.
+    With ``student=False``, the book's own sources with its executed notebooks, solutions and
+    guide kept (what the PDF is built from, :mod:`booktools.pdf`)."""
     import nbformat
     import yaml
 
@@ -115,23 +117,28 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE) -> Path:
             shutil.copytree(item, source / item.name, ignore=shutil.ignore_patterns(".*", "__pycache__"))
         else:
             shutil.copy2(item, source / item.name)
-    (source / f"{GUIDE}.md").unlink(missing_ok=True)
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    (source / "_toc.yml").write_text(yaml.safe_dump(without_guide(toc), sort_keys=False))
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["title"] = f"{config['title']} (student edition)"
     config.setdefault("execute", {})["execute_notebooks"] = "off"
-    config.setdefault("sphinx", {}).setdefault("config", {})["book_edition"] = "student"
+    if student:
+        (source / f"{GUIDE}.md").unlink(missing_ok=True)
+        toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+        (source / "_toc.yml").write_text(yaml.safe_dump(without_guide(toc), sort_keys=False))
+        config["title"] = f"{config['title']} (student edition)"
+        config.setdefault("sphinx", {}).setdefault("config", {})["book_edition"] = "student"
     (source / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     for path, executed_path in executed.items():
         target = source / path.relative_to(ROOT)
         target.with_suffix(".md").unlink()
-        nb = strip_notebook(nbformat.read(executed_path, as_version=4))
+        nb = nbformat.read(executed_path, as_version=4)
+        if student:
+            nb = strip_notebook(nb)
+        # the cells' lines in the chapter's MyST source: they no longer match (cells removed or added)
+        nb.metadata.pop("source_map", None)
         glued = executed_path.with_suffix(".glue.json")
         if glued.exists():
             nb.cells.append(glue_cell(json.loads(glued.read_text())))
         nbformat.write(nb, target.with_suffix(".ipynb"))
-    for page in source.rglob("*.md"):
+    for page in source.rglob("*.md") if student else ():
         text = page.read_text()
         if GUIDE_LINK.search(text):
             page.write_text(GUIDE_LINK.sub(GUIDE_TEXT, text))

@@ -1,5 +1,5 @@
-"""The grader's outputs besides ``grades.csv``: one Markdown report per submission, and the
-grade sheet as a Markdown table (``grades.md``; the tests write the sample submissions' one to
+"""The grader's outputs for people: one Markdown report per submission, and the grade sheet as a
+Markdown table (``grades.md``; the tests write the sample submissions' one to
 ``_includes/example_grades.md`` for the instructor's guide)."""
 
 from __future__ import annotations
@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .grade_export import _num, score
+
 MARK = {"correct": "✔", "incorrect": "✘", "not attempted": "…", "crashed": "💥", "timed out": "⏱",
-        "missing": "∅", "edited": "✎", "tampered": "⚠"}
+        "missing": "∅", "edited": "✎", "tampered": "⚠", "used the reference": "⚠"}
 
 
 def report_name(rel: str, taken: set) -> str:
@@ -34,17 +36,35 @@ def _table(header, rows) -> list[str]:
     return markdown_table(header, rows, align="l" * len(header)).split("\n")
 
 
-def write_report(sub, path: Path) -> None:
-    right = sum(o == "correct" for o, _ in sub.outcomes.values())
+def _points(earned, most) -> str:
+    return f"{_num(earned)} of {_num(most)}" if earned is not None else f"not scored (of {_num(most)})"
+
+
+def write_report(sub, chapter, path: Path) -> None:
+    p = score(sub, chapter)
+    right = sum(o.outcome == "correct" for o in sub.outcomes.values())
     lines = [f"# {sub.rel}", "",
              f"- chapter: {sub.chapter or 'not recognised (no check of any chapter found)'}",
              f"- run: {sub.run}",
-             f"- score: {right} of {len(sub.outcomes)} checks correct", ""]
+             f"- points: {_num(p['total'])} of {_num(p['max'])}"
+             + (f" ({_num(p['to grade'])} of them graded by hand, not scored yet)" if p["to grade"] else ""),
+             f"- checks correct: {right} of {len(sub.outcomes)}", ""]
     if sub.outcomes:
-        lines += _table(["check", "outcome", "details"],
-                        [[f"`{ex_id}`", f"{MARK.get(outcome, '')} {outcome}", _cell(message)]
-                         for ex_id, (outcome, message) in sub.outcomes.items()])
-        lines.append("")
+        rows = []
+        for ex_id, got in sub.outcomes.items():
+            label = next((c.label for c in chapter.checks if c.id == ex_id), "")
+            hand = (sub.hand_scores or {}).get(label)
+            note = f" Scored by hand: {hand[1]}".rstrip() if hand else ""
+            rows.append([f"`{ex_id}`", f"{MARK.get(got.outcome, '')} {got.outcome}",
+                         _points(*p["checks"][ex_id]), _cell(got.message + note)])
+        lines += _table(["check", "outcome", "points", "details"], rows) + [""]
+    if p["hand"]:
+        kinds = {h.label: h.kind for h in chapter.hand}
+        rows = [[f"`{label}`", kinds.get(label, ""), _points(*pts),
+                 _cell((sub.hand_scores or {}).get(label, (0, ""))[1])]
+                for label, pts in p["hand"].items()]
+        lines += ["Graded by hand (the rubric's points; an explain or prove answer is read by the instructor):",
+                  ""] + _table(["exercise", "kind", "points", "comment"], rows) + [""]
     if sub.cell_errors:
         lines += ["Cells that raised an error (the run went on with the next cell):", ""]
         lines += [f"- code cell {i}: `{_cell(e)}`" for i, e in sub.cell_errors[:20]]
@@ -56,12 +76,21 @@ def write_report(sub, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def markdown_table(subs, ids: list[str]) -> str:
-    """The grade sheet as a Markdown table: one row a submission, one column a check."""
-    head = ["submission", "chapter", "run", *(f"`{i}`" for i in ids), "correct"]
+def markdown_table(subs, specs: dict, ids: list[str], labels: list[str]) -> str:
+    """The grade sheet as a Markdown table: one row a submission, one column a check (its outcome
+    and points) or a hand-graded exercise (explain, prove: "graded by hand", with the rubric's
+    points), then the total."""
+    head = ["submission", "chapter", "run", *(f"`{i}`" for i in ids), *(f"`{lb}`" for lb in labels), "points"]
     rows = []
     for s in subs:
-        right = sum(o == "correct" for o, _ in s.outcomes.values())
-        rows.append([f"`{s.rel}`", s.chapter or "", s.run, *(s.outcomes.get(i, ("",))[0] for i in ids),
-                     f"{right} of {len(s.outcomes)}"])
+        p = score(s, specs.get(s.chapter))
+        cells = []
+        for i in ids:
+            got, pts = s.outcomes.get(i), p["checks"].get(i)
+            cells.append(f"{got.outcome} ({_num(pts[0])}/{_num(pts[1])})" if got and pts else "")
+        for lb in labels:
+            pts = p["hand"].get(lb)
+            cells.append("" if pts is None else f"graded by hand: to score (of {_num(pts[1])})" if pts[0] is None
+                         else f"graded by hand ({_num(pts[0])}/{_num(pts[1])})")
+        rows.append([f"`{s.rel}`", s.chapter or "", s.run, *cells, f"{_num(p['total'])} of {_num(p['max'])}"])
     return "\n".join(_table(head, rows)) + "\n"

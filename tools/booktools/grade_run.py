@@ -3,34 +3,60 @@
     python -m booktools.grade_run run RUN_DIR      execute the submission's cells
     python -m booktools.grade_run verify RUN_DIR   check the answers it left, in a clean process
 
-``run`` executes ``RUN_DIR/plan.json``'s cells one by one in a fresh IPython shell (the engine
-of a Jupyter kernel, in this process: the parent kills its whole process group on time-out),
-from the working directory the parent gives it. An error in a cell is logged and the next cell
-runs, as "Run all" with errors allowed: one broken exercise does not void the others. After each
-check cell it takes out the check's answer (the function or value the chapter's original check
-cell names) with ``grade_pack`` and writes it to ``RUN_DIR/answers/``; nothing is checked here.
+``run`` executes ``RUN_DIR/plan.json``'s cells with **nbclient** (the maintained engine of
+``jupyter execute``, papermill and nbgrader): a fresh IPython kernel, started by jupyter_client
+in its own session, each cell with the time left of the notebook's budget (counted from the
+kernel's start) as its time-out, errors
+allowed (an error is logged and the next cell runs, so one broken exercise does not void the
+others), a kernel that dies (``os._exit``, a segfault, ``exit()``) reported as such, and the
+kernel killed at the end. The grader adds its own cells: one first (``grade_kernel.setup``:
+tracing the cells the student wrote) and one after each check cell (``grade_kernel.capture``:
+the check's answer taken out of the kernel into ``RUN_DIR/answers/``); nothing is checked there.
+The state (``ran``, or ``timed out``/``crashed`` and in which cell) goes to ``RUN_DIR/run.json``:
+a notebook that ends its own kernel, even with ``os._exit(0)``, has not run to its end.
 
 ``verify`` runs with nothing of the student's imported: it rebuilds each answer and calls the
-library's ``rc.checks.check`` on it (on copies of the inputs), writing one verdict a line to
-``RUN_DIR/verdicts.jsonl``. Before each check it notes which check runs (``verifying``), so that
-the parent can tell which one hung or killed the process, and after it compares the library's
-checks (the registry, every ``rankcollapse`` module's attributes, the comparison functions of
-``torch``, ``math`` and ``builtins``) with a snapshot taken first: an answer that changed them
-while being checked is *tampered*, and the process stops (the parent starts a fresh one for the
-remaining checks).
+library's ``rc.checks.check`` on it (on copies of the inputs) under a call tracer
+(``grade_trace``), writing one verdict a line to ``RUN_DIR/verdicts.jsonl``: the library's
+status and credit, or *used the reference* when the answer called the function its check
+compares against. Before each check it notes which check runs (``verifying``), so that the
+parent can tell which one hung or killed the process, and after it compares the library's checks
+(the registry, every ``rankcollapse`` module's attributes, the comparison functions of ``torch``,
+``math`` and ``builtins``) with a snapshot taken first: an answer that changed them while being
+checked is *tampered*, and the process stops (the parent starts a fresh one for the rest).
+
+What the maintained tools do that this grader does not, and the other way round:
+
+- **nbclient** runs the cells, times them out and notices a dead kernel (used here). It knows
+  nothing of answers or checks.
+- **nbgrader** (autograde) also runs the notebook with nbclient, then scores the student's own
+  test cells, read-only cells locked by a checksum, points per cell, manual grading in its
+  formgrader web app and a database of students; a student who redefines the test's helpers in
+  the kernel changes the verdict, since the tests run in the student's kernel. Here the checks
+  run in a clean process, on the answer taken out of the kernel.
+- **otter-grader** runs each submission in a Docker container (a sandbox this grader does not
+  provide: see ``grade.py`` for the container recipe), scores its own test files with points
+  per test case, and works with Gradescope (its ``results.json``) and Canvas. Its tests also run
+  in the state the student's notebook left, and it has no check of its own for answers that call
+  the library's reference.
+- **gradescope-utils** writes ``results.json`` from ``unittest`` results; the book's checks are
+  no ``unittest`` cases, so ``grade_export`` writes the file (its schema is tested).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import pickle
 import sys
+import time
 import traceback
 from pathlib import Path
 
-from .grade_pack import pack_namespace, plain_value, unpack
+from .grade_kernel import digest
+from .grade_pack import unpack
 
 
 def _append(path: Path, record: dict) -> None:
@@ -44,46 +70,105 @@ def _error_text(err) -> str:
     return f"{type(err).__name__}: {err}"[:300]
 
 
-def run(run_dir: Path) -> None:
-    plan = json.loads((run_dir / "plan.json").read_text())
-    answers = run_dir / "answers"
-    answers.mkdir(exist_ok=True)
-    log = run_dir / "cells.jsonl"
-    import matplotlib
+def _jsonl(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
 
-    matplotlib.use("Agg")
-    from IPython.core.interactiveshell import InteractiveShell
 
-    shell = InteractiveShell.instance()
-    shell.showtraceback = lambda *a, **k: None  # errors are logged below, one line each
+def _cell_error(cell) -> str | None:
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"[:300]
+    return None
+
+
+def _program(plan: dict, run_dir: Path) -> list[tuple[str, int | None, str]]:
+    """``(kind, plan cell, source)`` of every cell the kernel runs, the grader's included."""
+    traced = [digest(c["source"]) for c in plan["cells"] if c.get("traced")]
+    call = "__import__('booktools.grade_kernel').grade_kernel."
+    out = [("grader", None, f"{call}setup({traced!r}, {str(run_dir / 'traces.jsonl')!r})")]
     for i, cell in enumerate(plan["cells"]):
-        _append(log, {"cell": i, "started": True})
-        try:
-            result = shell.run_cell(cell["source"], store_history=True, silent=False)
-            err = result.error_before_exec or result.error_in_exec
-        except BaseException as e:  # noqa: BLE001 (SystemExit and friends in the student's code)
-            err = e
-        _append(log, {"cell": i, "error": _error_text(err) if err is not None else None})
-        for cap in cell.get("capture", []):
-            _capture(shell.user_ns, cap, answers, cell.get("origin") or i + 1)
+        out.append(("cell", i, cell["source"]))
+        if cell["capture"]:
+            args = f"{cell['capture']!r}, {str(run_dir / 'answers')!r}, {cell.get('origin') or i + 1!r}"
+            out.append(("grader", i, f"{call}capture({args})"))
+    return out
 
 
-def _capture(ns: dict, cap: dict, answers: Path, cell: int) -> None:
-    name, kind = cap["name"], cap["kind"]
-    if name not in ns:
-        record = {"failed": f"`{name}` is not defined when its check cell (code cell {cell}) runs"}
-    else:
-        try:
-            record = {"value": plain_value(ns[name])} if kind == "value" else {"packed": pack_namespace(ns, name)}
-        except Exception as err:  # noqa: BLE001
-            record = {"failed": f"the grader could not take `{name}` out of the notebook: {_error_text(err)}"}
-    (answers / f"{cap['id']}.pkl").write_bytes(pickle.dumps(record))
+def run(run_dir: Path) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    plan = json.loads((run_dir / "plan.json").read_text())
+    (run_dir / "answers").mkdir(exist_ok=True)
+    log = run_dir / "cells.jsonl"
+    program = _program(plan, run_dir)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for _, _, src in program])
+    deadline = math.inf  # the notebook's budget starts once its kernel is up
+    client = NotebookClient(nb, timeout_func=lambda cell: max(1, math.ceil(deadline - time.monotonic())),
+                            allow_errors=True, kernel_name="python3", shutdown_kernel="immediate",
+                            extra_arguments=["--HistoryManager.hist_file=:memory:"],  # as papermill
+                            resources={"metadata": {"path": os.getcwd()}})
+    state, where = "ran", None
+    try:
+        with client.setup_kernel():
+            (run_dir / "kernel.pid").write_text(str(client.km.provisioner.pid))
+            deadline = time.monotonic() + plan["timeout"]
+            for k, (kind, i, _) in enumerate(program):
+                if time.monotonic() >= deadline:
+                    state, where = "timed out", i
+                    break
+                if kind == "cell":
+                    _append(log, {"cell": i, "started": True})
+                try:
+                    client.execute_cell(nb.cells[k], k)
+                except CellTimeoutError:
+                    state, where = "timed out", i
+                    break
+                except DeadKernelError:
+                    state, where = "crashed", i
+                    break
+                if kind == "cell":
+                    _append(log, {"cell": i, "error": _cell_error(nb.cells[k]),
+                                  "count": nb.cells[k].get("execution_count")})
+                nb.cells[k].outputs = []  # what the notebook printed is never read: keep no copy
+    except (DeadKernelError, RuntimeError) as err:  # the kernel did not start, or died in between
+        if state == "ran":
+            state, where = "crashed", None
+            _append(log, {"kernel": _error_text(err)})
+    (run_dir / "run.json").write_text(json.dumps({"state": state, "cell": where}))
+    _attribute_calls(plan, run_dir)
+
+
+def _attribute_calls(plan: dict, run_dir: Path) -> None:
+    """For each value answer: the library functions its cells called (``answers/<id>.calls.json``),
+    and whether one of them ran without the tracer (it was turned off, or its hooks removed)."""
+    ran = {r["cell"]: r.get("count") for r in _jsonl(run_dir / "cells.jsonl") if "error" in r}
+    traces = {r.get("execution_count"): r for r in _jsonl(run_dir / "traces.jsonl")}
+    for ex_id, window in plan.get("windows", {}).items():
+        calls, untraced = set(), False
+        for i in window:
+            if i not in ran:
+                continue
+            record = traces.get(ran[i])
+            if record is None or not record.get("intact"):
+                untraced = True
+            calls.update(record.get("calls", []) if record else [])
+        (run_dir / "answers" / f"{ex_id}.calls.json").write_text(
+            json.dumps({"calls": sorted(calls), "untraced": untraced}))
+
+
+# ------------------------------------------------------------------------------------ verify
 
 def _snapshot():
     """(owner, attribute, object) for everything the verdict depends on, objects kept alive."""
     import builtins
-    import math
 
     import torch
 
@@ -108,7 +193,7 @@ def _snapshot():
                 items.append((ex_id, k, v))
                 if hasattr(v, "__code__"):
                     items.append((ex_id, k + ".__code__", v.__code__))
-                if isinstance(v, list):
+                if isinstance(v, (list, tuple)):
                     items.extend((ex_id, f"{k}[{j}]", w) for j, w in enumerate(v))
                     items.append((ex_id, k + " length", len(v)))
     return items
@@ -148,7 +233,9 @@ def verify(run_dir: Path, ids: list[str]) -> None:
         path = run_dir / "answers" / f"{ex_id}.pkl"
         (run_dir / "verifying").write_text(ex_id)
         record = pickle.loads(path.read_bytes())
-        verdict = _verdict(rc, ex_id, record)
+        calls_file = path.with_suffix(".calls.json")
+        calls = json.loads(calls_file.read_text()) if calls_file.exists() else {}
+        verdict = _verdict(rc, ex_id, record, calls)
         tampered = _changed(before)
         if tampered is not None:
             verdict = {"status": "tampered",
@@ -159,33 +246,64 @@ def verify(run_dir: Path, ids: list[str]) -> None:
     (run_dir / "verifying").unlink(missing_ok=True)
 
 
-def _verdict(rc, ex_id: str, record: dict) -> dict:
+def _verdict(rc, ex_id: str, record: dict, calls: dict) -> dict:
+    from .grade_trace import CallTracer, is_key, reference_code, watched
+
+    ex = rc.checks.EXERCISES.get(ex_id) or rc.checks.QUESTIONS[ex_id]
+    tracer = CallTracer(reference_code(ex))
     if "failed" in record:
         return {"status": "crashed", "message": record["failed"]}
     if "value" in record:
         value = record["value"]
         if isinstance(value, tuple) and value[:1] == ("unusable",):
             return {"status": "incorrect", "message": f"The answer is {value[1]}."}
-        res = rc.checks.check(ex_id, value, quiet=True)
-        return {"status": res.status, "message": res.message}
-    try:
-        fn, suspect = unpack(record["packed"])
-    except Exception as err:  # noqa: BLE001
-        return {"status": "crashed", "message": f"the answer could not be rebuilt: {_error_text(err)}"}
-    if suspect:
-        return {"status": "tampered", "message": "The answer uses the checks module ("
-                + ", ".join(suspect) + ") instead of computing its result."}
-    if not callable(fn):
-        return {"status": "incorrect", "message": f"The answer is a {type(fn).__name__}, not a function."}
+        if calls.get("untraced"):
+            return {"status": "tampered", "message": "A cell that computes this answer turned off "
+                    "the grader's call tracing."}
+        with tracer:
+            res = rc.checks.check(ex_id, value, quiet=True)
+        answer_calls, shown = set(calls.get("calls", [])), {"value": value}
+        keys = sorted(c for c in answer_calls if is_key(c))
+        if keys and res.status != "not attempted":
+            return {**shown, "status": "used the reference", "message": "A cell that computes this answer "
+                    f"calls the checks' own {', '.join(f'`{k}`' for k in keys)}; the answer itself: {res.status}."}
+    else:
+        try:
+            fn, suspect = unpack(record["packed"])
+        except Exception as err:  # noqa: BLE001
+            return {"status": "crashed", "message": f"the answer could not be rebuilt: {_error_text(err)}"}
+        if suspect:
+            return {"status": "used the reference", "message": "The answer uses the checks module ("
+                    + ", ".join(suspect) + ") instead of computing its result."}
+        if not callable(fn):
+            return {"status": "incorrect", "message": f"The answer is a {type(fn).__name__}, not a function."}
 
-    def on_copies(*args):
-        return fn(*copy.deepcopy(args))
+        def on_copies(*args):
+            return fn(*copy.deepcopy(args))
 
-    try:
-        res = rc.checks.check(ex_id, on_copies, quiet=True)
-    except Exception as err:  # noqa: BLE001 (a check that raises: report, do not stop)
-        return {"status": "crashed", "message": f"the check raised {_error_text(err)}"}
-    return {"status": res.status, "message": res.message}
+        try:
+            with tracer:
+                res = rc.checks.check(ex_id, on_copies, quiet=True)
+        except Exception as err:  # noqa: BLE001 (a check that raises: report, do not stop)
+            return {"status": "crashed", "message": f"the check raised {_error_text(err)}"}
+        if not tracer.intact:
+            return {"status": "tampered", "message": "The answer turned off the grader's call tracing."}
+        answer_calls, shown = tracer.answer_calls, {}
+        if tracer.checks_calls and res.status != "not attempted":
+            names = ", ".join(f"`{u}`" for u in sorted(tracer.checks_calls))
+            return {"status": "used the reference", "message": f"The answer calls the checks' own {names} "
+                    f"instead of computing its result; the answer itself: {res.status}."}
+    used = sorted(answer_calls & watched(ex, tracer))
+    verdict = {"status": res.status, "message": res.message, "credit": res.credit, **shown}
+    if used and res.status != "not attempted":
+        names = ", ".join(f"`{u}`" for u in used)
+        if ex.allow_reference:
+            verdict["message"] = (f"{res.message} (It calls {names}, which this check allows.)").strip()
+        else:
+            verdict = {**shown, "status": "used the reference", "credit": 0.0,
+                       "message": f"The answer calls {names}, the library's own answer to this check; "
+                                  f"the answer itself: {res.status}."}
+    return verdict
 
 
 def main(argv: list[str]) -> None:

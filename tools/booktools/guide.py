@@ -7,7 +7,7 @@ Read from the book's own sources, never typed twice:
   prerequisites and its time estimate ("about 60 minutes of reading and 30 minutes of
   exercises");
 - the exercise map (``_includes/exercise_map.md``): one row per exercise, with its kind,
-  difficulty and time.
+  difficulty and importance (``d/3``, ``i/3``) and time.
 
 :func:`chapter_map_markdown` and :func:`assignment_markdown` return MyST markdown, which the
 book's Sphinx extension ``_ext/guide.py`` parses into the guide page (``instructors.md``).
@@ -33,6 +33,8 @@ _MINUTES = re.compile(r"(?P<reading>\d+)\s+minutes\s+of\s+reading(?:\s+and\s+(?P
                       r"\s+exercises)?")
 _MAP_HEADING = re.compile(r"^\*\*\{ref\}`(?P<label>[\w-]+)`\*\*[ \t]*$", re.M)
 _MAP_ROW = re.compile(r"^\|\s*`(?P<label>[\w-]+)`\s*\|(?P<rest>.*)\|\s*$")
+_RATING = re.compile(r"([123])/3")
+KINDS = ("implement", "predict", "read", "explain", "prove")  # the exercise map's kinds
 
 
 @dataclass
@@ -57,7 +59,8 @@ class MapExercise:
     label: str
     title: str
     kind: str
-    difficulty: str
+    difficulty: int  # 1 to 3 (the map's "d/3")
+    importance: int  # 1 to 3 (the map's "i/3")
     minutes: int
     assesses: str
     chapter: str  # the chapter's label, as the map's heading names it
@@ -116,9 +119,15 @@ def read_chapter(file: str, part: str | None = None, root: Path = ROOT) -> Chapt
     """The page ``file`` (toc name) and what its "In this chapter" box says."""
     path = Path(root) / (file + ".md")
     chapter = Chapter(file=file, part=part)
-    if not path.is_file():
+    if path.is_file():
+        text = path.read_text()
+    elif path.with_suffix(".ipynb").is_file():  # a staged copy's executed notebook (booktools.pdf)
+        import nbformat
+
+        cells = nbformat.read(path.with_suffix(".ipynb"), as_version=4).cells
+        text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
+    else:
         return chapter
-    text = path.read_text()
     m = _LABEL_TITLE.search(text)
     if m:
         chapter.label, chapter.title = m["label"], m["title"].strip()
@@ -154,13 +163,21 @@ def exercise_map(path: Path = EXERCISE_MAP) -> dict[str, MapExercise]:
         if not row:
             continue
         cells = [c.strip() for c in row["rest"].split("|")]
-        if len(cells) != 5:
-            raise ValueError(f"exercise map row {row['label']!r}: expected 6 cells, got {len(cells) + 1}")
-        title, kind, difficulty, time, assesses = cells
+        if len(cells) != 6:
+            raise ValueError(f"exercise map row {row['label']!r}: expected 7 cells, got {len(cells) + 1}")
+        title, kind, difficulty, importance, time, assesses = cells
+        if kind not in KINDS:
+            raise ValueError(f"exercise map row {row['label']!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        ratings = []
+        for name, cell in (("difficulty", difficulty), ("importance", importance)):
+            m = _RATING.fullmatch(cell)
+            if m is None:
+                raise ValueError(f"exercise map row {row['label']!r}: {name} {cell!r} is not '1/3', '2/3' or '3/3'")
+            ratings.append(int(m[1]))
         minutes = re.fullmatch(r"(\d+) min", time)
         if minutes is None:
             raise ValueError(f"exercise map row {row['label']!r}: time {time!r} is not 'N min'")
-        out[row["label"]] = MapExercise(row["label"], title, kind, difficulty, int(minutes[1]), assesses, chapter)
+        out[row["label"]] = MapExercise(row["label"], title, kind, *ratings, int(minutes[1]), assesses, chapter)
     return out
 
 
@@ -244,14 +261,14 @@ def assignment_markdown(content: str, root: Path = ROOT, map_path: Path | None =
     exercises = exercise_map(map_path or Path(root) / "_includes" / "exercise_map.md")
     assignment = parse_assignment(content, exercises)
     by_label = {p.label: p for p in chapters(root) if p.label}
-    lines = ["| | Exercise | Chapter | Kind | Difficulty | Time |", "|---|---|---|---|---|---|"]
+    lines = ["| | Exercise | Chapter | Kind | Difficulty | Importance | Time |", "|---|---|---|---|---|---|---|"]
     for name, group in assignment.groups:
         for e in group:
             lines.append(f"| {name or ''} | {e.title} (`{e.label}`) | {{ref}}`{e.chapter}` | {e.kind} "
-                         f"| {e.difficulty} | {e.minutes} min |")
+                         f"| {e.difficulty}/3 | {e.importance}/3 | {e.minutes} min |")
         if name and len(assignment.groups) > 1:
-            lines.append(f"| | **{name}: {len(group)} exercises** | | | | **{_hours(sum(e.minutes for e in group))}** |")
-    lines.append(f"| | **In all: {len(assignment.exercises)} exercises** | | | | **{_hours(assignment.minutes)}** |")
+            lines.append(f"| | **{name}: {len(group)} exercises** | | | | | **{_hours(sum(e.minutes for e in group))}** |")
+    lines.append(f"| | **In all: {len(assignment.exercises)} exercises** | | | | | **{_hours(assignment.minutes)}** |")
     text = "\n".join(lines) + "\n"
     reading = []
     for name, group in assignment.groups:
@@ -272,3 +289,27 @@ def assignment_markdown(content: str, root: Path = ROOT, map_path: Path | None =
         text += (f"\nReading first (the chapters' own estimates, each chapter counted once): {parts}"
                  + (f"; {_hours(total)} in all" if len(reading) > 1 else "") + ".\n")
     return text
+
+
+def rubrics_markdown(root: Path = ROOT, map_path: Path | None = None) -> str:
+    """The rubrics of the exercises graded by hand (prove, explain), in the exercise map's order:
+    each criterion with its points, then the common wrong turns. Read from the check registry
+    (``rankcollapse.checks.RUBRICS``), where the grader reads them too."""
+    import rankcollapse as rc
+
+    exercises = exercise_map(map_path or Path(root) / "_includes" / "exercise_map.md")
+    unknown = sorted(set(rc.checks.RUBRICS) - set(exercises))
+    if unknown:
+        raise ValueError(f"rubrics for exercises the exercise map does not hold: {', '.join(unknown)}")
+    blocks = []
+    for e in exercises.values():
+        rubric = rc.checks.RUBRICS.get(e.label)
+        if rubric is None:
+            continue
+        lines = [f"**{e.title}** (`{e.label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): "
+                 f"{rubric.points:g} points.", ""]
+        lines += [f"- {p:g} point{'' if p == 1 else 's'}: {text}" for p, text in rubric.criteria]
+        if rubric.wrong_turns:
+            lines += ["", "Common wrong turns:", ""] + [f"- {w}" for w in rubric.wrong_turns]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

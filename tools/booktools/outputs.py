@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 import re
 
@@ -104,6 +105,15 @@ def glued_values(nb) -> dict[str, dict[str, str]]:
             values[_glue_name(out)] = {mime: _join(v) for mime, v in sorted(data.items())
                                        if mime.startswith("text/") or mime.endswith("json")}
     return values
+
+
+CLAIM_PREFIX = "claim."  # rankcollapse.evidence.GLUE_PREFIX (the tooling does not import the library)
+
+
+def claim_records(glued: dict[str, dict]) -> list[dict]:
+    """The declared claims among glued values (name -> mime bundle, as :func:`glued_values`
+    returns them): each claim's JSON record, in the order glued."""
+    return [json.loads(bundle["text/plain"]) for key, bundle in glued.items() if key.startswith(CLAIM_PREFIX)]
 
 
 def read_executed(path):

@@ -22,6 +22,20 @@ prediction)`` compares the value with what the library computes; ``None`` is *no
 
 One module per chapter registers that chapter's exercises (``checks/paths.py``, ...); this
 package imports them all at the bottom.
+
+For grading (``python3 tasks.py grade``, ``tools/booktools/grade.py``) every check carries
+
+- ``points`` (default 1): what a correct answer earns;
+- ``partial`` (an ``Exercise``; default ``False``): with ``True`` every case is run and an answer
+  earns the share of the cases it gets right (``CheckResult.credit``); otherwise all or nothing;
+- ``same_role``: library functions that compute the answer, besides the ones the reference calls
+  directly on its own inputs (found by tracing the reference while it runs); an answer that calls
+  one of them is *used the reference* (scored 0) unless ``allow_reference`` is ``True``.
+
+An exercise with no check (an explain or proof question, graded by hand) may register a
+``Rubric``: its points and criteria, shown beside every student's answer on the hand-grading
+sheet. Without one, the grader gives it 1 point and takes the model answer's "A good answer ..."
+sentence as its criterion.
 """
 
 from __future__ import annotations
@@ -35,10 +49,10 @@ import torch
 
 from .._validate import check_bool
 
-from .questions import Question
+from .questions import Question, check_grading as _check_grading
 
-__all__ = ["Exercise", "Question", "CheckResult", "EXERCISES", "QUESTIONS", "register", "check",
-           "in_book_build", "BOOK_BUILD_ENV"]
+__all__ = ["Exercise", "Question", "Rubric", "CheckResult", "EXERCISES", "QUESTIONS", "RUBRICS",
+           "register", "check", "in_book_build", "BOOK_BUILD_ENV"]
 
 
 @dataclass
@@ -47,6 +61,7 @@ class Exercise:
 
     ``mistakes``: ``(wrong_function, hint)`` pairs; a reader's answer equal to a wrong
     function's on the first failing case gets that hint. ``close(got, want)`` compares answers.
+    ``points``, ``partial``, ``same_role``, ``allow_reference``: for grading (module docstring).
     """
 
     id: str
@@ -55,9 +70,44 @@ class Exercise:
     hint: str
     mistakes: list = field(default_factory=list)
     close: Callable = None
+    points: float = 1
+    partial: bool = False
+    same_role: tuple = ()
+    allow_reference: bool = False
+
+    def __post_init__(self):
+        _check_grading(self)
+        check_bool("partial", self.partial)
 
     def same(self, got, want) -> bool:
         return (self.close or _close)(got, want)
+
+
+@dataclass
+class Rubric:
+    """How an exercise without a check (explain, prove) is graded by hand: ``criteria`` are
+    ``(points, what earns them)`` pairs, one per step of the answer; ``wrong_turns``: the common
+    mistakes to look for, each saying what it costs; ``label`` is the exercise's label in its
+    chapter."""
+
+    label: str
+    criteria: tuple
+    wrong_turns: tuple = ()
+
+    def __post_init__(self):
+        if isinstance(self.wrong_turns, str) or not all(isinstance(w, str) and w.strip() for w in self.wrong_turns):
+            raise ValueError(f"Rubric {self.label!r}: wrong_turns is a tuple of non-empty strings")
+        self.wrong_turns = tuple(self.wrong_turns)
+        if not (isinstance(self.label, str) and self.label.startswith("ex-")):
+            raise ValueError(f"Rubric label must be an exercise label 'ex-...', got {self.label!r}")
+        self.criteria = tuple((p, str(text)) for p, text in self.criteria)
+        if not self.criteria or any(isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0
+                                    for p, _ in self.criteria):
+            raise ValueError(f"Rubric {self.label!r}: criteria are (positive points, text) pairs")
+
+    @property
+    def points(self) -> float:
+        return sum(p for p, _ in self.criteria)
 
 
 @dataclass
@@ -65,6 +115,11 @@ class CheckResult:
     exercise: str
     status: str  # "correct", "incorrect", "not attempted", "error"
     message: str
+    credit: float = None  # the share of the points earned: 1 or 0, or the cases passed (partial)
+
+    def __post_init__(self):
+        if self.credit is None:
+            self.credit = 1.0 if self.status == "correct" else 0.0
 
     @property
     def passed(self) -> bool:
@@ -94,12 +149,19 @@ def in_book_build() -> bool:
 
 EXERCISES: dict[str, Exercise] = {}  # answered by a function
 QUESTIONS: dict[str, Question] = {}  # answered by a value: a prediction, a figure read off
+RUBRICS: dict[str, Rubric] = {}  # graded by hand, by exercise label
 
 
 def register(ex):
-    """Register an ``Exercise`` (a function to write) or a ``Question`` (a value to give)."""
+    """Register an ``Exercise`` (a function to write), a ``Question`` (a value to give) or the
+    ``Rubric`` of an exercise graded by hand."""
+    if isinstance(ex, Rubric):
+        if ex.label in RUBRICS:
+            raise ValueError(f"a rubric for {ex.label!r} is registered twice")
+        RUBRICS[ex.label] = ex
+        return ex
     if not isinstance(ex, (Exercise, Question)):
-        raise TypeError(f"register takes an Exercise or a Question, got {type(ex).__name__}")
+        raise TypeError(f"register takes an Exercise or a Question (or a Rubric), got {type(ex).__name__}")
     if ex.id in EXERCISES or ex.id in QUESTIONS:
         raise ValueError(f"exercise {ex.id!r} is registered twice")
     if isinstance(ex, Question):
@@ -256,32 +318,40 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
         raise TypeError(f"fn must be the function you wrote, got {type(fn).__name__}")
     quiet = check_bool("quiet", quiet)
     ex = EXERCISES[exercise_id]
-    result, notes = None, set()
-    for case in ex.cases():
+    result, notes, passed, cases = None, set(), 0, ex.cases()
+    for case in cases:
         want = ex.reference(*case)
         try:
             got = fn(*case)
         except NotImplementedError:
-            result = CheckResult(ex.id, "not attempted", "Replace the `raise NotImplementedError` with your code.")
+            result, passed = CheckResult(ex.id, "not attempted", "Replace the `raise NotImplementedError` with your code."), 0
             break
         except Exception as err:  # the reader's code failed: report it, do not crash the notebook
-            result = CheckResult(ex.id, "error", f"On input {_short(case)} your function raised {type(err).__name__}: {err}")
+            result = result or CheckResult(ex.id, "error", f"On input {_short(case)} your function raised {type(err).__name__}: {err}")
+            if ex.partial:
+                continue
             break
         if ex.same(got, want):
+            passed += 1
             continue
         hint = _known_mistake(ex, case, got)
         note = _float32_verdict(ex, case, got, want)
         if note is not None and hint is None:
             notes.add(note)
+            passed += 1
             continue
         if note is not None:  # an answer without a dtype (an int) that is also a known mistake's
             hint += (" (Computed in float32? This input's answer lies below float32's resolution, "
                      "where float32 gives this same answer: compute in float64.)")
-        result = CheckResult(ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint or ex.hint}")
-        break
+        result = result or CheckResult(ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint or ex.hint}")
+        if not ex.partial:
+            break
     if result is None:
         note = max(notes, key=len) if notes else ""  # the tail's note wins over the plain one
         result = CheckResult(ex.id, "correct", note)
+    elif ex.partial and result.status != "not attempted":
+        result.credit = passed / len(cases)
+        result.message += f" ({passed} of {len(cases)} cases right.)"
     if not quiet:
         print(result)
     return result
@@ -293,6 +363,7 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
 from . import paths as _paths  # noqa: E402,F401
 from . import collapse as _collapse  # noqa: E402,F401
 from . import skip as _skip  # noqa: E402,F401
+from . import lower_bound as _lower_bound  # noqa: E402,F401
 from . import toy_tasks as _toy_tasks  # noqa: E402,F401
 from . import mlp as _mlp  # noqa: E402,F401
 from . import layernorm as _layernorm  # noqa: E402,F401

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from ..residual import norm_1, norm_inf
-from . import Exercise, Question, register
+from ..residual import composite_norm, norm_1, norm_inf, res
+from . import Exercise, Question, Rubric, register
 
 
 def _cascade(c, r0, L):
@@ -98,6 +98,64 @@ register(
 )
 
 
+# ------------------------------------------------------------------ build it yourself
+
+
+def _residual_and_norm(X):
+    """The library's residual (mean centre) and its composite norm: ``{"res": res(X), "norm": ||res(X)||_{1,inf}}``."""
+    R = res(X)
+    return {"res": R, "norm": composite_norm(R)}
+
+
+def _residual_mistake(centre="columns", norm="l1inf"):
+    def wrong(X):
+        R = {"columns": X - X.mean(dim=-2, keepdim=True), "rows": X - X.mean(dim=-1, keepdim=True),
+             "none": X}[centre]
+        if norm == "sum-then-max":
+            value = torch.sqrt(norm_1(R) * norm_inf(R))
+        elif norm == "max-then-sum":  # the reductions of each norm in the wrong order
+            value = torch.sqrt(R.abs().amax(dim=-2).sum(dim=-1) * R.abs().amax(dim=-1).sum(dim=-1))
+        else:
+            value = torch.linalg.matrix_norm(R, ord="fro")
+        return {"res": R, "norm": value}
+
+    return wrong
+
+
+def _residual_cases():
+    gen = torch.Generator().manual_seed(2021)
+    cases = []
+    for n, d, shift in ((3, 2, 0.0), (5, 4, 3.0), (6, 6, -1.5), (4, 7, 10.0)):
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64) + shift * torch.randn(1, d, generator=gen,
+                                                                                         dtype=torch.float64)
+        cases.append((X,))
+    return cases
+
+
+register(
+    Exercise(
+        id="collapse.residual",
+        reference=_residual_and_norm,
+        cases=_residual_cases,
+        points=2,
+        hint="res(X) = X - 1 x^T with x the mean of the tokens (the column means); its norm is "
+             "sqrt(||R||_1 ||R||_inf): the largest absolute column sum times the largest absolute row sum.",
+        mistakes=[
+            (_residual_mistake(centre="rows", norm="sum-then-max"),
+             "Wrong centre: you subtracted each token's own mean over its features. The residual subtracts the "
+             "token that is common to all rows, the mean over the tokens (axis -2)."),
+            (_residual_mistake(centre="none", norm="sum-then-max"),
+             "You did not centre: res(X) = X - 1 x^T removes the part every token shares."),
+            (_residual_mistake(norm="max-then-sum"),
+             "Wrong order in the norms: ||R||_1 is the largest of the column sums (sum down each column, then "
+             "the maximum), not the sum of the columns' largest entries; likewise ||R||_inf over rows."),
+            (_residual_mistake(norm="fro"),
+             "That is the Frobenius norm; the book's norm is the composite sqrt(||R||_1 ||R||_inf)."),
+        ],
+    )
+)
+
+
 # ------------------------------------------------------------------ value exercises (Questions)
 
 # the small pure-attention networks the chapter's exercises measure (the fast preset's shape)
@@ -167,6 +225,94 @@ register(
             (1, "Equal steps down a log axis would be a geometric (linear-rate) fall; the dashed curve steepens "
                 "with every layer."),
             (2, "Squaring would double the exponent each layer; the residual enters each layer's bound cubed (Step 4)."),
+        ],
+    )
+)
+
+register(
+    Rubric(
+        label="ex-collapse-prove",
+        criteria=(
+            (1, "Derives P_ij = s_j rho_ij by dividing numerator and denominator by sum_k e^{a_k}."),
+            (1, "rho_ij in [e^{-2 eps}, e^{2 eps}]: the normaliser is an average (weights s_k) of numbers "
+                "in [e^{-eps}, e^{eps}]."),
+            (2, "|Delta_ij| <= 2 sinh(2 eps) s_j: the column mean of rho lies in the same interval, and two "
+                "numbers of an interval of length e^{2 eps} - e^{-2 eps} differ by at most that; row sums "
+                "give ||Delta||_inf <= 2 sinh(2 eps) because the s_j sum to one."),
+            (2, "||Delta||_1: bounds n s_j by e^{2 eps} ||P||_1 from P_kj >= s_j e^{-2 eps}, and says why "
+                "the column sums need it (one s_j repeated n times, not summed over j)."),
+        ),
+        wrong_turns=(
+            "Taking the normaliser to be 1 (or at least 1): gives rho in [e^{-eps}, e^{eps}] and loses the "
+            "second point.",
+            "A one-sided bound such as e^{2 eps} - 1 for |rho_ij - mean rho|: half of the 2 points.",
+            "Summing s_j down a column to claim ||Delta||_1 <= 2 sinh(2 eps): the last 2 points are lost.",
+        ),
+    )
+)
+
+
+# Step 3's two bounds on Delta = P - 1 p-bar^T, the numerical half of ex-collapse-prove: the
+# reader's bounds are compared with the chapter's on (eps, ||P||_1) drawn from random attention
+
+
+def _step3_bounds(eps, p1):
+    row = 2 * math.sinh(2 * eps)
+    return torch.tensor([row, row * math.exp(2 * eps) * p1], dtype=torch.float64)
+
+
+def step3_instances(seed: int = 3003) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``(a, E)`` pairs: random mean-token logits ``a`` (n,) and residual logits ``E`` (n, n), with
+    n from 2 to 8 and max|E| from about 0.01 to 2 (float64)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for n in (2, 5, 8):
+        for scale in (0.01, 0.1, 0.5, 2.0):
+            a = 2 * torch.randn(n, generator=gen, dtype=torch.float64)
+            E = scale * (2 * torch.rand(n, n, generator=gen, dtype=torch.float64) - 1)
+            out.append((a, E))
+    return out
+
+
+def step3_measure(a: torch.Tensor, E: torch.Tensor) -> dict:
+    """For ``P = softmax(1 a^T + E)`` row by row: ``eps`` (max|E|), ``p1`` (||P||_1, the largest
+    column sum) and ``delta_inf``, ``delta_1`` (the two norms of Delta = P - 1 p-bar^T)."""
+    if not (isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() > 0):
+        raise ValueError(f"a must be a non-empty 1-d tensor of logits, got {getattr(a, 'shape', type(a).__name__)}")
+    n = a.numel()
+    if not (isinstance(E, torch.Tensor) and tuple(E.shape) == (n, n)):
+        raise ValueError(f"E must be an ({n}, {n}) tensor to match a, got {getattr(E, 'shape', type(E).__name__)}")
+    P = torch.softmax(a[None, :] + E, dim=1)
+    delta = P - P.mean(dim=0, keepdim=True)
+    return {"eps": float(E.abs().max()), "p1": float(norm_1(P)),
+            "delta_inf": float(norm_inf(delta)), "delta_1": float(norm_1(delta))}
+
+
+def _step3_cases():
+    return [(m["eps"], m["p1"]) for m in map(lambda x: step3_measure(*x), step3_instances())]
+
+
+def _pair(f):
+    return lambda eps, p1: torch.tensor(f(eps, p1), dtype=torch.float64)
+
+
+register(
+    Exercise(
+        id="collapse.step3_bounds",
+        reference=_step3_bounds,
+        cases=_step3_cases,
+        hint="Row sums: 2 sinh(2 eps) (the s_j sum to one); column sums: the same times e^(2 eps) ||P||_1.",
+        mistakes=[
+            (_pair(lambda e, p: (2 * math.sinh(e), 2 * math.sinh(e) * math.exp(e) * p)),
+             "The normaliser sum_k s_k e^(E_ik) is not 1: it is an average of numbers in [e^-eps, e^eps], "
+             "so rho lies in [e^-2eps, e^2eps]."),
+            (_pair(lambda e, p: (math.exp(2 * e) - 1, (math.exp(2 * e) - 1) * math.exp(2 * e) * p)),
+             "rho_ij and the column mean of rho both lie in [e^-2eps, e^2eps]: they can differ by the "
+             "interval's whole length, e^2eps - e^-2eps = 2 sinh(2 eps)."),
+            (_pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e))),
+             "A column repeats one s_j n times instead of summing the s_j: bound n s_j by e^(2 eps) ||P||_1."),
+            (_pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e) * p)),
+             "n s_j <= e^(2 eps) ||P||_1, from P_kj >= s_j e^(-2 eps): the factor e^(2 eps) is missing."),
         ],
     )
 )

@@ -1,6 +1,6 @@
 """Exercises of the chapter "After the paper: five later results"."""
 
-from . import Exercise, Question, register  # noqa: F401
+from . import Exercise, Question, Rubric, register  # noqa: F401
 import torch  # noqa: E402
 
 
@@ -100,6 +100,7 @@ register(
         id="later.attention_entropy",
         reference=_attention_entropy,
         cases=_entropy_cases,
+        partial=True,  # forgetting 0 log 0 = 0 fails the one-hot case only
         hint="H_i = -sum_j P_ij log P_ij along each row (the last dimension), natural log, with 0 log 0 = 0.",
         mistakes=[
             (lambda P: _attention_entropy(P) / _math.log(2),
@@ -136,5 +137,26 @@ register(
             ("neither", "Look at the left panel: at the largest scale the attention entropy is a small fraction of "
                         "log n, so each token attends to nearly one token."),
         ],
+    )
+)
+
+
+register(
+    Rubric(
+        label="ex-later-prove",
+        criteria=(
+            (1, "A causal row 1 is e_1^T, so the first token is x_1^T W_1 ... W_L by induction."),
+            (2, "D(PX) <= (1 - delta) D(X): two rows share mass at least delta (their minimum), the rest are "
+                "two non-negative vectors of equal sum 1 - sum min, each a scaled convex combination."),
+            (1, "Exponential convergence to x_1: (1 - delta)^L, token 1 fixed by part 1."),
+            (1, "The band of a product of L banded matrices is L (w - 1), by induction."),
+            (1, "Disjoint dependence sets while 2 L (w - 1) < n - 1, and an input (0 on one set, e on the "
+                "other) that keeps D(X_L) = D(X)."),
+        ),
+        wrong_turns=(
+            "Bounding ||(a - b)^T X|| by the triangle inequality over all tokens: a factor 2, no contraction.",
+            "Taking the band of the product as w - 1 instead of L (w - 1).",
+            "Using part 2 without the causal mask: token 1 then moves too, and the limit is not x_1.",
+        ),
     )
 )

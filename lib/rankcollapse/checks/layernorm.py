@@ -6,7 +6,7 @@ import torch
 
 from .. import layernorm as ln
 from ..san import LN_EPS
-from . import Exercise, Question, register
+from . import Exercise, Question, Rubric, register
 
 
 def _ln_cases():
@@ -176,5 +176,25 @@ register(
             ("geometric", "A geometric fall is a straight sloping line on the log axis; the noiseless post-LN curve "
                           "is flat after the first layer: LayerNorm resets the tokens' size every layer."),
         ],
+    )
+)
+
+register(
+    Rubric(
+        label="ex-ln-prove",
+        criteria=(
+            (1, "States rank(AB) <= min(rank A, rank B) and rank(A + B) <= rank A + rank B."),
+            (1, "rank LN(Y) <= rank Y + 1, and <= rank Y with a zero shift."),
+            (1, "Pi LN(Y) = Pi S^{-1} Y C G because Pi 1 = 0, so its rank is at most rank Y."),
+            (2, "A rank-one Y with LN(Y) of rank two (tokens of opposite sign along one direction, a shift "
+                "not parallel to it), with the rank verified."),
+            (1, "S^{-1} keeps the rank (invertible); C and G can lower it."),
+        ),
+        wrong_turns=(
+            "A rank-one example whose rows all have the same sign: LN maps them to one row, rank one; "
+            "the example's 2 points are lost.",
+            "Claiming S^{-1} must be on the right for the argument: it works on either side.",
+            "Forgetting the shift's +1 (claiming rank LN(Y) <= rank Y always): the second point is lost.",
+        ),
     )
 )

@@ -1,6 +1,6 @@
 """Exercises of the chapter "What the theorem does not say"."""
 
-from . import Exercise, Question, register  # noqa: F401
+from . import Exercise, Question, Rubric, register  # noqa: F401
 import functools
 import math
 
@@ -8,7 +8,7 @@ import torch
 
 
 def _layer_constant(beta, gamma, d_qk):
-    """c_l = 4 gamma_l beta_l H / sqrt(d_qk) with beta_l the largest head's beta (Theorem 2.3's beta)."""
+    """c_l = 4 gamma_l beta_l H / sqrt(d_qk) with beta_l the largest head's beta (the beta of the paper's multi-head bound, as reported)."""
     H = beta.shape[-1]
     return 4 * gamma * beta.amax(dim=-1) * H / math.sqrt(d_qk)
 
@@ -32,7 +32,7 @@ register(
              "of heads (beta's second axis).",
         mistakes=[
             (lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) / math.sqrt(d_qk),
-             "The multi-head constant (the paper's Theorem 2.3) carries a factor H: the heads' contributions add up."),
+             "The multi-head constant (the paper's multi-head bound, as the collapse chapter reports it) carries a factor H: the heads' contributions add up."),
             (lambda beta, gamma, d_qk: 4 * gamma * beta.mean(dim=-1) * beta.shape[-1] / math.sqrt(d_qk),
              "beta bounds every head: take the largest head's beta in each layer, not the mean."),
             (lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) * beta.shape[-1] / d_qk,
@@ -148,6 +148,83 @@ register(
              "squared Frobenius norm grows far less."),
             ("rises", "The spike adds energy, but all of it along the one direction that sets ||W||_2: the "
                       "energy is less spread, not more."),
+        ],
+    )
+)
+
+register(
+    Rubric(
+        label="ex-limits-prove",
+        criteria=(
+            (2, "u_l <= u_{l-1}^3 from the substitution, and u_L <= u_0^{3^L} by induction using that "
+                "x -> x^3 is increasing; back to r_L <= c^{(3^L - 1)/2} r_0^{3^L}."),
+            (1, "The bound c^{-1/2} u_0^{3^L} tends to zero if and only if u_0 = sqrt(c) r_0 < 1 (all three "
+                "cases of u_0)."),
+            (1, "c < 1 suffices when r_0 <= 1; a pair with c < 1 and a growing bound, and one with c > 1 "
+                "and a collapsing bound."),
+            (2, "The smallest depth: L > log_3(ln(1/(tau sqrt c)) / ln(1/u_0)), and its growth like "
+                "log_3(1/eta) near the threshold."),
+        ),
+        wrong_turns=(
+            "Concluding that c < 1 is necessary, or sufficient for every input: the examples' point is lost.",
+            "Forgetting the factor c^{-1/2} (writing the bound as u_0^{3^L}): 1 point off the first criterion.",
+            "Solving for the depth with one logarithm (log_3 of 1/tau): the doubly exponential rate needs two; "
+            "1 of the last 2 points.",
+        ),
+    )
+)
+
+
+# the depth the cascade's bound needs, the numerical half of ex-limits-prove: the bound
+# c^((3^L - 1)/2) r0^(3^L) = c^(-1/2) (sqrt(c) r0)^(3^L), in logarithms (3^L overflows quickly)
+
+DEPTH_SEARCH = 200  # far beyond any depth the cases need (3^200 ln(1/u0) is huge for u0 < 1 - 1e-15)
+
+
+def _log_bound(c, r0, L):
+    return 3**L * math.log(math.sqrt(c) * r0) - 0.5 * math.log(c)
+
+
+def _depth_needed(c, r0, tau):
+    for L in range(DEPTH_SEARCH + 1):
+        if _log_bound(c, r0, L) < math.log(tau):
+            return L
+        if math.sqrt(c) * r0 >= 1:  # the bound never falls: depth 0 was the only chance
+            return None
+    return None
+
+
+def _depth_cases():
+    cases = [(c, r0, tau) for c in (0.25, 0.5, 2.0, 4.0) for r0 in (0.1, 0.45, 0.9, 2.0) for tau in (1e-3, 1e-12)]
+    # near the threshold sqrt(c) r0 = 1: the depth grows like log_3(1/eta)
+    cases += [(1.0, 1 - eta, 1e-6) for eta in (1e-2, 1e-4, 1e-8)]
+    return cases
+
+
+def _off_by_one(c, r0, tau):
+    L = _depth_needed(c, r0, tau)
+    return None if L is None else L + 1
+
+
+def _no_constant(c, r0, tau):
+    u0 = math.sqrt(c) * r0
+    if u0 >= 1:
+        return 0 if u0 < tau else None
+    return next(L for L in range(DEPTH_SEARCH + 1) if 3**L * math.log(u0) < math.log(tau))
+
+
+register(
+    Exercise(
+        id="limits.depth_needed",
+        reference=_depth_needed,
+        cases=_depth_cases,
+        hint="The bound is c^(-1/2) u0^(3^L) with u0 = sqrt(c) r0: take logarithms, "
+             "3^L ln(u0) - ln(c)/2 < ln(tau); it falls only when u0 < 1.",
+        mistakes=[
+            (lambda c, r0, tau: None if c >= 1 else _depth_needed(c, r0, tau),
+             "The bound falls when sqrt(c) r0 < 1, not when c < 1: with c = 4 and r0 = 0.1 it collapses."),
+            (_off_by_one, "Depth 0 is the input itself, whose bound is r0: count the layers from 0."),
+            (_no_constant, "The bound is c^(-1/2) (sqrt(c) r0)^(3^L): the factor c^(-1/2) is missing."),
         ],
     )
 )

@@ -5,7 +5,7 @@ import math
 import torch
 
 from ..residual import composite_norm
-from . import Exercise, Question, register
+from . import Exercise, Question, Rubric, register
 
 
 def _weights_cases():
@@ -158,12 +158,14 @@ register(
         kind="predict",
         answer=_larger_mlp,
         choices=("faster", "slower", "no change"),
-        hint="What does the bound with an MLP multiply the collapse constant by?",
+        hint="What does scaling the MLP do to the size of the next attention layer's input, and what does that "
+             "do to the attention weights?",
         mistakes=[
-            ("faster", "A larger MLP has a larger Lipschitz constant lambda, and lambda multiplies the constant of the "
-                       "collapse bound: it can pull the tokens apart faster than attention averages them."),
-            ("no change", "The MLP acts on each token separately, but with a large gain it amplifies the differences "
-                          "between tokens that attention has not yet removed."),
+            ("faster", "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next attention layer's "
+                       "input grows, its logits (quadratic in it) grow, and sharper attention averages the tokens "
+                       "less."),
+            ("no change", "By itself the MLP changes no relative residual (it is positively homogeneous), but it "
+                          "changes the size of the next attention layer's input, and attention sharpens with it."),
         ],
     )
 )
@@ -189,5 +191,26 @@ register(
             (2.0, "Each of the MLP's two weight matrices is scaled by s: lambda grows as s times s."),
             (16.0, "lambda is the product of the two matrices' gains, s each: s^2, not s^4."),
         ],
+    )
+)
+
+register(
+    Rubric(
+        label="ex-mlp-prove",
+        criteria=(
+            (1, "ReLU's difference quotient lies in [0, 1] (case by case), so a token's difference is "
+                "(x_i - y_i) W_1 D_i W_2; the biases cancel."),
+            (1, "|A_i| <= |W_1| |W_2| entrywise, from 0 <= theta <= 1 and the triangle inequality."),
+            (1, "The row-sum bound with ||B||_inf."),
+            (2, "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i bounded "
+                "by the common B; then multiply and take the square root."),
+        ),
+        wrong_turns=(
+            "Bounding |A_i| by |W_1 W_2| (the product first, then absolute values): false when inactive "
+            "units would cancel; the second point is lost.",
+            "One matrix A for every token (the column bound then looks like a single linear map): the "
+            "column criterion is worth at most 1 of its 2 points.",
+            "Forgetting the biases, or claiming they change lambda: they cancel in the difference.",
+        ),
     )
 )

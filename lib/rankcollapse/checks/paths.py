@@ -5,7 +5,7 @@ import math
 import torch
 
 from .. import paths
-from . import Exercise, Question, register
+from . import Exercise, Question, Rubric, register
 
 
 def _count_cases():
@@ -67,6 +67,8 @@ register(
         id="paths.two_layer",
         reference=_two_layer,
         cases=_two_layer_cases,
+        points=2,  # the chapter's one medium exercise to implement
+        same_role=(paths.enumerate_paths,),
         hint="Expand (I + P2 . W2) applied to (X + P1 X W1): four terms, one per path.",
         mistakes=[
             (lambda X, P1, P2, W1, W2: {**_two_layer(X, P1, P2, W1, W2), (0, 0): P1 @ P2 @ X @ W1 @ W2},
@@ -75,6 +77,117 @@ register(
              "The value maps act on the right in the order the layers apply them: X W1 W2."),
             (lambda X, P1, P2, W1, W2: {k: v for k, v in _two_layer(X, P1, P2, W1, W2).items() if k != (None, None)},
              "Don't forget the path that skips both layers: it carries X through untouched."),
+        ],
+    )
+)
+
+
+# ------------------------------------------------------------------ build it yourself
+
+
+def _attention_layer(X, W_Q, W_K, W_V, W_O):
+    """The library's layer (``rc.san.SAN``, one layer, no skip, no bias) on the given weights."""
+    from ..san import SAN, SANConfig
+
+    H, d, dqk = W_Q.shape
+    cfg = SANConfig(n_layers=1, n_heads=H, d_model=d, d_qk=dqk, d_v=W_V.shape[-1], dtype=X.dtype)
+    model = SAN.from_weights(cfg, [dict(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O)])
+    return model(X).last_hidden_state.detach()
+
+
+def _attention_mistake(transpose=False, scale=True, axis=-1):
+    """A layer with one of the known mistakes: logits transposed, no 1/sqrt(d_qk), softmax over columns."""
+
+    def layer(X, W_Q, W_K, W_V, W_O):
+        out = torch.zeros_like(X)
+        for h in range(W_Q.shape[0]):
+            logits = (X @ W_Q[h]) @ (X @ W_K[h]).T
+            logits = logits.T if transpose else logits
+            if scale:
+                logits = logits / math.sqrt(W_Q.shape[-1])
+            out = out + torch.softmax(logits, dim=axis) @ X @ W_V[h] @ W_O[h]
+        return out
+
+    return layer
+
+
+def _attention_cases():
+    gen = torch.Generator().manual_seed(1706)
+    cases = []
+    for n, d, H, dqk, dv in ((4, 6, 1, 3, 3), (5, 8, 2, 4, 2), (7, 6, 3, 2, 2)):
+        r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)  # noqa: E731
+        cases.append((r(n, d), r(H, d, dqk), r(H, d, dqk), r(H, d, dv), r(H, dv, d) / math.sqrt(H * dv)))
+    return cases
+
+
+register(
+    Exercise(
+        id="paths.attention_layer",
+        reference=_attention_layer,
+        cases=_attention_cases,
+        points=2,
+        hint="For each head: logits X W_Q (X W_K)^T / sqrt(d_qk), softmax along each row, then P X W_V W_O; "
+             "add the heads.",
+        mistakes=[
+            (_attention_mistake(transpose=True),
+             "Are your logits transposed? Row i holds token i's query against every key: (X W_Q)(X W_K)^T, "
+             "not (X W_K)(X W_Q)^T."),
+            (_attention_mistake(scale=False),
+             "Is the 1/sqrt(d_qk) there? Divide the logits by the square root of the query/key width."),
+            (_attention_mistake(axis=-2),
+             "Each row of P must sum to one (token i averages the tokens): take the softmax along the last "
+             "axis, over the keys."),
+        ],
+    )
+)
+
+
+def _by_length(X, Ps, Ws):
+    """The dynamic programme over lengths with skips: ``(L+1, n, d)``, entry ``l`` the length-``l`` sum."""
+    terms = [X]
+    for P, W in zip(Ps, Ws):
+        heads = lambda Y: sum(P[h] @ Y @ W[h] for h in range(P.shape[0]))  # noqa: E731
+        terms = [terms[0]] + [terms[l] + heads(terms[l - 1]) for l in range(1, len(terms))] + [heads(terms[-1])]
+    return torch.stack(terms)
+
+
+def _by_length_cases():
+    gen = torch.Generator().manual_seed(1999)
+    cases = []
+    for L, H, n, d in ((1, 2, 3, 2), (2, 1, 4, 3), (3, 2, 4, 3), (4, 3, 5, 2)):
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        Ps = torch.softmax(torch.randn(L, H, n, n, generator=gen, dtype=torch.float64), dim=-1)
+        Ws = torch.randn(L, H, d, d, generator=gen, dtype=torch.float64) / math.sqrt(H * d)
+        cases.append((X, Ps, Ws))
+    return cases
+
+
+def _shifted_down(X, Ps, Ws):  # entry l holds the length-(l+1) sum
+    T = _by_length(X, Ps, Ws)
+    return torch.cat([T[1:], torch.zeros_like(T[:1])])
+
+
+def _shifted_up(X, Ps, Ws):  # entry l holds the length-(l-1) sum
+    T = _by_length(X, Ps, Ws)
+    return torch.cat([torch.zeros_like(T[:1]), T[:-1]])
+
+
+register(
+    Exercise(
+        id="paths.by_length",
+        reference=_by_length,
+        cases=_by_length_cases,
+        points=2,
+        same_role=(paths.decompose_by_length,),
+        hint="Keep one sum per length. A layer keeps each length-l sum (the skip) and adds the heads applied "
+             "to the length-(l-1) sum; after L layers there are L + 1 lengths, 0 to L.",
+        mistakes=[
+            (_shifted_down, "Off by one: your entry l holds the paths through l + 1 heads. The length-0 sum is X "
+                            "itself, at index 0."),
+            (_shifted_up, "Off by one: your entry l holds the paths through l - 1 heads. A head moves a term from "
+                          "length l - 1 to length l, and the length-0 sum X sits at index 0."),
+            (lambda X, Ps, Ws: _by_length(X, Ps, Ws)[:-1],
+             "Off by one: after L layers there are L + 1 lengths, 0 to L; the full-depth sum is missing."),
         ],
     )
 )
@@ -89,6 +202,7 @@ register(
         # the measurement the chapter runs after the prediction: the share of paths of each length
         answer=lambda: int(paths.length_distribution(12, 1).argmax()),
         choices=(0, 6, 12),
+        same_role=(paths.length_distribution,),  # the measurement the prediction comes before
         hint="Count the paths of each length, C(L, l) H^l, for L = 12 and H = 1.",
         mistakes=[
             (12, "With one head a layer offers two choices, the head or the skip, equally often: "
@@ -111,5 +225,47 @@ register(
             (2, "You chose the head, but not which of the 3 layers the path goes through."),
             (1, "The figure draws one path of each length; count every path of length 1, not only the one drawn."),
         ],
+    )
+)
+
+
+# ------------------------------------------------------------------ graded by hand
+
+register(
+    Rubric(
+        label="ex-paths-explain",
+        criteria=(
+            (1, "Says why the shares can add up to more than one: the norm of a sum is at most the "
+                "sum of the norms, equal only when the terms are aligned, so a sum above one says the "
+                "terms are not aligned; cancelling is a claim about the cross terms (their inner "
+                "products), which the shares alone do not show."),
+            (1, "Says that the paths share every attention matrix of the forward pass, so they are "
+                "not independent members of an ensemble."),
+            (1, "Says where the ensemble reading holds: the decomposition is exact only with the "
+                "attention frozen; it tells which lengths carry the output, not what separately "
+                "trained shallow networks would do."),
+        ),
+    )
+)
+
+register(
+    Rubric(
+        label="ex-paths-prove",
+        criteria=(
+            (1, "Base case, and the skip written as head 0 of each layer: one layer is a sum of H + 1 terms."),
+            (2, "Induction step: substitutes the hypothesis into layer L, distributes, and says why the "
+                "latest layer's P is leftmost and its W rightmost (left and right multiplication); every "
+                "path appears exactly once."),
+            (1, "Counts the paths of length l as binom(L, l) H^l and checks that they add up to (H+1)^L."),
+            (1, "Biases: the extra term stays of the form 1 c^T, because P 1 = 1 (row-stochastic attention)."),
+        ),
+        wrong_turns=(
+            "The attention products in the order P(1) ... P(L) (first layer leftmost): the induction "
+            "step loses its 2 points unless the order is derived and right.",
+            "Forgetting the length-0 path (the skip in every layer) or counting binom(L, l) alone: the "
+            "counting point is lost.",
+            "Treating the network as linear in X with the attention recomputed: the identity needs the "
+            "attention frozen; say so, at most 1 point off.",
+        ),
     )
 )

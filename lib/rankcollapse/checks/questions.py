@@ -29,6 +29,7 @@ class Question:
     ``choices``: the allowed answers of a multiple-choice question (strings or numbers), or
     ``None`` for a numeric answer compared with relative tolerance ``rtol``.
     ``mistakes``: ``(wrong_value, hint)`` pairs; a reader's answer equal to a wrong value gets its hint.
+    ``points``, ``same_role``, ``allow_reference``: for grading (see ``rankcollapse.checks``).
     """
 
     id: str
@@ -38,8 +39,12 @@ class Question:
     choices: tuple | None = None
     rtol: float = 0.05
     mistakes: list = field(default_factory=list)
+    points: float = 1
+    same_role: tuple = ()
+    allow_reference: bool = False
 
     def __post_init__(self):
+        check_grading(self)
         if self.kind not in KINDS:
             raise ValueError(f"Question {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
         if self.choices is not None:
@@ -67,6 +72,19 @@ class Question:
         except (TypeError, ValueError):
             return False
         return True
+
+
+def check_grading(ex) -> None:
+    """The grading fields of an ``Exercise`` or a ``Question``, checked (``same_role`` made a tuple)."""
+    points = ex.points
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 < points < math.inf:
+        raise ValueError(f"{ex.id!r}: points must be a positive number, got {points!r}")
+    ex.same_role = tuple(ex.same_role)
+    for fn in ex.same_role:
+        if not callable(fn):
+            raise TypeError(f"{ex.id!r}: same_role holds functions, got {type(fn).__name__}")
+    if not isinstance(ex.allow_reference, bool):
+        raise TypeError(f"{ex.id!r}: allow_reference must be True or False, got {ex.allow_reference!r}")
 
 
 def _normal(x):

@@ -3,7 +3,7 @@
 import torch
 
 from .. import residual
-from . import Exercise, Question, register
+from . import Exercise, Question, Rubric, register
 
 # ----------------------------------------------------------------------- attention along a path
 
@@ -43,6 +43,7 @@ register(
         id="real_models.path_product",
         reference=_path_product,
         cases=_path_cases,
+        partial=True,  # forgetting the empty path's identity fails that case only
         hint="Layer l mixes the tokens that layer l-1 produced: each new attention matrix goes on the left.",
         mistakes=[
             (_reversed, "Is the later layer's attention on the left? P = P @ A multiplies in the official code's (reversed) order; "
@@ -154,5 +155,27 @@ register(
             (72, "A path takes one head per layer at most, not every head of every layer."),
             (7, "The hidden states count L + 1 (the input too); a path's length counts heads, at most one per layer."),
         ],
+    )
+)
+
+
+register(
+    Rubric(
+        label="ex-real-prove",
+        criteria=(
+            (2, "For a zero-sum v: split v into its positive and negative parts of equal sum s and write v^T P "
+                "as a weighted sum of row differences, weights adding up to s."),
+            (1, "tau(PQ) <= tau(P) tau(Q): a row difference of PQ is a zero-sum vector times Q."),
+            (1, "tau(P) <= 1 - n delta from sum |a - b| = 2 - 2 sum min(a, b)."),
+            (1, "The product's rows within 2 (1 - n delta)^m of each other, hence close to 1 x^T row by row."),
+            (1, "Exponential, not doubly exponential: fixed matrices contract by a fixed factor, while in a "
+                "network the attention itself approaches rank one as the tokens do; sharp attention makes "
+                "delta tiny and the bound empty."),
+        ),
+        wrong_turns=(
+            "Using ||v^T P||_1 <= ||v||_1 (P's operator norm is 1): no contraction; the first criterion is lost.",
+            "Claiming a doubly exponential rate from part 4: the last criterion is lost.",
+            "Forgetting that delta <= 1/n, so that 1 - n delta >= 0.",
+        ),
     )
 )

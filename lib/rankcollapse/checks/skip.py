@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from . import Exercise, Question, register
+from .. import paths
+from . import Exercise, Question, Rubric, register
 
 
 def _skip_residual(P, R, W):
@@ -97,6 +98,71 @@ register(
 )
 
 
+# ------------------------------------------------------------------ build it yourself
+
+
+def _two_layers(X, P1, P2, W1, W2, skip):
+    """Every path term of two multi-head layers (``P_l``: ``(H, n, n)``, ``W_l``: ``(H, d, d)``), keyed as
+    ``rc.paths.enumerate_paths`` keys them (head index, or ``None`` for a skip)."""
+    first = {(h,): P1[h] @ X @ W1[h] for h in range(P1.shape[0])}
+    if skip:
+        first[(None,)] = X
+    out = {}
+    for (a,), Y in first.items():
+        for h in range(P2.shape[0]):
+            out[(a, h)] = P2[h] @ Y @ W2[h]
+        if skip:
+            out[(a, None)] = Y
+    return out
+
+
+def _two_layers_reversed(X, P1, P2, W1, W2, skip):
+    """The product order reversed: P1 P2 on the left and W2 W1 on the right for the paths through both."""
+    out = _two_layers(X, P1, P2, W1, W2, skip)
+    for a in range(P1.shape[0]):
+        for b in range(P2.shape[0]):
+            out[(a, b)] = P1[a] @ P2[b] @ X @ W2[b] @ W1[a]
+    return out
+
+
+def _two_layers_no_identity(X, P1, P2, W1, W2, skip):
+    out = _two_layers(X, P1, P2, W1, W2, skip)
+    out.pop((None, None), None)
+    return out
+
+
+def _two_layer_cases():
+    gen = torch.Generator().manual_seed(2016)
+    cases = []
+    for H, n, d, skip in ((2, 4, 3, True), (1, 5, 2, True), (3, 3, 4, True), (2, 4, 3, False)):
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        P1, P2 = (torch.softmax(torch.randn(H, n, n, generator=gen, dtype=torch.float64) * 2, dim=-1) for _ in "12")
+        W1, W2 = (torch.randn(H, d, d, generator=gen, dtype=torch.float64) for _ in "12")
+        cases.append((X, P1, P2, W1, W2, skip))
+    return cases
+
+
+register(
+    Exercise(
+        id="skip.two_layers",
+        reference=_two_layers,
+        cases=_two_layer_cases,
+        points=2,
+        same_role=(paths.enumerate_paths,),
+        hint="Expand (I + sum_b P2_b . W2_b)(X + sum_a P1_a X W1_a) (drop the I's without skips): one term per "
+             "choice in each layer, keyed (choice in layer 1, choice in layer 2).",
+        mistakes=[
+            (_two_layers_reversed,
+             "Product order reversed: layer 2 mixes the tokens layer 1 produced, so P2 stands left of P1, and the "
+             "value maps act on the right in the order the layers apply them, W1 W2."),
+            (_two_layers_no_identity,
+             "The length-0 path is missing: with skips the path that skips both layers carries X through, key "
+             "(None, None)."),
+        ],
+    )
+)
+
+
 # ------------------------------------------------------------------ value exercises (Questions)
 
 _STRENGTH = 0.5
@@ -154,5 +220,26 @@ register(
                     "matrix mixes it."),
             (0.1, "The length-0 term is X itself, Gaussian tokens, as far from 1 x^T as the input: about 1."),
         ],
+    )
+)
+
+register(
+    Rubric(
+        label="ex-skip-prove",
+        criteria=(
+            (1, "The columns C never change: X W_h, hence P_h X W_h, is zero outside the columns S; induction."),
+            (1, "Selecting columns cannot raise the composite norm: the largest column sum is over fewer "
+                "columns, every row sum has fewer terms."),
+            (1, "Centring and column selection commute (left and right multiplication)."),
+            (1, "The chain ||res(X_L)|| >= ||res(X_L)_C|| = ||res(X_C)|| = ||res(X)||, the last step by "
+                "X_S = 0."),
+            (1, "beta scales with t, so it can be made as small as wanted; the residual may grow (the "
+                "columns S gain what the heads write)."),
+        ),
+        wrong_turns=(
+            "Claiming the residual is unchanged (an equality): the columns S change; 1 point off.",
+            "Using the triangle inequality of the composite norm, which is not a norm: the step is lost.",
+            "Forgetting where X_S = 0 enters: the fourth point is lost.",
+        ),
     )
 )

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from . import Exercise, Question, register
+from . import Exercise, Question, Rubric, register
 from ..toy.model import standardise
 
 
@@ -169,6 +169,63 @@ register(
 )
 
 
+# ------------------------------------------------------------------ circuits: direct path, heads, virtual heads
+
+
+def _circuit_shares(T):
+    """The share of the output's Frobenius norm that each circuit group carries (its sum's norm over the output's)."""
+    from ..paths import circuit_groups
+
+    size = torch.linalg.vector_norm(T.sum(dim=0))
+    return {k: float(torch.linalg.vector_norm(v) / size) for k, v in circuit_groups(T).items()}
+
+
+def _circuit_shifted(T):  # the lengths counted from 1
+    size = torch.linalg.vector_norm(T.sum(dim=0))
+    parts = {"direct": T[1], "heads": T[2], "virtual": T[3], "rest": T[4:].sum(dim=0)}
+    return {k: float(torch.linalg.vector_norm(v) / size) for k, v in parts.items()}
+
+
+def _circuit_rest_of_norms(T):  # the rest as a sum of norms, not the norm of the sum
+    out = _circuit_shares(T)
+    size = torch.linalg.vector_norm(T.sum(dim=0))
+    out["rest"] = float(sum(torch.linalg.vector_norm(t) for t in T[3:]) / size)
+    return out
+
+
+def _circuit_rest_short(T):  # the rest stops one length early
+    out = _circuit_shares(T)
+    size = torch.linalg.vector_norm(T.sum(dim=0))
+    out["rest"] = float(torch.linalg.vector_norm(T[3:-1].sum(dim=0)) / size)
+    return out
+
+
+def _circuit_cases():
+    gen = torch.Generator().manual_seed(2021_12)
+    shapes = ((4, (5, 3)), (5, (2, 4, 3)), (7, (6, 4)))
+    return [(torch.randn(L1, *shape, generator=gen, dtype=torch.float64) * torch.logspace(0, -1, L1, dtype=torch.float64)
+             .reshape(-1, *[1] * len(shape)),) for L1, shape in shapes]
+
+
+register(
+    Exercise(
+        id="toy_tasks.circuit_shares",
+        reference=_circuit_shares,
+        cases=_circuit_cases,
+        hint="Group the sums by length: direct = T[0], heads = T[1], virtual heads = T[2], the rest = "
+             "T[3] + ... + T[L]; each share is the Frobenius norm of its group's sum over that of the output "
+             "Y = T[0] + ... + T[L].",
+        mistakes=[
+            (_circuit_shifted, "Off by one: the direct path is the length-0 sum, T[0]; the heads are T[1] and the "
+                               "virtual heads T[2]."),
+            (_circuit_rest_of_norms, "The rest is one sum, T[3] + ... + T[L]: take the norm of the sum, not the "
+                                     "sum of the norms (the terms are not aligned)."),
+            (_circuit_rest_short, "The rest stops one length early: T[3:] runs to the full-depth sum T[L]."),
+        ],
+    )
+)
+
+
 # ------------------------------------------------------------------ value exercises (Questions)
 
 def _sorting(n_layers=None):
@@ -232,5 +289,26 @@ register(
             (0.5, "A guess is right with probability one over the number of labels: the sorted tokens take "
                   "one of 10 values."),
         ],
+    )
+)
+
+
+register(
+    Rubric(
+        label="ex-toy-prove",
+        criteria=(
+            (1, "Each path has probability 1/N_l: the kept layers are a uniform l-subset, the heads in them "
+                "independent and uniform (the heads of skipped layers discarded)."),
+            (1, "Unbiased: one draw has mean T_l / N_l; linearity."),
+            (1, "The mean squared error, using the independence of the draws."),
+            (1, "Scale invariance of the standardisation: centring and the standard deviation both scale by c."),
+            (2, "A one-token example where one sampled path's expected accuracy differs from that of T_l, and "
+                "why: the accuracy is a non-linear function of the sum (standardise, then the largest score)."),
+        ),
+        wrong_turns=(
+            "Counting H^L head choices instead of H^l: the probability comes out wrong; 1 point off.",
+            "Concluding that the accuracy is unbiased because the sum is: the fifth criterion is lost.",
+            "Computing the variance without independence (cross terms kept or dropped without reason).",
+        ),
     )
 )

@@ -21,8 +21,9 @@ to every layer's ``W_Q``, ``W_K`` and ``W_V`` in three networks built from one
 
 The loss is linear, :math:`\\langle G, X_L\\rangle` with ``G`` a fixed random ``(n, d)`` matrix:
 its gradient is what any loss's would be at a point where ``dLoss/dX_L = G``. Above the core
-(it imports ``residual``, ``san``, ``stats`` and :mod:`.verdicts`). Book: chapter "After the
-paper", section 1.
+(it imports ``residual``, ``san`` and ``stats``). The result object returns numbers
+(:meth:`GradientStudy.summary`); the sentences that state them are the chapter's. Book: chapter
+"After the paper", section 1.
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed
-from ..book import fmt_sci_log10
+from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed, derive_seed
 from ..residual import relative_residual
 from ..san import SAN, SANConfig, check_san
 from ..stats import first_below, geometric_mean
-from .verdicts import Verdict
 
-__all__ = ["ARCHITECTURES", "branch_states", "layer_gradients", "GradientStudy", "gradient_study"]
+__all__ = ["ARCHITECTURES", "FLOOR", "VANISHED", "branch_states", "layer_gradients", "GradientStudy",
+           "gradient_study"]
 
 ARCHITECTURES = ("pure", "skip", "scaled")
 FLOOR = 1e-300  # a gradient norm of exactly 0 counts as this in a geometric mean
@@ -137,56 +137,38 @@ class GradientStudy:
             return geometric_mean(np.clip(c[top], FLOOR, None) / np.clip(c[bottom], FLOOR, None), floor=FLOOR)
         return geometric_mean(c[quantity], floor=FLOOR)
 
-    def _numbers(self) -> dict:
-        L = self.n_layers
+    def summary(self) -> dict:
+        """The numbers section 1 states, as floats (ratios are geometric means over networks, per
+        :meth:`typical`; a ratio of exactly 0 reads :data:`FLOOR`):
+
+        ``depth`` and ``branch_scale`` (``1/sqrt(L)``); for pure attention ``qv_pure_first`` and
+        ``qv_pure_last`` (query/value gradient ratio at layer 1 and ``L``), ``kv_pure_last`` (keys),
+        ``vanished_layer`` (the first layer, counted from 1, whose query/value ratio is below
+        :data:`VANISHED`; ``None`` if none), ``res_at_vanished`` (the relative residual of that
+        layer's input; ``nan`` if none), ``res_pure_last`` (of layer ``L``'s input) and
+        ``value_pure_last`` (the value gradient at layer ``L`` over that at layer 1); for skips
+        ``qv_skip_first``, ``qv_skip_last``, ``res_skip_first``, ``res_skip_last`` and
+        ``att_skip_last`` (the largest attention weight at layer ``L``); for scaled branches
+        ``qv_scaled_min`` and ``kv_scaled_min`` (the smallest ratio over the layers),
+        ``res_scaled_min`` and ``att_scaled_last``.
+        """
         pure, skip, scaled = (self.typical(a, "query/value") for a in ARCHITECTURES)
-        k_pure = self.typical("pure", "key/value")
         res = {a: self.typical(a, "residual") for a in ARCHITECTURES}
+        value = self.typical("pure", "value")
         gone = first_below(pure, VANISHED)
-        return dict(L=L, scale=1 / math.sqrt(L), qv_pure_1=pure[0], qv_pure_last=pure[-1], kv_pure_last=k_pure[-1],
-                    res_pure_last=res["pure"][-1], gone=gone, res_at_gone=res["pure"][gone] if gone is not None else float("nan"),
-                    qv_skip_1=skip[0], qv_skip_last=skip[-1], res_skip_last=res["skip"][-1],
-                    att_skip_last=self.typical("skip", "max_attention")[-1],
-                    qv_scaled_min=scaled.min(), res_scaled_min=res["scaled"].min(),
-                    att_scaled_last=self.typical("scaled", "max_attention")[-1])
-
-    def glue(self) -> dict:
-        """The numbers section 1 states: depth, branch scale, the query/value ratio at the first
-        and last layer of each network, where it falls below :data:`VANISHED`, the residuals.
-        A ratio at :data:`FLOOR` (an exact 0 in the geometric mean) reads "below 10⁻³⁰⁰"
-        (:func:`rankcollapse.book.fmt_sci_log10`)."""
-        v = self._numbers()
-        gone = v["gone"]
-        floored = lambda x: (fmt_sci_log10(math.log10(max(x, FLOOR))), "{}")  # noqa: E731
-        return {
-            "grad-L": (v["L"], "{}"), "grad-samples": (self.samples, "{}"), "grad-scale": (v["scale"], "{:.3f}"),
-            "grad-vanished": (VANISHED, "sci"),
-            "grad-pure-qv-first": (v["qv_pure_1"], "{:.2f}"), "grad-pure-qv-last": floored(v["qv_pure_last"]),
-            "grad-pure-kv-last": floored(v["kv_pure_last"]), "grad-pure-res-last": (v["res_pure_last"], "sci"),
-            "grad-pure-gone": ("never" if gone is None else gone + 1, "{}"),
-            "grad-pure-res-gone": (v["res_at_gone"], "sci"),
-            "grad-skip-qv-first": (v["qv_skip_1"], "{:.2f}"), "grad-skip-qv-last": floored(v["qv_skip_last"]),
-            "grad-skip-res-last": (v["res_skip_last"], "sci"), "grad-skip-att-last": (v["att_skip_last"], "{:.2f}"),
-            "grad-scaled-qv-min": (v["qv_scaled_min"], "{:.2f}"), "grad-scaled-res-min": (v["res_scaled_min"], "{:.2f}"),
-            "grad-scaled-att-last": (v["att_scaled_last"], "{:.2f}"),
-        }
-
-    def verdict(self) -> Verdict:
-        """The closing table's row, its words computed from the measurement."""
-        v = self._numbers()
-        starved = v["qv_pure_last"] < VANISHED
-        fixed = v["qv_scaled_min"] > 1e-2 and v["res_scaled_min"] > 0.5
-        agreement = "agrees" if starved and fixed else ("partly" if starved or fixed else "disagrees")
-        return Verdict(
-            result="Rank collapse makes the query and key gradients vanish; scaling the residual branches prevents it",
-            cite="noci2022signal",
-            assumes=f"initialisation; attention only, no MLP or LayerNorm; depth {v['L']}",
-            measured=(f"pure attention: query/value gradient ratio {v['qv_pure_1']:.2f} at layer 1, "
-                      f"{v['qv_pure_last']:.1e} at layer {v['L']}; branches scaled by 1/sqrt(L): "
-                      f"never below {v['qv_scaled_min']:.2f}, residual at least {v['res_scaled_min']:.2f}"),
-            agreement=agreement,
-            untested="training; LayerNorm and MLPs; the paper's exact scaling (1/sqrt(L) is the book's choice)",
-        )
+        return dict(
+            depth=self.n_layers, branch_scale=1 / math.sqrt(self.n_layers),
+            qv_pure_first=float(pure[0]), qv_pure_last=float(pure[-1]),
+            kv_pure_last=float(self.typical("pure", "key/value")[-1]),
+            vanished_layer=None if gone is None else int(gone) + 1,
+            res_at_vanished=float("nan") if gone is None else float(res["pure"][gone]),
+            res_pure_last=float(res["pure"][-1]), value_pure_last=float(value[-1] / value[0]),
+            qv_skip_first=float(skip[0]), qv_skip_last=float(skip[-1]),
+            res_skip_first=float(res["skip"][0]), res_skip_last=float(res["skip"][-1]),
+            att_skip_last=float(self.typical("skip", "max_attention")[-1]),
+            qv_scaled_min=float(scaled.min()), kv_scaled_min=float(self.typical("scaled", "key/value").min()),
+            res_scaled_min=float(res["scaled"].min()),
+            att_scaled_last=float(self.typical("scaled", "max_attention")[-1]))
 
 
 def gradient_study(*, n_layers: int, n_heads: int, d_model: int, n_tokens: int, samples: int, seed: int,
@@ -201,7 +183,7 @@ def gradient_study(*, n_layers: int, n_heads: int, d_model: int, n_tokens: int, 
     cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model)
     rows = {a: [] for a in ARCHITECTURES}
     for s in range(samples):
-        model = SAN(cfg, seed=seed + s)
+        model = SAN(cfg, seed=derive_seed(seed, s))
         X = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
         G = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
         for arch in ARCHITECTURES:

@@ -20,8 +20,8 @@ rank between one and full. Two measurements:
   rank ``k``. Without LayerNorm the same network shrinks :math:`X` by ``c`` every layer, the
   attention flattens as the tokens shrink, and they collapse.
 
-Above the core (``residual``, ``san``, ``stats``, ``book``, :mod:`.verdicts`). Book: chapter "After the
-paper", section 2.
+Above the core (``residual``, ``san``, ``stats``). The result objects return numbers; the
+sentences that state them are the chapter's. Book: chapter "After the paper", section 2.
 """
 
 from __future__ import annotations
@@ -33,15 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed
-from ..book import fmt_sci
+from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed, derive_seed
 from ..residual import relative_residual, through_depth
 from ..san import SAN, SANConfig
 from ..stats import first_below, geometric_mean, log_slope
-from .verdicts import Verdict
 
-__all__ = ["MASKS", "mask_options", "MaskStudy", "mask_study", "cube_tokens", "sharp_attention_network",
-           "numerical_rank", "LNCounterexample", "ln_counterexample", "MaskResult"]
+__all__ = ["MASKS", "FIT_FLOOR", "LEVEL", "mask_options", "MaskStudy", "mask_study", "cube_tokens",
+           "sharp_attention_network", "numerical_rank", "LNCounterexample", "ln_counterexample"]
 
 MASKS = ("full", "causal", "window", "causal window")
 FIT_FLOOR = 1e-12  # the rate is fitted on the layers whose relative residual is above this (float64 floors near 1e-16)
@@ -77,14 +75,17 @@ class MaskStudy:
         """The geometric mean over networks, ``(L+1,)``."""
         return geometric_mean(self.curves[mask], floor=1e-300)
 
+    def _resolved(self, mask: str) -> np.ndarray:
+        """The typical curve up to the layer where it first falls below :data:`FIT_FLOOR`, where
+        float64 still resolves it."""
+        y = self.typical(mask)
+        return y[:first_below(y, FIT_FLOOR, default=len(y))]
+
     def rate(self, mask: str) -> float:
         """Fitted decades per layer (a negative slope of ``log10`` relative residual against layer)
         over the layers before the curve first falls below :data:`FIT_FLOOR`; ``nan`` with fewer than two."""
-        y = self.typical(mask)
-        stop = first_below(y, FIT_FLOOR, default=len(y))  # the layers before the curve first reaches the floor
-        if stop < 2:
-            return float("nan")
-        return log_slope(np.arange(stop, dtype=float), y[:stop], base=10)
+        y = self._resolved(mask)
+        return log_slope(np.arange(len(y), dtype=float), y, base=10) if len(y) >= 2 else float("nan")
 
     @property
     def n_layers(self) -> int:
@@ -99,51 +100,18 @@ class MaskStudy:
         """The masks whose residual reaches :data:`LEVEL` within the run's layers, in order."""
         return [m for m in self.curves if self.depth_to_collapse(m) is not None]
 
-    def rows(self) -> list:
-        """The section's table: mask, fitted rate, depth to :data:`LEVEL`, residual at the last layer."""
-        L = self.n_layers
-        out = []
-        for mask in self.curves:
-            depth = self.depth_to_collapse(mask)
-            out.append([mask, f"{-self.rate(mask):.2g}", f"> {L}" if depth is None else str(depth),
-                        f"{self.typical(mask)[-1]:.1e}"])
-        return out
-
-    def table(self) -> tuple:
-        """``(header, rows)`` for :class:`rankcollapse.book.Table` (:meth:`rows` under their titles)."""
-        return (["mask", "decades lost per layer (fit)", f"first layer below {fmt_sci(LEVEL)}",
-                 f"relative residual at layer {self.n_layers}"], self.rows())
-
-    def glue(self) -> dict:
-        """Rates (decades lost per layer), depths to ``1e-6``, the window and the sizes."""
-        L = self.n_layers
-        out = {"mask-L": (L, "{}"), "mask-n": (self.n_tokens, "{}"), "mask-window": (self.window, "{}"),
-               "mask-samples": (self.samples, "{}"), "mask-level": (LEVEL, "sci")}
-        for mask in self.curves:
-            key = mask.replace(" ", "-")
-            depth = self.depth_to_collapse(mask)
-            out[f"mask-rate-{key}"] = (-self.rate(mask), "{:.2g}")
-            out[f"mask-depth-{key}"] = (f"more than {L}" if depth is None else depth, "{}")
-            out[f"mask-last-{key}"] = (self.typical(mask)[-1], "sci")
-            far = self.extrapolated_depth(mask)
-            out[f"mask-reach-{key}"] = (f"observed at layer {depth}" if depth is not None else
-                                        f"extrapolated to about layer {far:,.0f}" if math.isfinite(far) else
-                                        "not reached, and no decline to extrapolate", "{}")
-        out["mask-falls"] = ("Under every mask the residual falls" if self.falls_everywhere() else
-                             "The residual does not fall under every mask", "{}")
-        out["mask-decline"] = ("a decline under every mask" if self.falls_everywhere() else
-                               "a decline under some masks only", "{}")
-        seen = self.collapsed()
-        out["mask-all-collapse"] = ("every mask" if len(seen) == len(self.curves) else "no mask" if not seen else
-                                    "the " + ", ".join(seen[:-1]) + (" and " if len(seen) > 1 else "") + seen[-1]
-                                    + (" masks" if len(seen) > 1 else " mask") + " only", "{}")
-        return out
+    def drops(self, mask: str) -> np.ndarray:
+        """The decades lost by the typical curve at each layer (``log10`` at layer ``l-1`` minus
+        ``log10`` at layer ``l``), over the layers before it first falls below :data:`FIT_FLOOR`."""
+        return -np.diff(np.log10(self._resolved(mask)))
 
     def ordering_holds(self) -> bool:
-        """Full attention falls fastest, every mask slower, the local windows slowest: the paper's ordering."""
+        """The paper's ordering, in fitted rates: full attention falls fastest, and the local masks
+        (``"window"``, ``"causal window"``, those measured) slower than the causal mask."""
         r = {m: -self.rate(m) for m in self.curves}
-        full = r.get("full", float("nan"))
-        return all(full > r[m] for m in r if m != "full") and r.get("window", 0) < r.get("causal", 0)
+        full, causal = r.get("full", float("nan")), r.get("causal", float("nan"))
+        local = [r[m] for m in ("window", "causal window") if m in r]
+        return all(full > r[m] for m in r if m != "full") and all(v < causal for v in local)
 
     def falls_everywhere(self) -> bool:
         """Every mask's residual falls (a positive fitted rate): no mask stops the decline."""
@@ -153,15 +121,6 @@ class MaskStudy:
         """Every mask's residual reaches :data:`LEVEL` within the run's layers: collapse observed,
         not extrapolated."""
         return len(self.collapsed()) == len(self.curves)
-
-    def extrapolated_depth(self, mask: str) -> float:
-        """The layer at which the fitted straight line (:meth:`rate`) would reach :data:`LEVEL`,
-        starting from the last layer measured; ``inf`` for a rate that is not positive. An
-        extrapolation: it assumes the decline stays exponential at the fitted rate."""
-        rate, last = -self.rate(mask), self.typical(mask)[-1]
-        if not rate > 0:
-            return math.inf
-        return self.n_layers + (max(0.0, math.log10(last / LEVEL)) / rate if last > 0 else 0.0)
 
 
 def mask_study(*, masks=MASKS, window: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
@@ -180,7 +139,7 @@ def mask_study(*, masks=MASKS, window: int, n_layers: int, n_heads: int, d_model
     for mask in masks:
         cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, **options[mask])
         with torch.no_grad():
-            curves[mask] = np.array([through_depth(SAN(cfg, seed=seed + s)(X).hidden_states).numpy()
+            curves[mask] = np.array([through_depth(SAN(cfg, seed=derive_seed(seed, s))(X).hidden_states).numpy()
                                      for s, X in enumerate(inputs)])
     return MaskStudy(curves, check_int("window", window), n_tokens, samples)
 
@@ -254,15 +213,6 @@ class LNCounterexample:
     beta: float
     noise: float
 
-    def table(self) -> tuple:
-        """``(header, rows)`` for :class:`rankcollapse.book.Table`: rank after ``L`` layers, relative residual."""
-        header = ["rank at input", "LN: rank (relative residual)",
-                  f"no LN: residual below {fmt_sci(LEVEL)} of its start at layer", "LN, random value matrix",
-                  f"LN, start moved by {self.noise:g}"]
-        cell = lambda r: f"{r[0]} ({r[1]:.1e})"  # noqa: E731
-        return header, [[str(r["k"]), cell(r["ln"]), "-" if r["no_ln_depth"] is None else str(r["no_ln_depth"]),
-                         cell(r["ln_random_value"]), cell(r["ln_perturbed"])] for r in self.rows]
-
     def holds(self) -> bool:
         """Every cube is an equilibrium of one layer (up to LayerNorm's ``eps``), the post-LN network
         never ends at rank one, and the same weights without LayerNorm collapse in the paper's sense
@@ -277,27 +227,26 @@ class LNCounterexample:
         """The ranks the post-LN network still has, exactly, after ``n_layers``."""
         return [r["k"] for r in self.rows if r["ln"][0] == r["k"]]
 
-    def glue(self) -> dict:
-        ks = [r["k"] for r in self.rows]
-        return {"ln-ranks": (", ".join(map(str, ks)), "{}"), "ln-kmax": (max(ks), "{}"), "ln-d": (self.d_model, "{}"),
-                "ln-L": (self.n_layers, "{}"), "ln-beta": (self.beta, "{:g}"), "ln-noise": (self.noise, "{:g}"),
-                "ln-defect": (max(r["defect"] for r in self.rows), "sci"),
-                "ln-kept": (", ".join(map(str, self.kept())) or "none", "{}"),
-                "ln-rank-min": (min(r["ln"][0] for r in self.rows), "{}"),
-                "ln-moved-max": (max(r["moved"] for r in self.rows), "{:.2f}"),
-                "ln-moved-kept": (max([r["moved"] for r in self.rows if r["k"] in self.kept()] or [float("nan")]), "sci"),
-                "ln-self-min": (min(r["self_weight"] for r in self.rows), "{:.2f}"),
-                "ln-self-max": (max(r["self_weight"] for r in self.rows), "{:.2f}"),
-                "ln-no-ln-depth": (f"more than {self.n_layers}" if any(r["no_ln_depth"] is None for r in self.rows)
-                                   else max(r["no_ln_depth"] for r in self.rows), "{}"),
-                "ln-no-ln-all": ("every cube" if self.no_ln_collapses() else "not every cube", "{}"),
-                "ln-no-ln-shape": (min(r["no_ln_shape"] for r in self.rows), "{:.2f}"),
-                "ln-random-rank-max": (max(r["ln_random_value"][0] for r in self.rows), "{}"),
-                "ln-random-res-min": (min(r["ln_random_value"][1] for r in self.rows), "{:.2f}"),
-                "ln-perturbed-rank-max": (max(r["ln_perturbed"][0] for r in self.rows), "{}"),
-                "ln-perturbed-rank-min": (min(r["ln_perturbed"][0] for r in self.rows), "{}"),
-                "ln-eps": (SANConfig().ln_eps, "sci"),
-                "ln-perturbed-res-min": (min(r["ln_perturbed"][1] for r in self.rows), "{:.2f}")}
+    def summary(self) -> dict:
+        """The numbers section 2 states, over the cubes: ``ranks`` and ``kept`` (lists), ``defect``
+        (the largest), ``moved`` (the largest), ``self_min``/``self_max`` (the attention a token pays
+        itself), ``no_ln_depth`` (the latest first layer below :data:`LEVEL` without LayerNorm; ``None``
+        if some cube never gets there), ``no_ln_shape`` (the smallest), ``random_rank_max`` and
+        ``random_res_min`` (random value matrix), ``perturbed_rank_min``/``perturbed_rank_max`` and
+        ``perturbed_res_min`` (starts moved by ``noise``), ``eps`` (LayerNorm's)."""
+        rows = self.rows
+        depths = [r["no_ln_depth"] for r in rows]
+        return dict(
+            ranks=[r["k"] for r in rows], kept=self.kept(), defect=max(r["defect"] for r in rows),
+            moved=max(r["moved"] for r in rows), self_min=min(r["self_weight"] for r in rows),
+            self_max=max(r["self_weight"] for r in rows),
+            no_ln_depth=None if any(d is None for d in depths) else max(depths),
+            no_ln_shape=min(r["no_ln_shape"] for r in rows),
+            random_rank_max=max(r["ln_random_value"][0] for r in rows),
+            random_res_min=min(r["ln_random_value"][1] for r in rows),
+            perturbed_rank_min=min(r["ln_perturbed"][0] for r in rows),
+            perturbed_rank_max=max(r["ln_perturbed"][0] for r in rows),
+            perturbed_res_min=min(r["ln_perturbed"][1] for r in rows), eps=SANConfig().ln_eps)
 
 
 def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise: float, generator) -> LNCounterexample:
@@ -342,45 +291,3 @@ def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise:
                          moved=float((out.last_hidden_state - X).norm() / X.norm()),
                          self_weight=float(out.attentions[0].diagonal(dim1=-2, dim2=-1).mean())))
     return LNCounterexample(rows, d, n_layers, float(beta), noise)
-
-
-@dataclass
-class MaskResult:
-    """Section 2's two measurements together: ``study`` (:func:`mask_study`) and ``ln``
-    (:func:`ln_counterexample`), with one :meth:`glue` and the closing table's :meth:`verdict`."""
-
-    study: MaskStudy
-    ln: LNCounterexample
-
-    def glue(self) -> dict:
-        return {**self.study.glue(), **self.ln.glue()}
-
-    def verdict(self) -> Verdict:
-        """The closing table's row, its words computed from both measurements."""
-        study, ln = self.study, self.ln
-        # "agrees" needs collapse seen under every mask within the run, not a decline extrapolated
-        masks_ok = study.collapses_everywhere() and study.ordering_holds()
-        masks_partly = study.falls_everywhere() and study.ordering_holds()
-        ln_ok = ln.holds()
-        agreement = "agrees" if masks_ok and ln_ok else ("partly" if masks_partly or ln_ok else "disagrees")
-        rates = ", ".join(f"{m} {-study.rate(m):.2g}" for m in study.curves)
-        open_masks = [m for m in study.curves if m not in study.collapsed()]
-        seen = (f"; below {fmt_sci(LEVEL)} within {study.n_layers} layers: "
-                + ("every mask" if not open_masks else "no mask" if len(open_masks) == len(study.curves)
-                   else f"every mask but {', '.join(open_masks)}"))
-        ks = "/".join(str(r["k"]) for r in ln.rows)
-        collapsed = ln.no_ln_collapses()
-        kept_shape = all(r["no_ln_shape"] > 0.99 for r in ln.rows)
-        return Verdict(
-            result="Masked attention still collapses, local masks slow it; with LayerNorm, equilibria of higher rank exist",
-            cite="wu2024role",
-            assumes="initialisation (masks); a network built by the book (LayerNorm); attention only",
-            measured=(f"decades lost per layer: {rates}{seen}; post-LN equilibria of rank {ks} (one layer moves them by "
-                      f"{max(r['defect'] for r in ln.rows):.0e}) have rank "
-                      f"{'/'.join(str(r['ln'][0]) for r in ln.rows)} after {ln.n_layers} layers (from starts moved by "
-                      f"{ln.noise:g}: {'/'.join(str(r['ln_perturbed'][0]) for r in ln.rows)}); without LayerNorm "
-                      f"{('every one shrinks to a point' + (', keeping its shape on the way' if kept_shape else '')) if collapsed else 'not every one collapses'}"),
-            agreement=agreement,
-            untested="the paper's rate constants and its own value matrices; trained models; inputs far from the "
-                     "constructed equilibria",
-        )

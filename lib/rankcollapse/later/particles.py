@@ -13,8 +13,9 @@ a transformer with LayerNorm as ``n`` particles on the unit sphere moving in con
 sphere, the role LayerNorm plays in a transformer (without its centring, it puts every token on a
 sphere). :func:`attention_flow` integrates it by explicit Euler steps of size ``dt``, each followed
 by a projection back to the sphere (dividing every token by its norm): the points stay on the
-sphere to rounding. :func:`count_clusters` counts groups of tokens that have merged. Book: chapter
-"After the paper", section 5.
+sphere to rounding. :func:`count_clusters` counts groups of tokens that have merged. The result
+object returns numbers; the sentences that state them are the chapter's. Book: chapter "After
+the paper", section 5.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_int, check_positive_float, check_seed
-from .verdicts import Verdict
+from .._validate import as_tokens, check_index, check_int, check_positive_float, check_seed
 
 __all__ = ["sphere_tokens", "attention_velocity", "attention_flow", "count_clusters", "ParticleResult",
            "particle_study", "CLUSTER_TOL", "MAX_STEPS", "MAX_TOKENS"]
@@ -130,6 +130,7 @@ class ParticleResult:
 
     def merge_time(self, beta_index: int) -> float:
         """The first time at which one cluster remains (``inf`` if never within the run)."""
+        beta_index = check_index("beta_index", beta_index, len(self.counts), what="betas", allow_negative=True)
         one = np.nonzero(self.counts[beta_index] == 1)[0]
         return float(self.times[one[0]]) if one.size else math.inf
 
@@ -137,18 +138,6 @@ class ParticleResult:
         """Over the second half of the run, does every ``beta``'s count never rise?"""
         half = len(self.times) // 2
         return bool(np.all(np.diff(self.counts[:, half:], axis=1) <= 0))
-
-    def glue(self) -> dict:
-        mid = len(self.times) // 4
-        out = {"part-n": (self.n, "{}"), "part-d": (self.d, "{}"), "part-T": (float(self.times[-1]), "{:g}"),
-               "part-dt": (self.dt, "{:g}"), "part-t-mid": (float(self.times[mid]), "{:g}"),
-               "part-beta-min": (float(self.betas[0]), "{:g}"), "part-beta-max": (float(self.betas[-1]), "{:g}"),
-               "part-merge-min": (self.merge_time(0), "{:.3g}"),
-               "part-mid-min": (int(self.counts[0, mid]), "{}"), "part-mid-max": (int(self.counts[-1, mid]), "{}"),
-               "part-end-max": (int(self.counts[-1, -1]), "{}"),
-               "part-single": (int(np.sum(self.counts[:, -1] == 1)), "{}"), "part-betas": (len(self.betas), "{}"),
-               "part-tol": (CLUSTER_TOL, "{:g}")}
-        return out
 
     def figure(self):
         """Three panels, one per ``beta`` of :attr:`paths`: each token's path projected on the first
@@ -193,24 +182,6 @@ class ParticleResult:
         ax.set_ylabel("clusters")
         ax.legend(fontsize=8, ncol=2)
         return fig
-
-    def verdict(self) -> Verdict:
-        g = self.glue()
-        single = g["part-single"][0]
-        more = g["part-mid-max"][0] > g["part-mid-min"][0]
-        ok = self.non_increasing_tail() and single >= 1 and more
-        return Verdict(
-            result="Tokens on the sphere cluster under self-attention dynamics; for large beta several "
-                   "clusters persist a long time before merging",
-            cite="geshkovski2023mathematical",
-            assumes="continuous depth, query, key and value maps the identity, tokens on the sphere (LayerNorm)",
-            measured=(f"{self.n} tokens in R^{self.d}, t up to {g['part-T'][0]:g}: at t = {g['part-t-mid'][0]:g}, "
-                      f"{g['part-mid-min'][0]} cluster(s) at beta = {g['part-beta-min'][0]:g} and "
-                      f"{g['part-mid-max'][0]} at beta = {g['part-beta-max'][0]:g}; one cluster at the end for "
-                      f"{single} of {len(self.betas)} values of beta"),
-            agreement="agrees" if ok else ("partly" if single >= 1 else "disagrees"),
-            untested="general Q, K, V and trained weights; the proofs' rates and times; convergence beyond the run",
-        )
 
 
 def particle_study(*, n: int, d: int, betas, T: float, dt: float, every: int, seed: int,

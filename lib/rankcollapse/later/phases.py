@@ -13,7 +13,12 @@ multiplied by ``s`` (the logits by ``s^2``) and ``LN`` its post-LayerNorm (gain 
 keeps every token's scale fixed so that ``s`` alone sets the logits' scale. ``alpha = 0`` is pure
 attention with LayerNorm. The attention entropy of row ``i`` of ``P`` is
 :math:`H_i = -\\sum_j P_{ij}\\log P_{ij}` (nats, ``0 log 0 = 0``): ``log n`` for uniform attention,
-0 for attention on one token. Book: chapter "After the paper", section 4.
+0 for attention on one token.
+
+:func:`phase_study` measures the grid at one depth; :func:`depth_study` follows the boundary of
+rank collapse through depth, at fixed ``alpha`` and with ``alpha = a sqrt(L)``, on the same
+networks continued deeper. The result objects return numbers; the sentences that state them are
+the chapter's. Book: chapter "After the paper", section 4.
 """
 
 from __future__ import annotations
@@ -24,13 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_int, check_positive_float, check_seed
+from .._validate import MAX_LAYERS, as_tokens, check_index, check_int, check_positive_float, check_probability_matrix, check_seed, derive_seed
 from ..residual import relative_residual
 from ..san import SAN, SANConfig, check_san, check_size
-from .verdicts import Verdict
 
-__all__ = ["attention_entropy", "scaled_qk_san", "post_ln_states", "PhaseResult", "phase_study",
-           "RANK_LEVEL", "ENTROPY_LEVEL", "PHASES", "MAX_ENTRIES"]
+__all__ = ["attention_entropy", "scaled_qk_san", "post_ln_states", "PhaseResult", "phase_study", "crossing",
+           "DepthResult", "depth_study", "RANK_LEVEL", "ENTROPY_LEVEL", "PHASES", "MAX_ENTRIES"]
 
 RANK_LEVEL = 0.05  # relative residual after L layers below this: rank collapse
 ENTROPY_LEVEL = 0.25  # mean attention entropy below this fraction of log n: entropy collapse
@@ -41,11 +45,7 @@ MAX_ENTRIES = 10**8  # samples * strengths * n_tokens * max(n_tokens * n_heads, 
 def attention_entropy(P) -> torch.Tensor:
     """The entropy of each row of the attention ``P`` (``(..., n, n)``, rows summing to 1), in
     nats: :math:`H_i = -\\sum_j P_{ij} \\log P_{ij}` with ``0 log 0 = 0``. Shape ``(..., n)``."""
-    P = as_tokens("P", P)
-    if P.shape[-1] != P.shape[-2]:
-        raise ValueError(f"P must be square in its last two dimensions, got {tuple(P.shape)}")
-    if bool((P < 0).any()):
-        raise ValueError("P must have non-negative entries (an attention matrix)")
+    P = check_probability_matrix("P", P)
     return -torch.special.xlogy(P, P).sum(dim=-1)
 
 
@@ -83,10 +83,11 @@ def post_ln_states(model, X, strength: float):
 
 
 @torch.no_grad()
-def _states(model, X, strength):
-    """:func:`post_ln_states` unchecked; ``strength`` a number or a tensor broadcasting with ``X``."""
+def _states(model, X, strength, n_layers=None):
+    """:func:`post_ln_states` unchecked, through the first ``n_layers`` layers (all by default);
+    ``strength`` a number or a tensor broadcasting with ``X``."""
     states, attentions = [X], []
-    for block in model.layers:
+    for block in model.layers[:n_layers]:
         A, P = block.attention(X)
         X = block.ln1(strength * X + A)[0]
         states.append(X)
@@ -118,33 +119,14 @@ class PhaseResult:
 
     def critical_strength(self, scale_index: int = 0) -> float:
         """The smallest ``alpha`` of the grid that avoids rank collapse at ``scales[scale_index]`` (``nan`` if none)."""
+        scale_index = check_index("scale_index", scale_index, len(self.scales), what="scales", allow_negative=True)
         ok = self.rho[scale_index] >= RANK_LEVEL
         return float(self.strengths[np.argmax(ok)]) if ok.any() else float("nan")
 
-    def _entropy_large(self) -> float:
+    def entropy_large(self) -> float:
         """The largest entropy fraction at the largest scale among strengths > 0 (with a skip)."""
         skip = self.strengths > 0
         return float(self.entropy[-1, skip].max()) if skip.any() else float("nan")
-
-    def glue(self) -> dict:
-        lab = self.phases()
-        one = int(np.argmin(np.abs(self.strengths - 1.0)))
-        return {
-            "phase-L": (self.n_layers, "{}"), "phase-n": (self.n_tokens, "{}"), "phase-samples": (self.samples, "{}"),
-            "phase-s-min": (float(self.scales[0]), "{:g}"), "phase-s-max": (float(self.scales[-1]), "{:g}"),
-            "phase-entropy-min-scale": (float(self.entropy[0].min()), "{:.2f}"),
-            "phase-entropy-max-scale": (self._entropy_large(), "{:.2g}"),
-            "phase-rho-pure-small": (float(self.rho[0, 0]), "sci"),
-            "phase-rho-pure-large": (float(self.rho[-1, 0]), "sci"),
-            "phase-entropy-pure-large": (float(self.entropy[-1, 0]), "{:.2f}"),
-            "phase-critical": (self.critical_strength(0), "{:g}"),
-            "phase-rho-one-small": (float(self.rho[0, one]), "{:.2f}"),
-            "phase-alpha-one": (float(self.strengths[one]), "{:g}"),
-            "phase-rank-cells": (int(np.sum((lab == "rank collapse") | (lab == "both"))), "{}"),
-            "phase-entropy-cells": (int(np.sum((lab == "entropy collapse") | (lab == "both"))), "{}"),
-            "phase-cells": (int(lab.size), "{}"),
-            "phase-rank-level": (RANK_LEVEL, "{:g}"), "phase-entropy-level": (ENTROPY_LEVEL, "{:g}"),
-        }
 
     def figure(self):
         """Three panels over (scale, strength): entropy / log n, log10 relative residual, the phase."""
@@ -176,24 +158,48 @@ class PhaseResult:
         axes[2].set_title("R rank, E entropy", fontsize=9)
         return fig
 
-    def verdict(self) -> Verdict:
-        g = self.glue()
-        rank_small = bool(np.any(self.rho[0] < RANK_LEVEL))
-        ent_large = bool(self._entropy_large() < ENTROPY_LEVEL)
-        rescued = bool(np.any(self.rho[0] >= RANK_LEVEL))
-        agreement = "agrees" if rank_small and ent_large and rescued else ("partly" if rank_small or ent_large else "disagrees")
-        return Verdict(
-            result="Small query/key variance gives rank collapse, large variance entropy collapse; "
-                   "a strong enough residual avoids the first",
-            cite="giorlandino2025two",
-            assumes="initialisation; attention with post-LayerNorm and a skip of strength alpha, no MLP",
-            measured=(f"over s = {g['phase-s-min'][0]:g}..{g['phase-s-max'][0]:g}: at the smallest s pure attention "
-                      f"keeps rho = {self.rho[0, 0]:.1e} after {self.n_layers} layers, and alpha >= "
-                      f"{g['phase-critical'][0]:g} avoids rank collapse; at the largest s, with a skip, the "
-                      f"attention entropy is at most {g['phase-entropy-max-scale'][0]:.2g} of log n"),
-            agreement=agreement,
-            untested="the paper's exact critical strength and its MLP; training (its trainability diagrams)",
-        )
+
+def _grid(name, values) -> np.ndarray:
+    """``values`` as an increasing array of numbers ``>= 0`` (a grid), or a clear error naming ``name``."""
+    try:
+        vals = [check_positive_float(name, v, allow_zero=True) for v in values]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of numbers >= 0, got {type(values).__name__}") from None
+    if not vals or any(b <= a for a, b in zip(vals, vals[1:])):
+        raise ValueError(f"{name} must be a non-empty increasing sequence, got {vals}")
+    return np.array(vals)
+
+
+def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch):
+    """Checked sizes, the config and the inputs ``(samples, n, d)`` drawn from ``generator``."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
+    L, H, d = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
+    n, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+    cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
+    check_size(cfg)
+    size = samples * batch * n * max(n * H, d)
+    if size > MAX_ENTRIES:
+        raise ValueError(f"samples * len(strengths) * n_tokens * max(n_tokens * n_heads, d_model) = {size:,} "
+                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
+    return cfg, seed, torch.randn(samples, n, d, generator=generator, dtype=torch.float64)
+
+
+def _measure(cfg, scale, X, alphas, seed, depths):
+    """Median ``rho`` after each of ``depths`` layers and the mean entropy fraction over those layers,
+    ``(len(depths), len(alphas))`` each, for the networks ``seed + k`` (``k`` over ``X``'s samples)
+    at query/key ``scale``; every strength at once, a batch of ``len(alphas)`` inputs."""
+    n, d = X.shape[-2:]
+    a = torch.tensor(alphas, dtype=torch.float64).reshape(-1, 1, 1)
+    rhos, ents = [], []
+    for k, x in enumerate(X):
+        model = scaled_qk_san(cfg, scale, seed=derive_seed(seed, k))
+        states, atts = _states(model, x.expand(len(alphas), n, d), a, max(depths))
+        per_layer = torch.stack([attention_entropy(P).mean(dim=(-1, -2)) for P in atts])  # (L, len(alphas))
+        rhos.append(torch.stack([relative_residual(states[L], norm="fro") for L in depths]))
+        ents.append(torch.stack([per_layer[:L].mean(dim=0) for L in depths]))
+    rho = np.median(torch.stack(rhos).numpy(), axis=0)
+    return rho, torch.stack(ents).mean(dim=0).numpy() / math.log(n)
 
 
 def phase_study(*, scales, strengths, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
@@ -204,36 +210,115 @@ def phase_study(*, scales, strengths, n_layers: int, n_heads: int, d_model: int,
     ``generator``; the same networks (only ``W_Q, W_K`` scaled) and inputs serve every cell.
     ``scales`` and ``strengths``: increasing numbers ``>= 0``.
     """
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
-    L, H, d = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
-    n, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
-    grids = {}
-    for name, values in (("scales", scales), ("strengths", strengths)):
-        try:
-            vals = [check_positive_float(name, v, allow_zero=True) for v in values]
-        except TypeError:
-            raise TypeError(f"{name} must be a sequence of numbers >= 0, got {type(values).__name__}") from None
-        if not vals or any(b <= a for a, b in zip(vals, vals[1:])):
-            raise ValueError(f"{name} must be a non-empty increasing sequence, got {vals}")
-        grids[name] = np.array(vals)
-    cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
-    check_size(cfg)
-    size = samples * len(grids["strengths"]) * n * max(n * H, d)
-    if size > MAX_ENTRIES:
-        raise ValueError(f"samples * len(strengths) * n_tokens * max(n_tokens * n_heads, d_model) = {size:,} "
-                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
-    X = torch.randn(samples, n, d, generator=generator, dtype=torch.float64)
-    alphas = torch.tensor(grids["strengths"], dtype=torch.float64).reshape(-1, 1, 1)
-    entropy = np.zeros((len(grids["scales"]), len(grids["strengths"])))
+    scales, strengths = _grid("scales", scales), _grid("strengths", strengths)
+    cfg, seed, X = _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, len(strengths))
+    entropy = np.zeros((len(scales), len(strengths)))
     rho = np.zeros_like(entropy)
-    for i, s in enumerate(grids["scales"]):
-        models = [scaled_qk_san(cfg, s, seed=seed + k) for k in range(samples)]
-        ents, rhos = [], []
-        for model, x in zip(models, X):  # every strength at once: a batch of len(strengths) inputs
-            states, atts = _states(model, x.expand(len(alphas), n, d), alphas)
-            ents.append(torch.stack([attention_entropy(P).mean(dim=(-1, -2)) for P in atts]).mean(dim=0))
-            rhos.append(relative_residual(states[-1], norm="fro"))
-        entropy[i] = torch.stack(ents).mean(dim=0).numpy() / math.log(n)
-        rho[i] = np.median(torch.stack(rhos).numpy(), axis=0)
-    return PhaseResult(grids["scales"], grids["strengths"], entropy, rho, L, n, samples)
+    for i, s in enumerate(scales):
+        (rho[i],), (entropy[i],) = _measure(cfg, s, X, strengths, seed, [cfg.n_layers])
+    return PhaseResult(scales, strengths, entropy, rho, cfg.n_layers, X.shape[-2], X.shape[0])
+
+
+def crossing(x, y, level: float) -> float:
+    """The first ``x`` at which ``y`` (increasing along the grid ``x > 0``) reaches ``level``,
+    interpolated linearly in ``log x`` and ``log y`` between the grid points around it; ``nan``
+    when ``y`` is already at ``level`` at the first point or never reaches it (the boundary lies
+    outside the grid)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or bool((x <= 0).any()):
+        raise ValueError(f"x and y must be 1-d of one length >= 2, x > 0; got shapes {x.shape}, {y.shape}")
+    above = np.nonzero(y >= level)[0]
+    if not above.size or above[0] == 0:
+        return float("nan")
+    j = above[0]
+    ly0, ly1 = np.log(max(y[j - 1], 1e-300)), np.log(y[j])
+    t = (math.log(level) - ly0) / (ly1 - ly0)
+    return float(np.exp(np.log(x[j - 1]) + t * (np.log(x[j]) - np.log(x[j - 1]))))
+
+
+@dataclass
+class DepthResult:
+    """How the boundary of rank collapse moves with depth (section 4), on the networks of
+    :func:`phase_study` continued deeper. ``depths``; ``scales`` (the query/key scales measured);
+    ``strengths``: a fixed ``alpha`` at every depth; ``ratios``: ``a`` with ``alpha = a sqrt(L)``.
+    ``rho_fixed``, ``entropy_fixed``: ``(len(scales), len(depths), len(strengths))``, the median
+    relative residual after ``L`` layers and the mean attention entropy over them (a fraction of
+    ``log n``); ``rho_scaled``, ``entropy_scaled``: the same with ``len(ratios)`` last; sizes
+    ``n_tokens``, ``samples``."""
+
+    depths: np.ndarray
+    scales: np.ndarray
+    strengths: np.ndarray
+    ratios: np.ndarray
+    rho_fixed: np.ndarray
+    entropy_fixed: np.ndarray
+    rho_scaled: np.ndarray
+    entropy_scaled: np.ndarray
+    n_tokens: int
+    samples: int
+
+    def critical(self, scale_index: int = 0, *, scaled: bool = False) -> np.ndarray:
+        """Per depth, the skip strength at which ``rho_L`` reaches :data:`RANK_LEVEL` at
+        ``scales[scale_index]`` (:func:`crossing`): ``alpha`` (``scaled=False``) or ``a = alpha /
+        sqrt(L)`` (``scaled=True``). ``nan`` where the boundary lies outside the grid."""
+        x, rho = (self.ratios, self.rho_scaled) if scaled else (self.strengths, self.rho_fixed)
+        scale_index = check_index("scale_index", scale_index, len(rho), what="scales", allow_negative=True)
+        return np.array([crossing(x, r, RANK_LEVEL) for r in rho[scale_index]])
+
+    def figure(self):
+        """Three panels: ``rho_L`` against ``alpha`` at the smallest scale, one curve per depth; the
+        same against ``alpha / sqrt(L)``; and against ``alpha / sqrt(L)`` at the largest scale. The
+        dotted line is :data:`RANK_LEVEL`."""
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter
+
+        from ..plotting import PALETTE, WIDTH, sequential_colours
+
+        fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 2.9), constrained_layout=True, sharey=True)
+        panels = [(axes[0], 0, self.strengths, self.rho_fixed, r"skip strength $\alpha$"),
+                  (axes[1], 0, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$"),
+                  (axes[2], -1, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$")]
+        colours = sequential_colours(len(self.depths))
+        for ax, i, x, rho, label in panels:
+            for colour, L, r in zip(colours, self.depths, rho[i]):
+                ax.plot(x, np.maximum(r, 1e-17), "o-", ms=3, color=colour, label=f"$L={L}$")
+            ax.axhline(RANK_LEVEL, color=PALETTE[7], lw=0.8, ls=":")
+            ax.set(xscale="log", yscale="log", xlabel=label, title=f"$s={self.scales[i]:g}$")
+            ticks = [t for t in (0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32) if x[0] <= t <= x[-1]]
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        axes[0].set_ylabel(r"relative residual $\rho_L$")
+        axes[0].set_ylim(1e-17, 2)
+        axes[0].legend(fontsize=8, loc="lower right")
+        return fig
+
+
+def depth_study(*, depths, scales, strengths, ratios, n_heads: int, d_model: int, n_tokens: int, samples: int,
+                seed: int, generator) -> DepthResult:
+    """The relative residual after each of ``depths`` layers at the query/key ``scales``, for a fixed
+    skip strength ``alpha`` in ``strengths`` and for ``alpha = a sqrt(L)``, ``a`` in ``ratios``
+    (section 4). The networks (seeds ``seed + k``, ``k < samples``) and the inputs (``n_tokens``
+    standard normal tokens from ``generator``) are :func:`phase_study`'s with the same arguments:
+    the network of depth ``L`` is the first ``L`` layers of the deepest one. ``depths``: increasing
+    integers ``>= 1``; the grids: increasing numbers, ``scales >= 0``, ``strengths`` and ``ratios > 0``.
+    """
+    for L in list(depths):
+        check_int("depths", L, maximum=MAX_LAYERS)
+    depths = [check_int("depths", L) for L in depths]
+    if not depths or any(b <= a for a, b in zip(depths, depths[1:])):
+        raise ValueError(f"depths must be a non-empty increasing sequence of integers, got {depths}")
+    scales, strengths, ratios = _grid("scales", scales), _grid("strengths", strengths), _grid("ratios", ratios)
+    for name, grid in (("strengths", strengths), ("ratios", ratios)):
+        if grid[0] <= 0:
+            raise ValueError(f"{name} must be > 0 (a boundary is read on a log scale), got {grid[0]}")
+    batch = max(len(strengths), len(ratios))
+    cfg, seed, X = _setup(generator, depths[-1], n_heads, d_model, n_tokens, samples, seed, batch)
+    shape = (len(scales), len(depths))
+    rho_f, ent_f = np.zeros(shape + (len(strengths),)), np.zeros(shape + (len(strengths),))
+    rho_s, ent_s = np.zeros(shape + (len(ratios),)), np.zeros(shape + (len(ratios),))
+    for i, s in enumerate(scales):
+        rho_f[i], ent_f[i] = _measure(cfg, s, X, strengths, seed, depths)
+        for j, L in enumerate(depths):
+            (rho_s[i, j],), (ent_s[i, j],) = _measure(cfg, s, X, ratios * math.sqrt(L), seed, [L])
+    return DepthResult(np.array(depths), scales, strengths, ratios, rho_f, ent_f, rho_s, ent_s, X.shape[-2],
+                       X.shape[0])

@@ -1,4 +1,4 @@
-"""The path decomposition of a self-attention network (Dong et al. 2021, Theorem 2.1).
+"""The path decomposition of a self-attention network (Dong et al. 2021; chapter "The path decomposition").
 
 Hold every attention matrix ``P_h`` at the value it takes in the forward pass. The network is
 then *linear* in its input, and expanding the product of layers gives
@@ -33,8 +33,10 @@ from .counting import (
     mean_path_length,
     path_count,
     path_length,
+    sample_paths,
 )
-from .decompose import MAX_BYTES, decompose_by_length, decomposition_error, enumerate_paths, length_profile
+from .decompose import (CIRCUITS, MAX_BYTES, circuit_groups, decompose_by_length, decomposition_error, enumerate_paths, length_gram,
+                        length_profile, path_norms)
 from .frozen import FrozenLayer, frozen_layers
 
 __all__ = [
@@ -44,6 +46,11 @@ __all__ = [
     "enumerate_paths",
     "decompose_by_length",
     "length_profile",
+    "circuit_groups",
+    "CIRCUITS",
+    "length_gram",
+    "path_norms",
+    "sample_paths",
     "decomposition_error",
     "frozen_layers",
     "FrozenLayer",

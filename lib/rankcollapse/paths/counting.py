@@ -12,10 +12,11 @@ from itertools import product
 
 import torch
 
-from .._validate import check_bool, check_int
+from .._validate import check_bool, check_int, check_cost
 
 MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and all_paths build
 MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
+MAX_COUNT_DIGITS = 10**6  # largest exact count path_count builds (a million digits, under a second)
 MAX_COUNT_LAYERS = 10**5  # largest L for path_count: its exact integer has up to ~L log10(H+1) digits
 
 
@@ -39,6 +40,10 @@ def path_count(L: int, H: int, length: int, skip: bool = True) -> int:
     """
     L, H = check_int("L", L, minimum=0, maximum=MAX_COUNT_LAYERS), check_int("H", H)
     length = check_int("length", length, minimum=0)
+    digits = (L if not skip else min(length, L)) * math.log10(H) + L * math.log10(2)
+    check_cost("H", digits, MAX_COUNT_DIGITS, unit="digits",
+               alternative="use length_distribution(L, H) for the fractions, or the count's log10 "
+                           "(lgamma(L+1) - lgamma(l+1) - lgamma(L-l+1)) / log(10) + l log10(H)")
     if not check_bool("skip", skip):
         return H**L if length == L else 0
     return math.comb(L, length) * H**length if length <= L else 0
@@ -102,3 +107,27 @@ def path_length(path) -> int:
         if c is not None:
             check_int("path entry", c, minimum=0)
     return sum(c is not None for c in path)
+
+
+def sample_paths(L: int, H: int, length: int, count: int, *, generator: torch.Generator) -> list[tuple]:
+    """``count`` paths of ``length`` heads through ``L`` layers of ``H`` heads with skips, drawn
+    uniformly (with replacement) from the ``C(L, length) H^length`` such paths.
+
+    Each path as :func:`all_paths` writes it: a tuple with one entry per layer, a head index or
+    ``None`` for a skip. The layers are a uniform ``length``-subset, each head uniform, from
+    ``generator`` (a ``torch.Generator``). Book: chapter "The path decomposition", section 4.
+    """
+    L, H = check_int("L", L, minimum=0), check_int("H", H)
+    length = check_int("length", length, minimum=0, maximum=L)
+    count = check_int("count", count)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    out = []
+    for _ in range(count):
+        layers = torch.randperm(L, generator=generator)[:length].tolist()
+        heads = torch.randint(H, (length,), generator=generator).tolist()
+        path = [None] * L
+        for layer, head in zip(layers, heads):
+            path[layer] = head
+        out.append(tuple(path))
+    return out

@@ -1,5 +1,6 @@
 """The path decomposition itself: the terms by length (dynamic programme), every path term
-(enumeration), which lengths carry the output, and the identity's error."""
+(enumeration) or chosen ones, which lengths carry the output and how their terms align, and
+the identity's error."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 from .._validate import check_bool, check_choice, check_int
 from ..residual import NORMS, check_center, matrix_norm, res
 from ..san import SAN
-from .counting import MAX_PATHS, _choices, _too_many
+from .counting import MAX_PATHS, _choices, _too_many, path_length
 from .frozen import _check_linear, _maybe_constant, frozen_layers
 
 MAX_BYTES = 2**30  # default cap (1 GiB) on the memory the terms of enumerate_paths hold
@@ -21,7 +22,7 @@ def decompose_by_length(model: SAN, X, *, with_constant: bool = False):
     """Sum of all path terms of each length, by dynamic programming over layers.
 
     Returns a tensor of shape ``(L+1, ..., n, d)`` whose entry ``l`` is the sum of the terms of
-    all ``C(L,l) H^l`` paths of length ``l`` (chapter "The path decomposition", Theorem 2.1
+    all ``C(L,l) H^l`` paths of length ``l`` (chapter "The path decomposition", the identity
     grouped by length). Never enumerates paths: layer by layer, the length-``l`` sum after the
     layer is ``skip(sum_l) + heads(sum_{l-1})``, so the cost is ``O(L^2)`` layer applications
     instead of ``(H+1)^L`` path terms. The entries add up to the model's output (plus the
@@ -95,7 +96,7 @@ def _enumerate(layers, X, choices) -> dict:
 @torch.no_grad()
 def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: int = MAX_PATHS,
                     max_bytes: int = MAX_BYTES):
-    """Every path term ``P_p X W_p`` of Theorem 2.1, by explicit enumeration.
+    """Every path term ``P_p X W_p`` of the path decomposition, by explicit enumeration.
 
     Returns a dict from path to term. A path is a tuple of length ``L``: entry ``l`` is the head
     index taken in layer ``l`` (0-based), or ``None`` where the path skips the layer (only with
@@ -115,6 +116,26 @@ def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: in
     return _maybe_constant(paths, layers, X, with_constant)
 
 
+CIRCUITS = ("direct", "heads", "virtual", "rest")
+
+
+def circuit_groups(T) -> dict[str, torch.Tensor]:
+    """The sums by length ``T`` ``(L+1, ..., n, d)`` (:func:`decompose_by_length`) grouped as the
+    circuits literature names them (Elhage et al. 2021): ``"direct"`` the length-0 path,
+    ``"heads"`` the individual heads (length 1), ``"virtual"`` the virtual heads (length 2) and
+    ``"rest"`` every longer path (zeros when ``L < 3``). Each is shaped like ``T[0]``, and the four
+    add up to ``T.sum(0)``. Book: chapter "The path decomposition", section "Direct path, heads
+    and virtual heads"; measured in chapter "Which paths do trained networks use?".
+    """
+    if not isinstance(T, torch.Tensor) or T.dim() < 3 or not T.is_floating_point():
+        raise ValueError("T must be a floating tensor of sums by length (L+1, ..., n, d), got "
+                         f"{getattr(T, 'shape', type(T).__name__)}")
+    zero = torch.zeros_like(T[0])
+    parts = [T[l] if l < T.shape[0] else zero for l in range(3)]
+    rest = T[3:].sum(dim=0) if T.shape[0] > 3 else zero
+    return dict(zip(CIRCUITS, parts + [rest]))
+
+
 def _share(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     """``num / den`` with ``0 / 0 = 0`` (nothing to share) and ``x / 0 = inf`` for ``x > 0``."""
     safe = torch.where(den > 0, den, torch.ones_like(den))
@@ -131,7 +152,9 @@ def length_profile(model: SAN, X, *, norm: str = "l1inf", center="mean") -> dict
     - ``"norm_share"``: ``||T_l|| / ||Y||``, how much of the output each length carries;
     - ``"relative_residual"``: ``||res(T_l)|| / ||T_l||``, how collapsed each length's term is;
     - ``"residual_share"``: ``||res(T_l)|| / ||res(Y)||``, how much of the part of the output
-      that differs between tokens each length carries.
+      that differs between tokens each length carries;
+    - ``"gram"``, shape ``(..., L+1, L+1)``: the Frobenius inner products ``<T_l, T_m>_F`` of
+      :func:`length_gram`, whatever ``norm`` (shares of a sum only add up in an inner product).
 
     Norms (``norm``: ``"l1inf"`` or ``"fro"``) and centring (``center``: ``"mean"`` or a
     function ``X -> x`` such as ``rc.centering.optimal_center``) as in
@@ -160,13 +183,68 @@ def length_profile(model: SAN, X, *, norm: str = "l1inf", center="mean") -> dict
         "norm_share": _share(norm_T, matrix_norm(Y, norm=norm)),
         "relative_residual": _share(res_T, norm_T),
         "residual_share": _share(res_T, res_Y),
+        "gram": _gram(T),
     }
+
+
+@torch.no_grad()
+def path_norms(model: SAN, X, paths, *, norm: str = "fro") -> torch.Tensor:
+    """The norms ``||P_p X W_p||`` of the terms of the given ``paths`` (tuples as
+    :func:`enumerate_paths` writes them, e.g. from
+    :func:`~rankcollapse.paths.counting.sample_paths`): shape ``(len(paths), ...)``, one per
+    path and input. ``norm``: ``"fro"`` or ``"l1inf"`` (:mod:`rankcollapse.residual`).
+
+    One forward pass freezes the attention (and LayerNorm scales) on ``X``; each path's term,
+    without the constant (biases and shifts belong to no path), costs one head or skip
+    application per layer and is reduced to its norm at once, so many paths of a large network
+    fit in memory. Book: chapter "The path decomposition", section 4 (how large one path's
+    term is)."""
+    _check_linear(model)
+    check_choice("norm", norm, NORMS)
+    cfg = model.config
+    paths = list(paths) if not isinstance(paths, (str, bytes)) else None
+    if not paths:
+        raise ValueError("paths must be a list holding at least one path (a tuple per path)")
+    for p in paths:
+        path_length(p)  # checks the entries
+        if len(p) != cfg.n_layers:
+            raise ValueError(f"every path needs one entry per layer ({cfg.n_layers}), got {p!r}")
+        if any(c is not None and c >= cfg.n_heads for c in p) or (None in p and not cfg.skip):
+            raise ValueError(f"path {p!r} takes a head this model lacks or skips a layer without skips")
+    X, layers, _ = frozen_layers(model, X)
+    out = []
+    for p in paths:
+        term = X
+        for layer, c in zip(layers, p):
+            term = layer.skip(term) if c is None else layer.head(term.unsqueeze(0), c)[0]
+        out.append(matrix_norm(term, norm=norm))
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def length_gram(model: SAN, X) -> torch.Tensor:
+    """Frobenius inner products of the length terms: ``G[..., l, m] = <T_l, T_m>_F``, shape
+    ``(..., L+1, L+1)``, with ``T_l`` the sum of the length-``l`` path terms
+    (:func:`decompose_by_length`; the model may not add a constant term).
+
+    The output ``Y = sum_l T_l`` has ``||Y||_F^2 = sum_{l,m} G[l, m]``: the diagonal is each
+    length's own share, the off-diagonal the cross terms. Cross terms near 0 mean the lengths'
+    terms are nearly orthogonal; negative ones, that they cancel. Book: chapter "The path
+    decomposition", section 4.
+    """
+    return _gram(decompose_by_length(model, X))
+
+
+def _gram(T: torch.Tensor) -> torch.Tensor:
+    """``<T_l, T_m>_F`` for terms ``T`` of shape ``(L+1, ..., n, d)``: ``(..., L+1, L+1)``."""
+    flat = T.flatten(-2).movedim(0, -2)  # (..., L+1, n*d)
+    return flat @ flat.transpose(-1, -2)
 
 
 @torch.no_grad()
 def decomposition_error(model: SAN, X, *, with_enumeration: bool = False, max_paths: int = MAX_PATHS,
                         max_bytes: int = MAX_BYTES) -> dict[str, float]:
-    """Relative error ``||sum of terms - output||_F / ||output||_F`` of Theorem 2.1.
+    """Relative error ``||sum of terms - output||_F / ||output||_F`` of the path decomposition.
 
     ``"by_length"`` sums :func:`decompose_by_length` (plus the constant term), always;
     ``"enumeration"`` sums :func:`enumerate_paths`, only with ``with_enumeration=True`` (it then

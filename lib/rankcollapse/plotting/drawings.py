@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .style import _INK, MIN_POINTS, PALETTE, WIDTH, integer_ticks
+from .._validate import check_axes, check_int, check_str
 
 __all__ = ["path_diagram", "length_distributions", "curve_with_band"]
 
@@ -28,6 +29,7 @@ def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None
     ``highlight``: paths (tuples with a head index or ``None`` per layer) drawn in colour, with
     their length in the legend.
     """
+    L, H = check_int("L", L), check_int("H", H)
     ax = _axes(ax, figsize=(7.0, 3.2))
     ys = {h: H - h for h in range(H)}  # head rows above the stream (y = 0), the skip below
     ys[None] = -1.0
@@ -73,6 +75,9 @@ def length_distributions(rows, axes=None):
     mean ``H/(H+1)``. Right: the same shares on a log axis, where the short paths' tiny shares
     are visible.
     """
+    rows = list(rows)
+    if not rows:
+        raise ValueError("rows must hold at least one row to draw")
     import matplotlib.pyplot as plt
 
     if axes is None:
@@ -105,6 +110,7 @@ def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o",
     With ``log=True`` the band is drawn in log space (geometric mean × / ÷ geometric std), the
     honest choice for quantities that fall over orders of magnitude.
     """
+    check_axes("ax", ax)
     v = np.asarray(values, dtype=float)
     if v.ndim == 1:
         v = v[None]
@@ -136,6 +142,13 @@ def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label
     Log axes throughout; bands are ±1 std in log space. The three panels share the x axis, named
     once below them (``lam_label``). Returns the three axes.
     """
+    K = len(lam)
+    variances = grad_variance.values() if isinstance(grad_variance, dict) else [grad_variance]
+    widths = [np.shape(residual)[-1], np.shape(sensitivity)[-1], *(np.shape(v)[-1] for v in variances)]
+    if any(w != K for w in widths):
+        raise ValueError(f"residual, sensitivity and grad_variance must have one column per lambda ({K}), got "
+                         f"{np.shape(residual)}, {np.shape(sensitivity)} and "
+                         f"{[np.shape(v) for v in variances]}")
     import matplotlib.pyplot as plt
 
     if axes is None:
@@ -213,6 +226,7 @@ def residual_vs_depth(ax, series, ylabel=r"$\Vert \mathrm{res}(X_l)\Vert_{1,\inf
     quantities below float64's range) and are drawn on a linear axis labelled as such;
     otherwise the axis is logarithmic. Non-finite values are left out of a curve.
     """
+    check_axes("ax", ax)
     for i, (label, values, style) in enumerate(series):
         v = np.atleast_2d(np.asarray(values, dtype=float))
         x = np.arange(v.shape[1])
@@ -245,6 +259,7 @@ def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
     ``L``: depths ``(k,)``; ``loglog``: array ``(samples, k)`` (non-finite entries skipped). The
     reference line passes through the mean of the last finite column, so that the slopes compare.
     """
+    check_axes("ax", ax)
     v = np.atleast_2d(np.asarray(loglog, dtype=float))
     L = np.asarray(L, dtype=float)
     for row in v:
@@ -267,6 +282,53 @@ def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
 __all__ += ["residual_vs_depth", "cubic_rate"]
 
 
+def power_law(ax, x, y, slope_ref=1.0, label_ref="slope 1"):
+    """``y`` against ``x`` on log-log axes, one line per sample, with a reference line of slope ``slope_ref``.
+
+    ``x``, ``y``: arrays ``(samples, k)`` of positive values. The reference line passes through
+    the geometric mean of the samples' last points, so that the slopes compare.
+    """
+    check_axes("ax", ax)
+    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
+    if x.shape != y.shape or not (np.isfinite(x).all() and np.isfinite(y).all() and (x > 0).all() and (y > 0).all()):
+        raise ValueError(f"power_law: x and y must be arrays of one shape of finite positive values, got shapes "
+                         f"{x.shape} and {y.shape}")
+    for xs, ys in zip(x, y):
+        ax.plot(xs, ys, "o-", ms=3, color=PALETTE[0], alpha=0.6, lw=1)
+    x0, y0 = np.exp(np.log(x[:, -1]).mean()), np.exp(np.log(y[:, -1]).mean())
+    xr = np.array([x.min(), x.max()])
+    ax.plot(xr, y0 * (xr / x0) ** slope_ref, "--", color=PALETTE[3], label=label_ref)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.legend()
+    return ax
+
+
+def attention_maps(axes, matrices, titles):
+    """Attention matrices as colour maps, one per axes, on one colour scale from 0 to the largest
+    entry; rows are queries, columns keys. Returns the last image (for a colour bar)."""
+    axes = list(np.ravel(axes)) if isinstance(axes, np.ndarray) else list(axes)
+    for i, ax in enumerate(axes):
+        check_axes(f"axes[{i}]", ax)
+    matrices = [np.asarray(P, dtype=float) for P in matrices]
+    if not matrices or len(matrices) != len(axes) or len(titles) != len(axes):
+        raise ValueError(f"attention_maps needs one matrix and one title per axes: {len(axes)} axes, "
+                         f"{len(matrices)} matrices, {len(titles)} titles")
+    top = max(float(P.max()) for P in matrices)
+    image = None
+    for ax, P, title in zip(axes, matrices, titles):
+        image = ax.imshow(P, vmin=0.0, vmax=top, cmap="viridis")
+        ax.set_title(title)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel("key $j$")
+    axes[0].set_ylabel("query $i$")
+    return image
+
+
+__all__ += ["power_law", "attention_maps"]
+
+
 # ------------------------------------------------------------------ real transformers (models)
 
 VARIANT_STYLE = {  # variant -> (colour, line style, legend label), as the paper's Figure 2
@@ -284,6 +346,7 @@ def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
     Each variant is drawn as its geometric mean with a ×/÷ one geometric std band on a log axis;
     values below ``floor`` (exact zeros of a fully collapsed float64 matrix) are drawn at ``floor``.
     """
+    check_axes("ax", ax)
     for variant in ("san", "san+mlp", "san+skip", "full"):
         if variant not in curves:
             continue
@@ -303,6 +366,8 @@ def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
 def fit_title(ax, title: str, **kw):
     """Set ``title`` on ``ax``, broken into lines at spaces so that each fits the axes' width
     (titles of neighbouring panels never run into each other)."""
+    check_axes("ax", ax)
+    check_str("title", title)
     import textwrap
 
     import matplotlib as mpl

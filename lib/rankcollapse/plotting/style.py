@@ -9,6 +9,8 @@ below 9 pt as shown; :func:`fit_to_page` and :func:`check_figure` apply and chec
 from __future__ import annotations
 
 import numpy as np
+from .._validate import check_axes, check_choice, check_int, check_positive_float
+from .._validate import check_figure as _check_fig
 
 __all__ = ["use_book_style", "PALETTE", "INK"]
 
@@ -102,6 +104,7 @@ def figure_problems(fig, column_inches: float = COLUMN_INCHES, min_points: float
     size is multiplied by that scale and must be at least ``min_points``. Text must lie inside
     the figure (it would be clipped) and no two texts may overlap. Draws the figure.
     """
+    _check_fig("fig", fig)
     from matplotlib.text import Text
 
     fig.canvas.draw()
@@ -151,6 +154,9 @@ def fit_to_page(fig, column_inches: float = COLUMN_INCHES, min_points: float = M
     ``min_points`` is set to ``min_points``. What neither rule can mend (text that overlaps or
     is clipped) is left to :func:`figure_problems`.
     """
+    check_positive_float("column_inches", column_inches)
+    check_positive_float("min_points", min_points)
+    _check_fig("fig", fig)
     from matplotlib.text import Text
 
     changes = []
@@ -181,6 +187,8 @@ def check_figure(fig, **kw) -> None:
 
 def integer_ticks(ax, axis: str = "x"):
     """Whole-number ticks only on ``axis`` (``"x"``, ``"y"`` or ``"both"``): layers, depths, ranks."""
+    check_axes("ax", ax)
+    check_choice("axis", axis, ("x", "y", "both"))
     from matplotlib.ticker import MaxNLocator
 
     for name in ("x", "y") if axis == "both" else (axis,):
@@ -188,12 +196,17 @@ def integer_ticks(ax, axis: str = "x"):
     return ax
 
 
-def svg_bytes(fig) -> bytes:
-    """``fig`` as SVG bytes, saved as the book saves it (deterministic: see :func:`use_book_style`)."""
+def svg_bytes(fig, description: str | None = None) -> bytes:
+    """``fig`` as SVG bytes, saved as the book saves it (deterministic: see :func:`use_book_style`),
+    with ``description`` (its alt text, :func:`rankcollapse.plotting.alt_text`) in its metadata."""
+    _check_fig("fig", fig)
     import io
 
+    options = svg_options()
+    if description is not None:
+        options["metadata"]["Description"] = description
     buf = io.BytesIO()
-    fig.savefig(buf, format="svg", **svg_options())
+    fig.savefig(buf, format="svg", **options)
     return buf.getvalue()
 
 
@@ -215,6 +228,7 @@ def spread_indices(count: int, most: int = 5) -> list[int]:
 def sequential_colours(count: int) -> list:
     """``count`` colours in order, for curves of a sweep (viridis without its faint yellow end:
     colour-blind safe, and dark to light as the swept quantity grows)."""
+    count = check_int("count", count)
     import matplotlib as mpl
 
     cmap = mpl.colormaps["viridis"]

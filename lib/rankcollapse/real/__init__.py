@@ -12,7 +12,9 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 - :mod:`~rankcollapse.real.products`: products of attention matrices along sampled paths;
 - :mod:`~rankcollapse.real.study`: the chapter's measurements as result objects;
 - :mod:`~rankcollapse.real.condition`: the collapse condition evaluated on real weights
-  (chapter "What the theorem does not say").
+  (chapter "What the theorem does not say");
+- :mod:`~rankcollapse.real.skips`: attention with skips and without, the causal mask and the
+  biases switched on and off (the same chapter).
 
 ``transformers`` is imported only when a model is built or loaded.
 """
@@ -20,7 +22,7 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 from .convert import Embedding, Network, ablation_config, from_transformers
 from .hub import RealModel, hub_problem, hub_timeout, lineup, load, try_load
 from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
-from . import condition, study
+from . import condition, skips, study
 from .products import path_products, path_profile, path_residuals, sample_paths
 from .registry import ABLATIONS, MODELS, SURGERIES, VARIANTS, ModelSpec, ModelUnavailable, minilm_path, spec
 from .text import corpus, encode, token_windows
@@ -31,5 +33,5 @@ __all__ = [
     "Embedding", "Network", "ablation_config", "from_transformers",
     "corpus", "encode", "token_windows",
     "hidden_states", "relative_residuals", "residual_curve", "residual_curves",
-    "sample_paths", "path_products", "path_residuals", "path_profile", "study", "condition",
+    "sample_paths", "path_products", "path_residuals", "path_profile", "study", "condition", "skips",
 ]

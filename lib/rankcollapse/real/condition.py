@@ -306,20 +306,20 @@ def model_condition(model, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, r
     return out
 
 
-_SHORT = {"all-MiniLM-L6-v2": "minilm", "bert-base-cased": "bert", "albert-base-v2": "albert",
-          "xlnet-base-cased": "xlnet", "gpt2": "gpt2"}
-
-
 @dataclass
 class ConditionStudy:
-    """:class:`ModelCondition` of every model, the fractions where the condition holds, and glue."""
+    """:class:`ModelCondition` of every model and the fractions where the condition holds."""
 
     results: list
     n_seq: int
     n_tokens: int
 
     def by_name(self, name) -> ModelCondition:
-        return next(r for r in self.results if r.name == name)
+        """The result of the model called ``name`` (a ``KeyError`` naming it if none)."""
+        for r in self.results:
+            if r.name == name:
+                return r
+        raise KeyError(f"no model named {name!r} among {[r.name for r in self.results]}")
 
     def fractions(self) -> dict:
         """Layers, heads and (model, sequence) pairs where each condition holds: ``{key: (held, total)}``."""
@@ -328,58 +328,6 @@ class ConditionStudy:
         full = np.concatenate([r.full < 1 for r in self.results])
         return {"layers": (int(layers.sum()), layers.size), "heads": (int(heads.sum()), heads.size),
                 "full": (int(full.sum()), full.size)}
-
-    def table(self) -> tuple[list, list]:
-        """Header and rows: per model, its per-layer constants (median over sequences: smallest and
-        largest layer), the input-free floor, r_0, and the shrinks at which each condition holds."""
-        rows = []
-        for r in self.results:
-            med = np.median(r.constants, axis=1)
-            rows.append([r.label, f"{med.min():.3g}", f"{med.max():.3g}", f"{r.floor.min():.3g}",
-                         f"{np.median(r.r0):.3g}"] + [f"{r.shrink[c][0]:.3g}" if c in r.shrink else ""
-                                                      for c in CONDITIONS])
-        return ["model", "smallest c_l", "largest c_l", "floor", "r_0", "shrink: layer", "shrink: full"], rows
-
-    def glue(self) -> dict:
-        f = self.fractions()
-        pct = lambda k: 100 * f[k][0] / f[k][1]  # noqa: E731
-        rs = self.results
-        out = {"lim-cond-models": (len(rs), "{}"), "lim-cond-seq": (self.n_seq, "{}"),
-               "lim-cond-tokens": (self.n_tokens, "{}"), "lim-cond-names": (", ".join(r.name for r in rs), "{}"),
-               "lim-layers-total": (f["layers"][1], "{}"), "lim-layers-hold": (pct("layers"), "{:.0f}%"),
-               "lim-heads-total": (f["heads"][1], "{}"), "lim-heads-hold": (pct("heads"), "{:.0f}%"),
-               "lim-full-total": (f["full"][1], "{}"), "lim-full-hold": (pct("full"), "{:.0f}%"),
-               "lim-floor-min": (min(r.floor.min() for r in rs), "{:.1f}"),
-               "lim-r0-min": (min(r.r0.min() for r in rs), "{:.0f}"), "lim-r0-max": (max(r.r0.max() for r in rs), "{:.0f}"),
-               "lim-full-min": (min(r.full.min() for r in rs), "sci"),
-               "lim-pure-last-max": (max(r.typical()[-1] for r in rs), "sci"),
-               "lim-rate-min": (np.nanmin([r.collapse_rate() for r in rs]), "{:.2f}"),
-               "lim-rate-max": (np.nanmax([r.collapse_rate() for r in rs]), "{:.2f}"),
-               "lim-log3": (math.log(3), "{:.2f}")}
-        lo, hi = out["lim-rate-min"][0], out["lim-rate-max"][0]  # against log 3, a cube per layer
-        out["lim-rate-reading"] = ("faster than the theorem's cube per layer" if lo > math.log(3) else
-                                   "slower than a cube per layer" if hi < math.log(3) else
-                                   "around a cube per layer, faster for some models and slower for others", "{}")
-        floors = [r.floor_layer(1e-12) for r in rs]
-        out["lim-floor-layer-max"] = (max(x for x in floors if x is not None) if any(
-            x is not None for x in floors) else float("nan"), "{}")
-        out["lim-floor-collapsed"] = (sum(x is not None for x in floors), "{}")
-        for r in rs:
-            key, med = _SHORT.get(r.name, r.name), np.median(r.constants, axis=1)
-            out[f"lim-c-{key}-min"] = (med.min(), "{:.3g}")
-            out[f"lim-c-{key}-max"] = (med.max(), "{:.3g}")
-            out[f"lim-c-{key}-1"] = (med[0], "{:.3g}")
-        for c in CONDITIONS:
-            have = [r for r in rs if c in r.shrink]
-            if not have:
-                continue
-            out[f"lim-shrink-{c}-min"] = (min(r.shrink[c][0] for r in have), "{:.3g}")
-            out[f"lim-shrink-{c}-max"] = (max(r.shrink[c][0] for r in have), "{:.3g}")
-            out[f"lim-entropy-{c}-min"] = (min(r.entropy[c].min() for r in have), "{:.6f}")
-        out["lim-entropy-real-min"] = (min(r.entropy["real"].min() for r in rs), "{:.2f}")
-        out["lim-entropy-real-max"] = (max(r.entropy["real"].max() for r in rs), "{:.2f}")
-        out["lim-entropy-pure-1"] = (min(r.entropy["pure"][0] for r in rs), "{:.2f}")
-        return out
 
 
 def condition_study(models, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, entropy_seq: int = 1,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validate import check_choice
+from .._validate import check_bool, check_choice
 from ..san import SAN, Block, SANConfig, check_san
 from ..ops import layer_norm
 from .registry import SURGERIES, VARIANTS
@@ -118,11 +118,17 @@ class Network:
         """The first layer's input ``X`` ``(..., n, d)`` from token ids ``(..., n)``."""
         return self.embedding(ids, token_types)
 
-    def ablate(self, variant: str = "full", surgery: str = "clean") -> SAN:
-        """``variant`` under ``surgery`` as a SAN whose parameters are this network's own (shared)."""
-        key = (variant, surgery)
+    def ablate(self, variant: str = "full", surgery: str = "clean", *, mask: bool = True, bias: bool = True) -> SAN:
+        """``variant`` under ``surgery`` as a SAN whose parameters are this network's own (shared).
+
+        ``mask=False`` drops the model's causal mask (GPT-2's; the other models have none);
+        ``bias=False`` drops the query, key, value, output and MLP biases.
+        """
+        mask, bias = check_bool("mask", mask), check_bool("bias", bias)
+        key = (variant, surgery) if mask and bias else (variant, surgery, mask, bias)
         if key not in self._ablated:
             cfg, identity = ablation_config(self.config, variant, surgery, identity_mlp=self.paper_identity_mlp)
+            cfg = cfg.replace(causal=cfg.causal and mask, bias=cfg.bias and bias)
             self._ablated[key] = _share(self.san, cfg, identity)
         return self._ablated[key]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._validate import check_positive_float, check_seed
+from .._validate import check_bool, check_positive_float, check_seed
 from .convert import Network, from_transformers
 from .registry import MODELS, ModelUnavailable, minilm_path, spec
 from .text import CLS, SEP, minilm_tokenizer
@@ -142,6 +142,7 @@ def hub_problem(name: str, timeout=None) -> str | None:
     https://huggingface.co) with ``timeout`` seconds per network step: "timed out after N s",
     "refused the connection", "has no model ..." (HTTP 404), and so on.
     """
+    spec(name)  # a ValueError naming the models for an unknown name
     t = hub_timeout(timeout)
     if os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
@@ -252,6 +253,7 @@ def try_load(name: str, pretrained: bool = False, seed: int = 0, *, allow_downlo
              instead: str = "it is left out", timeout=None) -> RealModel | None:
     """:func:`load`, but a model that cannot be found prints one line (ending with ``instead``)
     and returns ``None`` instead of raising."""
+    check_bool("pretrained", pretrained)
     try:
         return load(name, pretrained, seed, allow_download=allow_download, timeout=timeout)
     except ModelUnavailable as err:

@@ -168,6 +168,7 @@ def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=A
     which stay of order one (half the time). Returns ``{(model.label, variant, surgery): array
     (n_seq, L + 1)}`` (numpy, float64). ``progress`` shows a bar on stderr.
     """
+    check_int("n_seq", n_seq), check_int("n_tokens", n_tokens)
     if isinstance(dtype, str):
         check_choice("dtype", dtype, ("auto",))
 

@@ -55,6 +55,7 @@ def map_ids(ids, vocab_size):
 
     Id 0 is avoided because it is the padding row (zero at initialisation) in BERT and ALBERT.
     """
+    vocab_size = check_int("vocab_size", vocab_size, minimum=2)
     return [i if 0 < i < vocab_size else 1 + i % (vocab_size - 1) for i in ids]
 
 

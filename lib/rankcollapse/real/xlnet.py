@@ -21,6 +21,8 @@ __all__ = ["convert_xlnet"]
 
 def convert_xlnet(model, dtype, position_dtype):
     """``(SAN, Embedding)`` of a transformers ``XLNetModel`` in ``dtype``."""
+    if not hasattr(model, "config"):
+        raise TypeError(f"model must be a transformers XLNet model, got {type(model).__name__}")
     c = model.config
     if c.attn_type != "bi" or c.bi_data or c.mem_len:
         raise ValueError("XLNet is converted with attn_type='bi', bi_data=False and no memory only")

@@ -1,6 +1,7 @@
 """The theory of rank collapse: the paper's bounds, and the book's, with what they are made of.
 
-Dong et al. (2021, Theorems 2.2 and 2.3) bound the residual of a *pure* self-attention network
+Dong et al. (2021; Theorem 2.2 as the reading note gives it, and a multi-head form reported as its
+Theorem 2.3) bound the residual of a *pure* self-attention network
 (no skip connections, no MLP, no LayerNorm, no biases) after ``L`` layers:
 
 .. math::
@@ -9,8 +10,8 @@ Dong et al. (2021, Theorems 2.2 and 2.3) bound the residual of a *pure* self-att
          \\lVert \\operatorname{res}(X) \\rVert_{1,\\infty}^{3^L},
 
 where ``beta`` bounds :math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_{h}\\rVert_{1,\\infty}` in every layer
-and head, and ``gamma`` is a term depending on the attention entries that the paper defines in
-its appendix. What this package computes is the *book's* bound of that form (chapter "Pure
+and head, and ``gamma`` is a term depending on the attention entries (the reading note's words; the
+paper's definition of it was not available to this book). What this package computes is the *book's* bound of that form (chapter "Pure
 attention collapses", section 2, "The collapse bound with a computable constant (this book)"),
 with the book's own ``gamma``, derived from the proof of the one-layer lemma:
 
@@ -32,7 +33,7 @@ The core of the library: imports torch and the core modules only. One job per mo
 - :mod:`.weights`: which networks the theorems cover, ``W_QK``, ``W_h`` and ``beta``;
 - :mod:`.bound`: ``gamma``, the layer constants, the bound and the residual it bounds;
 - :mod:`.compare`: the bound against the tracked residual (its gap; the residual relative to
-  the tokens' size);
+  the tokens' size), how hard the attention is, and how far it is from rank one;
 - :mod:`.skip`: the skip-connection networks that never lose residual, the book's upper bound
   with skips (which can only grow with depth), and the search for the smallest ratio (chapter
   "Skip connections");
@@ -53,7 +54,8 @@ from .bound import (
     tracked_residual,
     unit_residual_tokens,
 )
-from .compare import bound_gaps, tracked_relative_residual
+from .compare import (attention_hardness, attention_through_depth, bound_gaps, rank_one_distance,
+                      tracked_relative_residual)
 from .instances import random_instances
 from .skip import PRESERVING_FAMILIES, preserving_input, preserving_san, search_smallest_ratio, skip_bound
 from .weights import beta, check_pure_attention, qk_matrices, value_matrices
@@ -69,6 +71,9 @@ __all__ = [
     "tracked_residual",
     "tracked_relative_residual",
     "bound_gaps",
+    "attention_hardness",
+    "rank_one_distance",
+    "attention_through_depth",
     "layer_constants",
     "unit_residual_tokens",
     "depth_profile",

@@ -1,4 +1,4 @@
-"""The book's collapse bound (of the form of the paper's Theorems 2.2 and 2.3) and what it is made of.
+"""The book's collapse bound (of the form of the paper's Theorem 2.2 and its multi-head form) and what it is made of.
 
 See :mod:`rankcollapse.theory` for the statement. Everything here is computed from one forward
 pass of a pure attention network (:func:`rankcollapse.theory.weights.check_pure_attention`),
@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from .._validate import check_bool, check_choice, check_int
+from .._validate import check_bool, check_choice, check_dtype, check_elements, check_generator, check_int
 from ..residual import check_center, composite_norm, res
 from .weights import check_pure_attention, _head_norms
 
@@ -71,7 +71,9 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     - ``"residual"`` ``(L+1, ...)``: :math:`\\lVert R_l\\rVert_{1,\\infty}`, the residual in ``center``
       (for the mean, the tracked one);
     - ``"forward_residual"`` ``(L+1, ...)``: the same from the float forward pass (it stops at the
-      dtype's rounding floor).
+      dtype's rounding floor);
+    - ``"size"`` ``(L+1, ...)``: :math:`\\lVert X_l\\rVert_{1,\\infty}`, the tokens' size in the
+      forward pass.
 
     Book: chapter "Pure attention collapses", section 2 (the derivation, Definition "The constant
     gamma of a layer (this book)").
@@ -110,6 +112,7 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
         "beta": beta_l,
         "residual": torch.stack(resid),
         "forward_residual": torch.stack([composite_norm(res(h, center=center)) for h in out.hidden_states]),
+        "size": torch.stack([composite_norm(h) for h in out.hidden_states]),
     }
 
 
@@ -159,15 +162,21 @@ def gamma(model, X, center: str = DEFAULT_CENTER) -> torch.Tensor:
     return gamma_details(model, X, center)["gamma"]
 
 
-def layer_constants(model, X, center: str = DEFAULT_CENTER) -> torch.Tensor:
+def layer_constants(model, X, center: str = DEFAULT_CENTER, log10: bool = False) -> torch.Tensor:
     r"""Each layer's constant :math:`c_l = 4\gamma_l\beta_l H/\sqrt{d_{qk}}`, shape ``(L, ...)``.
 
     The one-layer step reads :math:`\lVert\operatorname{res}(X_{l+1})\rVert \le c_l
-    \lVert\operatorname{res}(X_l)\rVert^3`; the theorem's condition is :math:`c_l < 1` for
+    \lVert\operatorname{res}(X_l)\rVert^3`; the theorem's condition is :math:`\max_l c_l < 1` for
     inputs with :math:`\lVert\operatorname{res}(X)\rVert \le 1` (chapter "Pure attention
-    collapses", section 2). ``center`` as in :func:`gamma_details`.
+    collapses", section 2). ``center`` as in :func:`gamma_details`. ``log10=True`` returns
+    :math:`\log_{10} c_l`, finite where :math:`c_l` itself overflows float64 (large weights grow
+    the later layers' inputs, and :math:`\gamma_l` grows like :math:`e^{3\varepsilon_l}`).
     """
-    return _layer_constants(model, gamma_details(model, X, center))
+    log10 = check_bool("log10", log10)
+    det = gamma_details(model, X, center)
+    if log10:
+        return _log_layer_constants(model, det) / math.log(10)
+    return _layer_constants(model, det)
 
 
 def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=torch.float64) -> torch.Tensor:
@@ -176,7 +185,9 @@ def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=to
     The mean-centred residual; the theorems' condition is stated for inputs of this size.
     """
     n, d = check_int("n", n, minimum=2), check_int("d", d)
-    X = torch.randn(n, d, dtype=dtype, generator=generator)
+    check_elements("n * d", n * d, alternative="draw fewer or narrower tokens")
+    generator = check_generator("generator", generator)
+    X = torch.randn(n, d, dtype=check_dtype("dtype", dtype), generator=generator)
     return X / composite_norm(res(X))
 
 
@@ -188,15 +199,17 @@ def depth_profile(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     forward pass (it stops at the dtype's rounding floor); ``"tracked"``: the same followed
     exactly by :func:`tracked_residual`; ``"paper"`` and ``"layerwise"``: the bound of
     :func:`collapse_bound` in those forms; and ``"c"``: the largest layer constant of
-    :func:`layer_constants` (a scalar; NaN for a network of depth 0, which has no layer). For
-    ``X`` of shape ``(n, d)``; ``center`` as in :func:`gamma_details` (``"tracked"`` is the
-    mean-centred residual whatever the centre).
+    :func:`layer_constants` (a scalar; NaN for a network of depth 0, which has no layer); and
+    ``"size"``: :math:`\log_{10}\lVert X_l\rVert_{1,\infty}`, the tokens' size (``"tracked"``
+    minus ``"size"`` is the relative residual). For ``X`` of shape ``(n, d)``; ``center`` as in
+    :func:`gamma_details` (``"tracked"`` is the mean-centred residual whatever the centre).
     """
     det = gamma_details(model, X, center)  # one forward pass for every entry
     logc = _log_layer_constants(model, det)
     tracked = det["residual"] if center == "mean" else tracked_residual(model, X)
     c = _layer_constants(model, det)
     return {
+        "size": torch.log10(det["size"]),
         "forward": torch.log10(det["forward_residual"]),
         "tracked": torch.log10(tracked),
         "paper": _bound(logc, det, "paper") / math.log(10),
@@ -220,7 +233,7 @@ def collapse_bound(model, X, form: str = "paper", log10: bool = False, center: s
     bound bounds the residual in that centre (and, the optimal residual being the smallest, the
     optimal residual too):
 
-    - ``form="paper"``: one constant for all layers, the form of the paper's Theorems 2.2/2.3 (with
+    - ``form="paper"``: one constant for all layers, the form of the paper's Theorem 2.2 (with
       the book's ``gamma``), :math:`c^{(3^l-1)/2} r_0^{3^l}` with ``c`` the largest :math:`c_k`
       over layers ``k < l``;
     - ``form="layerwise"``: the same cascade with each layer's own constant,

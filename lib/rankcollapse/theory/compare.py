@@ -1,20 +1,22 @@
 """The collapse bound against what it bounds: the tracked residual relative to the tokens' size,
-and how far the bound lies above the tracked residual.
+how far the bound lies above the tracked residual, and how hard the attention is where the
+residual survives; how far each attention matrix is from rank one.
 
-Both read :func:`.bound.tracked_residual` (the mean-centred residual, accurate far below float64's
-rounding floor). Book: chapter "Pure attention collapses", sections 4 and 6.
+The first two read :func:`.bound.tracked_residual` (the mean-centred residual, accurate far below
+float64's rounding floor). Book: chapter "Pure attention collapses", sections 2, 4, 5 and 6.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .._validate import check_choice, check_finite_float
-from ..residual import composite_norm
+from .._validate import as_tokens, check_choice, check_finite_float
+from ..residual import NORMS, composite_norm, matrix_norm, res
 from .bound import BOUND_FORMS, collapse_bound, tracked_residual
 from .weights import check_pure_attention
 
-__all__ = ["tracked_relative_residual", "bound_gaps"]
+__all__ = ["tracked_relative_residual", "bound_gaps", "attention_hardness", "rank_one_distance",
+           "attention_through_depth"]
 
 
 @torch.no_grad()
@@ -56,3 +58,68 @@ def bound_gaps(model, X, forms=BOUND_FORMS, floor: float = -290.0) -> dict[str, 
         ok = torch.isfinite(bound) & torch.isfinite(tracked) & (tracked > floor)
         out[form] = (bound - tracked)[ok]
     return out
+
+
+@torch.no_grad()
+def attention_hardness(model, X) -> dict[str, torch.Tensor]:
+    r"""How close each head's attention is to a 0/1 matrix, and how many tokens it points to.
+
+    From the forward pass of a pure attention network on ``X`` ``(n, d)``, for every layer and
+    head (shapes ``(L, H)``):
+
+    - ``"row_max"``: the largest entry of each row of :math:`P_h`, averaged over rows: ``1/n``
+      for uniform attention, 1 for hard attention (each token attends to one token);
+    - ``"targets"``: the number of distinct tokens the rows attend to most
+      (:math:`|\{\arg\max_j P_{h,ij} : i\}|`), between 1 (every token attends to the same
+      token) and ``n``.
+
+    Book: chapter "Pure attention collapses", section 4 (the networks that escape collapse).
+    """
+    check_pure_attention(model)
+    X = model.check_input(X)
+    if X.dim() != 2:
+        raise ValueError(f"X must be one input of shape (n, d), got shape {tuple(X.shape)}")
+    P = torch.stack(model(X).attentions)  # (L, H, n, n)
+    top = P.argmax(dim=-1)  # (L, H, n)
+    targets = torch.tensor([[len(torch.unique(t)) for t in layer] for layer in top], dtype=torch.int64)
+    return {"row_max": P.amax(dim=-1).mean(dim=-1), "targets": targets.reshape(P.shape[:2])}
+
+
+def rank_one_distance(P, norm: str = "fro") -> torch.Tensor:
+    r"""How far row-stochastic matrices ``P`` ``(..., n, n)`` are from rank one: :math:`\lVert P - \mathbf 1\bar p^\top\rVert`.
+
+    :math:`\bar p` is the column mean of ``P``, so :math:`P - \mathbf 1\bar p^\top` is the
+    matrix :math:`\Delta` of Step 2 of the chapter "Pure attention collapses" (section 2), and the
+    mean-centred residual of ``P`` seen as ``n`` tokens. In the Frobenius norm (``norm="fro"``,
+    the default) it is the distance to the nearest matrix of the form :math:`\mathbf 1 s^\top`
+    (every row the same), and that nearest matrix, :math:`\mathbf 1\bar p^\top`, is itself
+    row-stochastic; ``norm="l1inf"`` gives :math:`\lVert\Delta\rVert_{1,\infty}`, the norm the
+    chapter's Steps bound. Zero when every row of ``P`` is the same (up to the rounding of the column
+    mean), and only then. Shape ``(...)``.
+    """
+    check_choice("norm", norm, NORMS)
+    P = as_tokens("P", P)
+    if P.shape[-1] != P.shape[-2]:
+        raise ValueError(f"P must hold square attention matrices (..., n, n), got shape {tuple(P.shape)}")
+    return matrix_norm(res(P), norm=norm)
+
+
+@torch.no_grad()
+def attention_through_depth(model, X, norm: str = "fro") -> dict[str, torch.Tensor]:
+    r"""Every layer's attention matrices and their distance to rank one, from one forward pass.
+
+    ``model``: a pure attention network; ``X``: ``(n, d)`` or batched ``(..., n, d)``. Returns
+    ``"attention"`` ``(L, ..., H, n, n)``, the matrices :math:`P^{(l)}_h`, and ``"distance"``
+    ``(L, ..., H)``, :func:`rank_one_distance` of each (in ``norm``). Book: chapter "Pure
+    attention collapses", section 5 (the attention matrices through depth).
+    """
+    check_pure_attention(model)
+    check_choice("norm", norm, NORMS)
+    X = model.check_input(X)
+    attentions = model(X).attentions
+    if not attentions:  # no layers
+        n, H = X.shape[-2], model.config.n_heads
+        P = torch.zeros((0,) + X.shape[:-2] + (H, n, n), dtype=X.dtype)
+        return {"attention": P, "distance": P.sum(dim=(-1, -2))}
+    P = torch.stack(attentions)
+    return {"attention": P, "distance": rank_one_distance(P, norm=norm)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validate import check_int
+from .._validate import check_int, check_seed, derive_seed
 from ..san import SAN, SANConfig
 
 __all__ = ["random_instances"]
@@ -23,13 +23,13 @@ def random_instances(count: int, *, seed: int, batch: int = 10, max_n: int = 12,
     ``1..max_heads`` heads, ``1..max_layers`` layers and an attention weight scale
     (``init_scale``) log-uniform in ``[0.05, 2]``; each input ``X`` of shape ``(b, n, d)`` has
     standard normal entries times a scale log-uniform in ``[0.01, 10]``. Every instance
-    satisfies the hypotheses of Theorems 2.2/2.3 (a pure attention network, any finite
+    satisfies the hypotheses of the collapse bound (a pure attention network, any finite
     weights). A generator: nothing is drawn before it is iterated, but its arguments are
     checked at the call (``batch * max_n * max_d`` at most ``2**25``). Used by the tests and by
     chapter "Pure attention collapses" (how tight the bound is).
     """
     count = check_int("count", count)
-    seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)  # the library's seed range
+    seed = check_seed("seed", seed)
     batch = check_int("batch", batch)
     max_n, max_d = check_int("max_n", max_n, minimum=2), check_int("max_d", max_d, minimum=2)
     max_heads, max_layers = check_int("max_heads", max_heads, maximum=64), check_int("max_layers", max_layers, maximum=64)
@@ -50,5 +50,5 @@ def _draw(count, seed, batch, max_n, max_d, max_heads, max_layers):
         s = float(10 ** (torch.rand(1, generator=g) * 1.6 - 1.3))
         xs = 10 ** (torch.rand(b, 1, 1, generator=g, dtype=torch.float64) * 3 - 2)
         cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=s)
-        model = SAN(cfg, seed=(seed * 100_003 + i) % 2**32)  # SAN's seed range (check_seed)
+        model = SAN(cfg, seed=derive_seed(seed, i, stride=100_003))
         yield model, torch.randn(b, n, d, generator=g, dtype=torch.float64) * xs

@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .._validate import as_tokens, check_bool, check_choice, check_int, check_positive_float
+from .._validate import MAX_LOOP, as_tokens, check_bool, check_choice, check_cost, check_int, check_positive_float, check_seed, derive_seed
 from ..residual import check_center, composite_norm, norm_1, norm_inf, res
 from ..san import SAN, SANConfig, check_san
 from .bound import DEFAULT_CENTER, _log_kappa
@@ -22,7 +22,7 @@ __all__ = ["PRESERVING_FAMILIES", "preserving_san", "preserving_input", "search_
            "MAX_STEPS", "MAX_RESTARTS", "skip_bound"]
 
 PRESERVING_FAMILIES = ("zero_value", "uniform_attention", "reserved_subspace")
-SEED_LIMIT = 2**32  # the library's seed range, 0 <= seed < 2**32
+from .._validate import SEED_LIMIT  # noqa: E402,F401  (the library's seed range, 0 <= seed < 2**32)
 MAX_STEPS = 10**5  # Adam steps per restart in search_smallest_ratio
 MAX_RESTARTS = 10**3
 
@@ -58,7 +58,7 @@ def preserving_san(family: str, config: SANConfig, *, seed: int, scale: float = 
     if config.mlp or config.layernorm != "none" or config.bias:
         raise ValueError("config must have mlp=0, layernorm='none' and bias=False (the families are proved for these)")
     scale = check_positive_float("scale", scale, allow_zero=True)
-    seed = check_int("seed", seed, minimum=0, maximum=SEED_LIMIT - 1)
+    seed = check_seed("seed", seed)
     d = config.d_model
     if family == "reserved_subspace":
         reserved = d // 2 if reserved is None else check_int("reserved", reserved, minimum=1, maximum=d - 1)
@@ -111,10 +111,13 @@ def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, se
         raise ValueError("config must have skip=True, mlp=0, layernorm='none' and bias=False")
     steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     restarts = check_int("restarts", restarts, maximum=MAX_RESTARTS)
-    seed = check_int("seed", seed, minimum=0, maximum=SEED_LIMIT - restarts)  # seeds seed .. seed+restarts-1
+    seed = check_seed("seed", seed)  # seeds derive_seed(seed, k), k < restarts
     lr = check_positive_float("lr", lr)
     if config.n_layers == 0:
         raise ValueError("config.n_layers must be >= 1: a network of depth 0 has no weights to search")
+    check_cost("steps", steps * restarts * config.n_layers, MAX_LOOP,
+               unit="layer-steps (steps * restarts * n_layers)",
+               alternative="use fewer steps, restarts or layers (the book's full run: 960)")
     if config.init_scale == 0:
         raise ValueError("config.init_scale must be > 0: the search holds the weight scale fixed")
     lr = lr * config.init_scale / math.sqrt(config.d_model)
@@ -137,7 +140,7 @@ def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, se
 
 def _search(config, X, log_ratio, steps, restarts, seed, lr, initial, final):
     for k in range(restarts):
-        model = SAN(config, seed=seed + k)
+        model = SAN(config, seed=derive_seed(seed, k))
         params = [p for p in model.parameters()]
         norms = [p.detach().norm() for p in params]
         opt = torch.optim.Adam(params, lr=lr)

@@ -1,4 +1,4 @@
-"""The weights' side of Theorems 2.2 and 2.3: which networks they cover, and ``beta``.
+"""The weights' side of the collapse bounds: which networks they cover, and ``beta``.
 
 ``W_QK,h = W_Q,h W_K,h^T`` and ``W_h = W_V,h W_O,h`` of every layer and head, and the product
 of their norms that the theorems call ``beta`` (Dong et al. 2021, Section 2). Book: chapter
@@ -15,7 +15,7 @@ __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
 
 
 def check_pure_attention(model) -> SAN:
-    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (Theorems 2.2, 2.3).
+    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (the collapse bounds' hypothesis).
 
     The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` (and dot-product
     attention with no mask and no final LayerNorm) only; the error names

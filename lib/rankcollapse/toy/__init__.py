@@ -10,10 +10,11 @@ networks use?".
 """
 
 from . import data
-from .data import TaskData, baselines, circle_pairs, convex_hull, hull_labels, memorization, sorting, words
+from .data import (TaskData, baselines, circle_pairs, convex_hull, hull_labels, memorization, memorization_ceiling,
+                   sorting, words)
 from .model import ToyConfig, ToyModel, standardise
-from .train import (CIRCLE_VARIANTS, OFFICIAL, OFFICIAL_LINES, TASKS, TRAINING_CODE_VERSION, ToyTask, Trained, cache_dir, checkpoint_path,
-                    task_data, token_accuracy, toy_config, train)
+from .train import (CIRCLE_VARIANTS, OFFICIAL, OFFICIAL_LINES, OFFICIAL_MEMORIZATION_TOKENS, TASKS, train_all, TRAINING_CODE_VERSION, ToyTask, code_version, Trained, cache_dir, checkpoint_path,
+                    official_steps, task_data, token_accuracy, toy_config, train)
 from .evaluate import (PathEvaluation, all_path_terms, by_length, evaluate_paths, path_index, sample_paths)
 from .circle import rollout
 from . import dynamics, figures, landscape

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import check_int, check_positive_float
+from .._validate import check_cost, check_elements, check_int, check_points, check_positive_float, check_seed
 
-__all__ = ["TaskData", "baselines", "sorting", "convex_hull", "memorization", "hull_labels", "words", "circle_pairs"]
+__all__ = ["TaskData", "baselines", "sorting", "convex_hull", "memorization", "memorization_ceiling", "hull_labels",
+           "words", "circle_pairs"]
 
 
 @dataclass
@@ -43,14 +44,18 @@ class TaskData:
     vocab: int
 
 
+MAX_HULL_POINTS = 2 * 10**6  # convex_hull labels its points in Python: about 10 s at the cap
+
+
 def _gen(seed):
-    return torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    return torch.Generator().manual_seed(check_seed("seed", seed))
 
 
 def sorting(n_train: int, n_eval: int, seq_len: int = 8, vocab: int = 10, *, seed: int) -> TaskData:
     """Sorting: ``X`` uniform integers in ``[0, vocab)``, shape ``(N, seq_len)``; ``y = sort(X)``."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len, vocab = check_int("seq_len", seq_len), check_int("vocab", vocab, minimum=2)
+    check_elements("(n_train + n_eval) * seq_len", (n_train + n_eval) * seq_len * 2, alternative="ask for fewer sequences")
     g = _gen(seed)
     X = torch.randint(vocab, (n_train + n_eval, seq_len), generator=g)
     y = torch.sort(X, dim=-1).values
@@ -64,6 +69,10 @@ def hull_labels(points: torch.Tensor) -> torch.Tensor:
     dropping a point whenever the turn is not strictly counter-clockwise (collinear points on
     an edge are not vertices).
     """
+    return _hull_labels(check_points("points", points, dim=2))
+
+
+def _hull_labels(points: torch.Tensor) -> torch.Tensor:
     pts = [tuple(p) for p in points.tolist()]
     order = sorted(range(len(pts)), key=lambda i: pts[i])
 
@@ -88,11 +97,13 @@ def convex_hull(n_train: int, n_eval: int, seq_len: int = 10, *, seed: int) -> T
     """Convex hull: ``X`` float64 ``(N, seq_len, 2)``, ``y`` 1 on hull vertices (:func:`hull_labels`)."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len = check_int("seq_len", seq_len, minimum=3)
+    check_cost("(n_train + n_eval) * seq_len", (n_train + n_eval) * seq_len, MAX_HULL_POINTS, unit="points",
+               alternative="ask for fewer sequences (each one's hull is found point by point in Python)")
     g = _gen(seed)
     N = n_train + n_eval
     X = torch.rand(N, seq_len, 2, generator=g, dtype=torch.float64) * 10
     X = X + torch.randn(N, 1, 2, generator=g, dtype=torch.float64) * 3.3
-    y = torch.stack([hull_labels(x) for x in X])
+    y = torch.stack([_hull_labels(x) for x in X])
     return TaskData(X[:n_train], y[:n_train], X[n_train:], y[n_train:], 2, 0)
 
 
@@ -107,6 +118,7 @@ def memorization(n_seq: int, seq_len: int = 128, *, seed: int) -> TaskData:
     """Memorization: ``n_seq`` consecutive windows of ``seq_len`` words, ids by first appearance,
     each token with a random label in ``{0, 1}``. The evaluation set is the training set."""
     n_seq, seq_len = check_int("n_seq", n_seq), check_int("seq_len", seq_len, minimum=2)
+    check_elements("n_seq * seq_len", n_seq * seq_len * 2, alternative="ask for fewer or shorter sequences")
     w = words()
     if n_seq * seq_len > len(w):
         raise ValueError(f"the book's prose has {len(w)} words: n_seq * seq_len = {n_seq * seq_len} is more")
@@ -114,6 +126,27 @@ def memorization(n_seq: int, seq_len: int = 128, *, seed: int) -> TaskData:
     X = torch.tensor([ids.setdefault(t, len(ids)) for t in w[: n_seq * seq_len]]).reshape(n_seq, seq_len)
     y = torch.randint(2, (n_seq, seq_len), generator=_gen(seed))
     return TaskData(X, y, X, y, 2, len(ids))
+
+
+def memorization_ceiling(data: TaskData) -> float:
+    """The highest token accuracy any network *without position embeddings* can reach on the
+    memorization set ``data`` (its training set).
+
+    Such a network treats the tokens of a sequence symmetrically (attention is permutation
+    equivariant), so every occurrence of a word in one window gets the same prediction: the best
+    it can do is the more frequent label of that word in that window. The ceiling is the
+    fraction of tokens those majority labels get right.
+    """
+    if not isinstance(data, TaskData):
+        raise TypeError(f"data must be a TaskData, got {type(data).__name__}")
+    if not isinstance(data, TaskData) or data.vocab == 0:
+        raise TypeError("data must be the TaskData of the memorization task (token ids)")
+    X, y = data.X_train, data.y_train
+    key = X * data.n_labels + y  # (word, label) pairs, counted window by window
+    counts = torch.zeros(len(X), data.vocab * data.n_labels, dtype=torch.long)
+    counts.scatter_add_(1, key, torch.ones_like(key))
+    best = counts.view(len(X), data.vocab, data.n_labels).amax(-1).sum()
+    return float(best) / y.numel()
 
 
 def circle_pairs(n_points: int = 1000, radius: float = 0.3):
@@ -137,5 +170,7 @@ def circle_pairs(n_points: int = 1000, radius: float = 0.3):
 def baselines(data: TaskData) -> dict[str, float]:
     """Trivial predictors' token accuracy on the evaluation set: ``chance`` (uniform over the
     labels, ``1 / n_labels``) and ``majority`` (always the training set's most frequent label)."""
+    if not isinstance(data, TaskData):
+        raise TypeError(f"data must be a TaskData, got {type(data).__name__}")
     top = torch.bincount(data.y_train.flatten(), minlength=data.n_labels).argmax()
     return {"chance": 1 / data.n_labels, "majority": float((data.y_eval == top).double().mean())}

@@ -35,12 +35,13 @@ from ..residual import through_depth
 from ..stats import geometric_mean
 from . import data as _data
 from .model import ToyModel
-from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, task_data, toy_config
+from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, code_version, task_data, toy_config
 
 __all__ = ["DYNAMICS_VERSION", "WEIGHT_KINDS", "stable_rank", "weight_matrices", "TrainingRun", "training_run",
            "DynamicsStudy", "dynamics_study"]
 
-DYNAMICS_VERSION = 1  # raise when what a cached run holds changes
+# what a cached run holds: a hash of this module's code (rc.toy.code_version), part of its key
+DYNAMICS_VERSION = code_version(Path(__file__))
 WEIGHT_KINDS = ("W_Q", "W_K", "W_V", "W_O")
 FLOOR = 1e-300  # a relative residual below this counts as this (an exact zero)
 
@@ -231,38 +232,18 @@ class DynamicsStudy:
                 "stable_rank_mean": float(sr[-1].mean() / sr[0].mean() - 1),
                 "residual_factor": float(max(res[-1], FLOOR) / max(res[0], FLOOR))}
 
-    def glue(self) -> dict:
-        """Per variant (``-skip``, ``-noskip``): accuracy at the first and last kept epoch, the
-        last layer's relative residual there and its factor of change, the mean stable rank there
-        and the largest relative change of any matrix's stable rank, the largest
-        :math:`\\lVert W_QW_K^\\top\\rVert_2/\\sqrt{d_{head}}` there; the sizes of the run."""
-        run = self.runs[True]
-        t = run.task
-        out = {"limits-dyn-epochs": (t.epochs, "{}"), "limits-dyn-checkpoints": (len(self.epochs), "{}"),
-               "limits-dyn-L": (t.n_layers, "{}"), "limits-dyn-H": (t.n_heads, "{}"),
-               "limits-dyn-d": (t.d_model, "{}"), "limits-dyn-train": (t.n_train, "{}"),
-               "limits-dyn-probe": (self.n_probe, "{}"), "limits-dyn-eval": (t.n_eval, "{}"),
-               "limits-dyn-matrices": (self.stable_rank[True].shape[1], "{}")}
-        for skip, tag in ((True, "skip"), (False, "noskip")):
-            c = self.change(skip)
-            sr, res, acc, qk = self.stable_rank[skip], self.residual[skip][:, -1], self.accuracy[skip], self.qk_norm[skip]
-            out.update({f"limits-dyn-id-{tag}": (self.runs[skip].run_id, "{}"),
-                        f"limits-dyn-acc0-{tag}": (acc[0], "{:.2f}"), f"limits-dyn-acc-{tag}": (acc[-1], "{:.2f}"),
-                        f"limits-dyn-res0-{tag}": _small(res[0]), f"limits-dyn-res-{tag}": _small(res[-1]),
-                        f"limits-dyn-resfactor-{tag}": (c["residual_factor"], "{:.3g}"),
-                        f"limits-dyn-resdir-{tag}": ("rises" if c["residual_factor"] > 1 else "falls", "{}"),
-                        f"limits-dyn-resin-{tag}": (self.residual[skip][-1, 0], "{:.2f}"),
-                        f"limits-dyn-sr0-{tag}": (sr[0].mean(), "{:.2f}"), f"limits-dyn-sr-{tag}": (sr[-1].mean(), "{:.2f}"),
-                        f"limits-dyn-srchange-{tag}": (100 * c["stable_rank"], "{:.1f}"),
-                        f"limits-dyn-srmean-{tag}": (100 * c["stable_rank_mean"], "{:+.1f}"),
-                        f"limits-dyn-qk0-{tag}": (qk[0], "{:.2f}"), f"limits-dyn-qk-{tag}": (qk[-1], "{:.2f}"),
-                        f"limits-dyn-constant-{tag}": (100 * self.constant[skip][-1], "{:.0f}")})
-        return out
-
-
-def _small(x: float) -> tuple:
-    """A glue entry: two decimals down to 0.01, scientific notation below."""
-    return (x, "{:.2f}") if x >= 0.01 else (x, "sci")
+    def numbers(self, skip: bool) -> dict:
+        """The numbers of one variant at the first and the last kept epoch (floats): ``acc0``,
+        ``acc`` (held-out token accuracy); ``res0``, ``res`` (the last layer's relative residual),
+        ``res_in`` (the relative residual entering the attention layers, last epoch); ``sr0``,
+        ``sr`` (mean stable rank); ``qk0``, ``qk`` (the largest
+        :math:`\\lVert W_QW_K^\\top\\rVert_2/\\sqrt{d_{head}}`); ``constant`` (fraction of held-out
+        sequences predicted as one value, last epoch); and :meth:`change`'s three numbers."""
+        sr, res, acc, qk = self.stable_rank[skip], self.residual[skip], self.accuracy[skip], self.qk_norm[skip]
+        return {"acc0": float(acc[0]), "acc": float(acc[-1]), "res0": float(res[0, -1]), "res": float(res[-1, -1]),
+                "res_in": float(res[-1, 0]), "sr0": float(sr[0].mean()), "sr": float(sr[-1].mean()),
+                "qk0": float(qk[0]), "qk": float(qk[-1]), "constant": float(self.constant[skip][-1]),
+                **self.change(skip)}
 
 
 def dynamics_study(task: ToyTask, seed: int = 0, *, checkpoints=6, n_probe: int = 32, retrain: bool = False,

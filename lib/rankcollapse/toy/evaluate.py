@@ -2,16 +2,20 @@ r"""Path-restricted evaluation of a trained toy network, exact, with the paper's
 
 Hold every attention matrix and LayerNorm scale at the value it takes in the full model's
 forward pass (``rc.paths.frozen_layers``). The SAN's output is then the sum of its
-``(H+1)^L`` path terms exactly (Theorem 2.1 of the paper; chapter "The path decomposition"),
+``(H+1)^L`` path terms exactly (the paper's path decomposition; chapter "The path decomposition"),
 and any set of paths can be read out on its own: the readout standardises each token and
 applies the trained classifier (:meth:`rankcollapse.toy.ToyModel.readout`). Computed here:
 
-(a) every single path's term and its token accuracy, for all paths;
+(a) every single path's term, its token accuracy and its share of the output's residual;
 (b) the sum ``T_l`` of all paths of length ``l`` (``rc.paths.decompose_by_length``) and the
     sum of all paths up to length ``l``, and their accuracies;
 (c) the official code's estimate: the sum of ``k`` paths of length ``l`` drawn at random
     (``k`` = 5 or 20; a head uniform in every layer, the skipped layers uniform without
     replacement, paths drawn independently, as ``functions.create_path``), the draw repeated.
+
+(a) and (c) enumerate every path, so they run on the first ``n_sampled`` sequences; (b) and the
+full model are computed on every sequence *and* on those same first ``n_sampled`` ones, so that
+each comparison can be made on the same tokens on both sides.
 
 What the official code plots is (c), with its paths re-run through the network (each layer's
 attention recomputed from the path's own input) and mean and standard deviation over 5 draws;
@@ -21,6 +25,7 @@ both can be compared with the exact values.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass
 
@@ -28,7 +33,8 @@ import numpy as np
 import torch
 
 from .. import paths as _paths
-from .._validate import check_int
+from .._validate import check_int, check_seed
+from .model import READOUT_EPS
 
 __all__ = ["all_path_terms", "path_index", "sample_paths", "evaluate_paths", "PathEvaluation", "by_length"]
 
@@ -38,19 +44,54 @@ def all_path_terms(san, E: torch.Tensor) -> torch.Tensor:
     """Every path term of ``san`` on ``E`` ``(B, n, d)``: a tensor ``(K, B, n, d)``, ``K = (H+1)^L``
     with skips, in the order of ``rc.paths.all_paths`` (first layer most significant; in each layer
     the skip first, then heads ``0..H-1``). Terms are built layer by layer, each prefix once."""
+    terms, order = _path_terms(san, E)
+    return terms[order]
+
+
+def _path_terms(san, E):
+    """:func:`all_path_terms` in the order they are built, and ``order``: the position there of
+    each path of ``rc.paths.all_paths``.
+
+    Each layer's branches are written side by side, ``(C, K, ...)`` with ``C = H + 1`` choices
+    and ``K`` prefixes, so that every branch is one contiguous block computed in place: the last
+    layer's choice is the most significant digit of a built term's position, the first layer's
+    the least. Each branch is ``rc.paths.FrozenLayer``'s (``skip``, ``head``); for post-LayerNorm
+    layers, as the toy networks', the LayerNorm's centring and gain are folded into each head's
+    ``W_O`` and its left scaling into ``P_h`` (all linear: ``S^{-1} P Y W_V W_O (I - 11^T/d)
+    diag(g)``), which spares passes over the largest tensors; the terms are the same up to
+    rounding.
+    """
     E, layers, _ = _paths.frozen_layers(san, E)
     skip, H = san.config.skip, san.config.n_heads
     C = H + skip
     terms = E.unsqueeze(0)
     for layer in layers:
-        out = torch.empty((terms.shape[0], C) + terms.shape[1:], dtype=terms.dtype)
-        if skip:
-            out[:, 0] = layer.skip(terms)
-        for h in range(H):
-            out[:, h + skip] = layer.head(terms, h)
+        out = torch.empty((C,) + terms.shape, dtype=terms.dtype)
+        if layer.ln == "post":
+            dv = layer.dv
+            if skip:  # S^{-1} (Y - mean) diag(g)
+                torch.sub(terms, terms.mean(dim=-1, keepdim=True), out=out[0])
+                out[0].mul_(layer.inv_sigma * layer.gain)
+            W_O = (layer.W_O - layer.W_O.mean(dim=-1, keepdim=True)) * layer.gain  # (H*dv, d)
+            for h in range(H):
+                cols = slice(h * dv, (h + 1) * dv)
+                P = layer.P[..., h, :, :] * layer.inv_sigma  # (..., n, n): rows scaled
+                torch.matmul(P @ (terms @ layer.W_V[:, cols]), W_O[cols], out=out[h + skip])
+        else:
+            if skip:
+                out[0] = layer.skip(terms)
+            for h in range(H):
+                out[h + skip] = layer.head(terms, h)
         terms = out.flatten(0, 1)
         del out
-    return terms
+    return terms, _path_terms_order(len(layers), C)
+
+
+def _path_terms_order(L: int, C: int) -> torch.Tensor:
+    """For each path of ``rc.paths.all_paths`` (first layer's choice most significant), its
+    position among the terms as :func:`_path_terms` builds them (last layer's most significant)."""
+    digits = torch.tensor(list(itertools.product(range(C), repeat=L)), dtype=torch.long).reshape(-1, L)
+    return (digits * C ** torch.arange(L)).sum(-1)
 
 
 def path_index(path, H: int, skip: bool = True) -> int:
@@ -77,6 +118,8 @@ def sample_paths(L: int, H: int, length: int, k: int, draws: int, gen: torch.Gen
 
 def by_length(values, lengths) -> dict[str, np.ndarray]:
     """Mean, standard deviation, best and worst of ``values`` (one per path) over the paths of each length."""
+    if len(values) != len(lengths):
+        raise ValueError(f"values and lengths must have one entry per path, got {len(values)} and {len(lengths)}")
     values, lengths = np.asarray(values, dtype=float), np.asarray(lengths)
     ls = np.arange(lengths.max() + 1)
     pick = [values[lengths == l] for l in ls]
@@ -89,11 +132,16 @@ def by_length(values, lengths) -> dict[str, np.ndarray]:
 class PathEvaluation:
     """Token accuracies of a trained network restricted to sets of its paths.
 
-    paths, lengths: all ``K`` paths and their lengths. path_accuracy ``(K,)``: each path alone (a).
-    length_accuracy ``(L+1,)``: all paths of length ``l`` together; cumulative_accuracy
-    ``(L+1,)``: all paths up to length ``l`` (b; its last entry is the full model's).
-    full_accuracy: the model. sampled: ``{k: (L+1, draws)}`` the accuracy of each draw of ``k``
-    random paths of each length (c). tokens: how many tokens each accuracy is over.
+    paths, lengths: all ``K`` paths and their lengths; counts ``(L+1,)``: paths of each length.
+    On the first ``n_sampled`` sequences (``tokens`` tokens, the *matched* tokens):
+    path_accuracy ``(K,)`` each path alone (a); path_residual ``(K,)`` each path's share
+    :math:`\\lVert\\mathrm{res}(T_p)\\rVert / \\lVert\\mathrm{res}(Y)\\rVert` of the output's
+    residual (composite norm, mean centre; mean over the sequences); sampled ``{k: (L+1, draws)}``
+    the accuracy of each draw of ``k`` random paths of each length (c); and, on the same tokens,
+    ``matched``: ``{"length": (L+1,), "cumulative": (L+1,), "full": float}``, the accuracies of
+    (b) and of the full model. On every sequence (``tokens_all`` tokens): length_accuracy
+    ``(L+1,)`` all paths of length ``l`` together, cumulative_accuracy ``(L+1,)`` all paths up to
+    length ``l`` (b; its last entry is the full model's), full_accuracy the model.
     """
 
     L: int
@@ -101,20 +149,64 @@ class PathEvaluation:
     paths: list
     lengths: np.ndarray
     path_accuracy: np.ndarray
+    path_residual: np.ndarray
     length_accuracy: np.ndarray
     cumulative_accuracy: np.ndarray
     full_accuracy: float
     sampled: dict
+    matched: dict
     tokens: int
+    tokens_all: int
 
-    def per_length(self) -> dict[str, np.ndarray]:
-        """(a) grouped by length: :func:`by_length` of the single paths' accuracies."""
-        return by_length(self.path_accuracy, self.lengths)
+    @property
+    def counts(self) -> np.ndarray:
+        """Number of paths of each length, ``C(L, l) H^l``."""
+        return np.bincount(self.lengths, minlength=self.L + 1)
+
+    def per_length(self, values: str = "path_accuracy") -> dict[str, np.ndarray]:
+        """(a) grouped by length: :func:`by_length` of ``path_accuracy`` or ``path_residual``."""
+        if values not in ("path_accuracy", "path_residual"):
+            raise ValueError(f"values must be 'path_accuracy' or 'path_residual', got {values!r}")
+        return by_length(getattr(self, values), self.lengths)
 
 
-def _correct(model, R, y):
-    """Correct tokens of each representation in ``R`` ``(K, B, n, d)`` against ``y`` ``(B, n)``."""
-    return (model.readout(R).argmax(-1) == y).sum(dim=(-1, -2))
+class _Reader:
+    """``model``'s readout, reduced to what an arg-max needs, for many representations at once.
+
+    For the standardising readout ``cls(std(R))``: the logits are
+    ``(R W^T - m (W 1)^T) / s + b`` with ``m`` and ``s`` each token's mean and standard deviation
+    over features, so one product with ``[W; 1]`` and one squared norm per token give them, with
+    no copy of ``R``. Other readouts go through ``model.readout``.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.fast = model.config.standardise
+        W, b = model.classifier.weight.detach(), model.classifier.bias.detach()
+        self.A = torch.cat([W, torch.ones(1, W.shape[1], dtype=W.dtype)]).T  # (d, C+1)
+        self.Wsum, self.b, self.d = W.sum(1), b, W.shape[1]
+
+    def hits(self, R: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Correct tokens of each representation in ``R`` ``(K, B, n, d)`` against ``y`` ``(B, n)``,
+        per sequence: ``(K, B)``."""
+        if not self.fast:
+            return (self.model.readout(R).argmax(-1) == y).sum(-1)
+        Z = R @ self.A
+        m = Z[..., -1:] / self.d
+        var = torch.linalg.vector_norm(R, dim=-1, keepdim=True) ** 2 / self.d - m**2
+        logits = (Z[..., :-1] - m * self.Wsum) / torch.sqrt(var.clamp_min(0) + READOUT_EPS) + self.b
+        return (logits.argmax(-1) == y).sum(-1)
+
+    def correct(self, R: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Correct tokens of each representation in ``R`` ``(K, B, n, d)``, all sequences: ``(K,)``."""
+        return self.hits(R, y).sum(-1)
+
+
+def _residual_norm(R: torch.Tensor) -> torch.Tensor:
+    """Composite norm ``sqrt(||.||_1 ||.||_inf)`` of the mean-centred residual of each ``(n, d)``
+    matrix of ``R`` (``rc.residual.composite_norm`` of ``rc.residual.res``, without their checks)."""
+    A = (R - R.mean(dim=-2, keepdim=True)).abs_()
+    return torch.sqrt(A.sum(-2).amax(-1) * A.sum(-1).amax(-1))
 
 
 @torch.no_grad()
@@ -125,9 +217,11 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     (a) and (c) enumerate every path term, a chunk of sequences at a time (a chunk's terms
     take at most ``budget_mb`` megabytes, one sequence at least); (b) uses the dynamic programme
     ``rc.paths.decompose_by_length``. The draws of (c) are seeded by ``seed`` and the same for
-    every chunk of sequences. ``n_sampled`` limits (a) and (c) to the first ``n_sampled``
-    sequences (all by default); (b) and the full model always use all of them.
+    every chunk of sequences (``ks=()``: no draws). ``n_sampled`` limits (a) and (c) to the first ``n_sampled``
+    sequences (all by default); (b) and the full model are given on all of them and on those
+    first ``n_sampled`` (``PathEvaluation.matched``).
     """
+    seed = check_seed("seed", seed)
     if model.dtype != torch.float64:
         raise ValueError("model must be float64 (ToyModel.twin()): path sums are exact only in float64")
     san = model.san
@@ -141,6 +235,7 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     all_paths = _paths.all_paths(L, H, skip)
     K = len(all_paths)
     lengths = np.array([_paths.path_length(p) for p in all_paths])
+    reader = _Reader(model)
 
     # (c): one matrix of path counts, a row per (k, length, draw), drawn once
     gen = torch.Generator().manual_seed(seed)
@@ -151,43 +246,61 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
             counts = torch.zeros(draws, K, dtype=torch.float64)
             counts.scatter_add_(1, idx, torch.ones_like(idx, dtype=torch.float64))
             rows.append(counts)
-    counts = torch.cat(rows)  # (len(ks) * (L+1) * draws, K), at most max(ks) non-zeros a row
+    # (len(ks) * (L+1) * draws, K), at most max(ks) non-zeros a row; no rows when ks is empty
+    counts = torch.cat(rows) if rows else torch.zeros(0, K, dtype=torch.float64)
 
     E_all = model.embed(X)
     n, d = E_all.shape[-2:]
-    # (b) and the full model on every sequence, by the dynamic programme
-    T = _paths.decompose_by_length(san, E_all)
-    length_correct = _correct(model, T, y)
-    cumulative_correct = _correct(model, T.cumsum(0), y)
-    full_correct = (model(X).argmax(-1) == y).sum()
+    # (b) and the full model on every sequence, by the dynamic programme; per sequence, so
+    # that the first n_sampled give the matched accuracies
+    T = _paths.decompose_by_length(san, E_all)  # (L+1, N, n, d)
+    C = T.cumsum(0)
+    length_hits = reader.hits(T, y)  # (L+1, N)
+    cumulative_hits = reader.hits(C, y)
+    full_hits = (model(X).argmax(-1) == y).sum(-1)  # (N,)
+    res_Y = _residual_norm(C[-1])  # (N,): the output's residual, per sequence
 
     per_seq = K * n * d * 8 / 2**20
     chunk = max(1, int(budget_mb // per_seq))
-    path_correct = torch.zeros(K, dtype=torch.long)
+    built_correct = torch.zeros(K, dtype=torch.long)
+    built_residual = torch.zeros(K, dtype=torch.float64)
     sampled_correct = torch.zeros(len(counts), dtype=torch.long)
     group = max(1, int(budget_mb * 2**20 // (8 * chunk * n * d)) // 2)  # rows of draws summed at once
     with warnings.catch_warnings():  # "sparse CSR support is in beta": only its matrix product is used
         warnings.simplefilter("ignore", UserWarning)
-        groups = [(r, counts[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
+        # the draws' path counts with their columns in the order the terms are built
+        built = torch.empty_like(counts)
+        built[:, _path_terms_order(L, H + skip)] = counts
+        groups = [(r, built[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
     for start in range(0, n_sampled, chunk):
         stop = min(start + chunk, n_sampled)  # (a) and (c) on the first n_sampled sequences only
         E, yc = E_all[start:stop], y[start:stop]
-        terms = all_path_terms(san, E)  # (K, b, n, d)
-        for i in range(0, K, 256):
-            path_correct[i:i + 256] += _correct(model, terms[i:i + 256], yc)
+        terms, order = _path_terms(san, E)  # (K, b, n, d), built order
+        for i in range(0, K, 256):  # each path's accuracy and residual, in the built order
+            block = terms[i:i + 256]
+            built_correct[i:i + 256] += reader.correct(block, yc)
+            built_residual[i:i + 256] += (_residual_norm(block) / res_Y[start:stop]).sum(-1)
         flat = terms.flatten(1)
         for r, rows_r in groups:  # each draw's sum of its k path terms, a group of draws at a time
             S = torch.sparse.mm(rows_r, flat).view(-1, *terms.shape[1:])
-            sampled_correct[r:r + len(S)] += _correct(model, S, yc)
+            sampled_correct[r:r + len(S)] += reader.correct(S, yc)
         del terms, flat
     tok_all, tok_s = N * n, n_sampled * n
+    order = _path_terms_order(L, H + skip)
+    path_correct, path_residual = built_correct[order], built_residual[order]
     sampled = sampled_correct.double().div(tok_s).view(len(ks), L + 1, draws).numpy()
+    first = slice(0, n_sampled)
     return PathEvaluation(
         L=L, H=H, paths=all_paths, lengths=lengths,
         path_accuracy=path_correct.double().div(tok_s).numpy(),
-        length_accuracy=length_correct.double().div(tok_all).numpy(),
-        cumulative_accuracy=cumulative_correct.double().div(tok_all).numpy(),
-        full_accuracy=float(full_correct) / tok_all,
+        path_residual=path_residual.div(n_sampled).numpy(),
+        length_accuracy=length_hits.sum(-1).double().div(tok_all).numpy(),
+        cumulative_accuracy=cumulative_hits.sum(-1).double().div(tok_all).numpy(),
+        full_accuracy=float(full_hits.sum()) / tok_all,
         sampled={k: sampled[i] for i, k in enumerate(ks)},
-        tokens=tok_s,
+        matched={"length": length_hits[:, first].sum(-1).double().div(tok_s).numpy(),
+                 "cumulative": cumulative_hits[:, first].sum(-1).double().div(tok_s).numpy(),
+                 "full": float(full_hits[first].sum()) / tok_s},
+        tokens=tok_s, tokens_all=tok_all,
     )
+

@@ -128,20 +128,15 @@ class LandscapeStudy:
     n_loss: int
     radius: float
 
-    def glue(self) -> dict:
-        """Per variant: the trained loss, the mean rise of the loss at ``alpha = +-radius``, the
-        largest number of local minima on a slice, the accuracy left at ``+-radius``; the sizes."""
-        first = self.slices[True]
-        out = {"limits-slice-directions": (first.losses.shape[0], "{}"), "limits-slice-n": (self.n_loss, "{}"),
-               "limits-slice-radius": (self.radius, "{:g}"), "limits-slice-points": (len(first.alphas), "{}")}
-        for skip, tag in ((True, "skip"), (False, "noskip")):
-            s = self.slices[skip]
-            i = [int(np.argmin(np.abs(s.alphas - a))) for a in (-self.radius, self.radius)]
-            out.update({f"limits-slice-loss0-{tag}": (s.loss0, "{:.3f}"),
-                        f"limits-slice-rise-{tag}": (s.rise(self.radius), "{:.2f}"),
-                        f"limits-slice-minima-{tag}": (int(s.local_minima().max()), "{}"),
-                        f"limits-slice-acc-{tag}": (float(s.accuracy[:, i].mean()), "{:.2f}")})
-        return out
+    def at_radius(self, skip: bool) -> dict:
+        """Numbers of the slices of one variant: ``loss0`` (the trained loss), ``rise`` (the mean
+        rise of the loss at ``alpha = +-radius``, :meth:`LossSlice.rise`), ``minima`` (the largest
+        number of local minima on any slice) and ``accuracy`` (the mean token accuracy left at
+        ``+-radius``)."""
+        s = self.slices[skip]
+        i = [int(np.argmin(np.abs(s.alphas - a))) for a in (-self.radius, self.radius)]
+        return {"loss0": s.loss0, "rise": s.rise(self.radius), "minima": int(s.local_minima().max()),
+                "accuracy": float(s.accuracy[:, i].mean())}
 
 
 def landscape_study(study, *, alphas, directions: int = 3, n_loss: int = 256, radius: float = 0.5,

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .._validate import check_choice, check_int
+from .._validate import check_choice, check_int, check_positive_float, check_seed, derive_seed
 from ..san import SAN, SANConfig
 
 __all__ = ["ToyConfig", "ToyModel", "standardise", "READOUT_EPS"]
@@ -78,6 +78,7 @@ class ToyConfig:
 
 def standardise(Y: torch.Tensor, eps: float = READOUT_EPS) -> torch.Tensor:
     """Each token (row) of ``Y`` ``(..., n, d)`` centred and scaled to unit variance over features."""
+    check_positive_float("eps", eps, allow_zero=True)
     Y = Y - Y.mean(dim=-1, keepdim=True)
     return Y / torch.sqrt((Y**2).mean(dim=-1, keepdim=True) + eps)
 
@@ -94,10 +95,10 @@ class ToyModel(nn.Module):
         super().__init__()
         if not isinstance(config, ToyConfig):
             raise TypeError(f"config must be a ToyConfig, got {type(config).__name__}")
-        seed = check_int("seed", seed, minimum=0)
+        seed = check_seed("seed", seed)
         self.config = c = config
         d = c.d_model
-        g = torch.Generator().manual_seed(seed + 1_000_003)  # weights outside the SAN
+        g = torch.Generator().manual_seed(derive_seed(seed, 1_000_003))  # weights outside the SAN
 
         def lin(n_in, n_out):
             layer = nn.Linear(n_in, n_out, dtype=dtype)

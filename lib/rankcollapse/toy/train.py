@@ -26,17 +26,43 @@ from pathlib import Path
 
 import torch
 
-from .._validate import check_choice, check_int, check_positive_float
+from .._validate import check_choice, check_int, check_positive_float, check_seed
 from . import data as _data
 from .model import ToyConfig, ToyModel
 
-__all__ = ["TRAINING_CODE_VERSION", "ToyTask", "Trained", "cache_dir", "checkpoint_path", "train",
+__all__ = ["TRAINING_CODE_VERSION", "code_version", "ToyTask", "Trained", "cache_dir", "checkpoint_path", "train", "train_all",
            "task_data", "toy_config", "TASKS", "CIRCLE_VARIANTS", "token_accuracy", "OFFICIAL",
-           "OFFICIAL_LINES"]
+           "OFFICIAL_LINES", "OFFICIAL_MEMORIZATION_TOKENS", "official_steps"]
 
-# Raise when a change to this module, the model or the data generators changes what training
-# produces: old checkpoints are then ignored (their key no longer matches).
-TRAINING_CODE_VERSION = 1
+
+def code_version(*paths: Path) -> str:
+    """A hash of the code in ``paths`` (Python files): of each file's syntax tree without its
+    docstrings, so that an edit to a comment, a docstring or the layout keeps the cached
+    checkpoints, and any change to what the code does retrains them."""
+    import ast
+
+    if not paths:
+        raise ValueError("code_version needs at least one path (the Python files to hash)")
+    digest = hashlib.sha256()
+    for path in paths:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"code_version: paths holds {str(path)!r}, which is not a file")
+        tree = ast.parse(Path(path).read_text())
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                body[:1] = [] if len(body) > 1 else [ast.Pass()]
+        digest.update(ast.dump(tree).encode())
+    return digest.hexdigest()[:12]
+
+
+_HERE = Path(__file__).parent
+# The code that decides what training produces: this module, the data generators, the toy model
+# and the core network it wraps. Part of every checkpoint's key, so a change to any of them
+# trains anew (nothing to bump by hand).
+TRAINING_CODE_VERSION = code_version(_HERE / "train.py", _HERE / "data.py", _HERE / "model.py",
+                                     _HERE / "circle.py", _HERE.parent / "san.py", _HERE.parent / "ops.py")
 
 TASKS = ("sorting", "convex_hull", "memorization", "circle")
 
@@ -54,6 +80,19 @@ OFFICIAL = {
     "circle": dict(n_layers=1, n_heads=2, d_model=32, seq_len=2, n_train=1000, n_eval=1, epochs=70, batch=30,
                    lr=1e-5),
 }
+# The official memorization set: 500 RTE sentence pairs of up to 128 WordPiece tokens, about
+# 30,000 labelled tokens in all (an approximate count; the data set is not shipped with the book).
+OFFICIAL_MEMORIZATION_TOKENS = 30_000
+
+
+def official_steps(task: str) -> int:
+    """Optimiser steps of the official code's run of ``task``: ``epochs * ceil(n_train / batch)``
+    with :data:`OFFICIAL`'s settings (sorting 2,210, convex hull 23,380, memorization 3,150)."""
+    check_choice("task", task, tuple(OFFICIAL))
+    o = OFFICIAL[task]
+    return o["epochs"] * -(-o["n_train"] // o["batch"])
+
+
 # The constant lines of the official figures ("obtained by running the model and using all
 # paths", typed into run_sort.py, run_convex_hull.py and trainer.py): (full model, baseline, its name).
 OFFICIAL_LINES = {"sorting": (0.98, 0.1, "random predictor"), "convex_hull": (0.9, 0.54, "majority predictor"),
@@ -102,6 +141,13 @@ class ToyTask:
         elif self.variant:
             raise ValueError(f"variant is for the circle task only, got {self.variant!r} for {self.task!r}")
 
+    @property
+    def steps(self) -> int:
+        """Optimiser steps of a training run: ``epochs * ceil(n_train / batch)`` (circle:
+        ``n_train`` is the number of points, and the pairs are ``n_train // 2 - 1``)."""
+        n = self.n_train // 2 - 1 if self.task == "circle" else self.n_train
+        return self.epochs * -(-n // self.batch)
+
     def replace(self, **changes) -> "ToyTask":
         from dataclasses import replace
 
@@ -122,6 +168,8 @@ def task_data(task: ToyTask, seed: int) -> _data.TaskData:
 
 def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
     """The network for ``task``: the official code's embedding for it, ``rc.san`` in the middle."""
+    if not isinstance(task, ToyTask):
+        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
     common = dict(n_layers=task.n_layers, n_heads=task.n_heads, d_model=task.d_model, n_out=data.n_labels)
     if task.task == "sorting":
         return ToyConfig(**common, vocab=data.vocab, positions=task.seq_len)
@@ -149,6 +197,7 @@ def _key(task: ToyTask, seed: int) -> str:
 
 def checkpoint_path(task: ToyTask, seed: int) -> Path:
     """Where the checkpoint of ``task`` trained from ``seed`` is cached."""
+    seed = check_seed("seed", seed)
     name = task.task + (f"-{task.variant}" if task.variant else "")
     return cache_dir() / f"{name}-{_key(task, seed)}.pt"
 
@@ -175,19 +224,17 @@ class Trained:
         """The same network at initialisation (float64): the weights training started from."""
         return ToyModel(self.model.config, seed=self.seed, dtype=torch.float64).eval()
 
-    def summary(self) -> str:
-        """One line: the task, its training and the full model's accuracies."""
-        lg, t = self.log, self.task
-        name = t.task + (f" ({t.variant})" if t.variant else "")
-        loss = lg["loss"]
-        text = f"{name}: {lg['epochs']} epochs x {lg['steps_per_epoch']} steps, loss {loss[0]:.3g} -> {loss[-1]:.3g}"
-        if "eval_accuracy" in lg:
-            text += f"; accuracy train {lg['train_accuracy']:.3f}, eval {lg['eval_accuracy']:.3f}"
-        return text
+    @property
+    def steps(self) -> int:
+        """Optimiser steps taken: epochs times batches per epoch."""
+        return self.log["epochs"] * self.log["steps_per_epoch"]
 
 
 def token_accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of tokens whose arg-max class is the label (the official code's token accuracy)."""
+    if not (isinstance(logits, torch.Tensor) and isinstance(y, torch.Tensor)) or tuple(logits.shape[:-1]) != tuple(y.shape):
+        raise ValueError(f"logits (..., n, V) and y (..., n) must match, got {tuple(getattr(logits, 'shape', ()))} and "
+                         f"{tuple(getattr(y, 'shape', ()))}")
     return float((logits.argmax(-1) == y).double().mean())
 
 
@@ -254,7 +301,7 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
     """
     if not isinstance(task, ToyTask):
         raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
-    seed = check_int("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     if not isinstance(retrain, bool):
         raise TypeError(f"retrain must be True or False, got {retrain!r}")
     data = task_data(task, seed)
@@ -290,3 +337,47 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
     os.replace(tmp, path)
     print(f"trained in {time.perf_counter() - start:.1f} s, saved {path}", file=sys.stderr)
     return trained
+
+
+def _train_quietly(task: ToyTask, seed: int, retrain: bool) -> str:
+    """A worker process's job for :func:`train_all`: train one network, no progress bar."""
+    return str(train(task, seed, retrain=retrain, progress=False).path)
+
+
+def _cost(task: ToyTask) -> float:
+    """A rough cost of training ``task`` (steps times the work of one sequence), to start the
+    longest jobs first."""
+    return task.steps * task.batch * task.seq_len * task.d_model**2 * task.n_layers
+
+
+def train_all(jobs, *, retrain: bool = False, workers: int = 1, progress: bool = True) -> list:
+    """:func:`train` for every ``(task, seed)`` of ``jobs``, in order: a list of :class:`Trained`.
+
+    The networks with no cached checkpoint (all of them with ``retrain=True``) are trained first,
+    ``workers`` at a time in separate processes when ``workers > 1`` (each on one thread, so
+    the checkpoints are the same bit for bit as :func:`train`'s alone); then every checkpoint is
+    loaded in order. On a machine with two cores two workers halve the time of training from
+    scratch; with everything cached no process is started.
+    """
+    jobs = list(jobs)
+    for i, job in enumerate(jobs):
+        if not (isinstance(job, tuple) and len(job) == 2 and isinstance(job[0], ToyTask)):
+            raise TypeError(f"jobs[{i}] must be a (ToyTask, seed) pair, got {job!r}")
+    workers = check_int("workers", workers)
+    if not isinstance(retrain, bool):
+        raise TypeError(f"retrain must be True or False, got {retrain!r}")
+    todo = list(dict.fromkeys((t, check_seed("seed", s)) for t, s in jobs
+                              if retrain or not checkpoint_path(t, s).exists()))
+    if workers > 1 and len(todo) > 1:
+        import multiprocessing
+
+        todo.sort(key=lambda job: -_cost(job[0]))  # the longest first
+        with multiprocessing.get_context("spawn").Pool(min(workers, len(todo))) as pool:
+            for path in pool.starmap(_train_quietly, [(t, s, retrain) for t, s in todo], chunksize=1):
+                print(f"trained {path}", file=sys.stderr)
+        retrain = False  # every checkpoint is fresh now
+    done = {}
+    for t, s in jobs:  # load (or, with one worker, train) in order, each pair once
+        if (t, s) not in done:
+            done[t, s] = train(t, s, retrain=retrain, progress=progress)
+    return [done[t, s] for t, s in jobs]

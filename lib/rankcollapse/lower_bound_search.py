@@ -1,0 +1,153 @@
+"""The adversary: gradient search for the smallest residual a network with skips can leave.
+
+The book's lower bound with skip connections (:mod:`rankcollapse.lower_bound`) holds for every
+network whose value maps have ``Omega = sum_h ||W_h||_inf < 1/2``. How close to it can a network
+get? :func:`search` looks for the smallest ratio ``||res(X_L)||_inf / ||res(X)||_inf`` over the
+weights *and* the input (its residual held at ``b0``), at fixed bounds on every head's
+``||W_QK,h||_inf <= q`` and ``||W_h||_inf <= omega``: Adam on the log of the ratio (torch
+autograd), each row of every weight matrix projected back onto the l1 ball of its bound after
+every step (the Euclidean projection), many restarts run as one batch (half of them started near
+the construction ``W_QK = q I``, ``W_h = -omega I``, half at random). A search finds an upper
+estimate of the infimum, never the infimum. Core dependencies only. Book: chapter "A lower bound
+with skip connections", sections 5 and 6.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ._validate import MAX_LAYERS, MAX_LOOP, MAX_WORK, check_cost, check_elements, check_int, check_positive_float, check_seed
+from .lower_bound import Stack, residual_inf
+
+__all__ = ["MAX_STEPS", "MAX_RESTARTS", "project_rows", "SearchResult", "search"]
+
+MAX_STEPS = 10**4
+MAX_RESTARTS = 10**3
+
+
+def project_rows(M: torch.Tensor, radius: float = 1.0) -> torch.Tensor:
+    """The Euclidean projection of every row of ``M`` (last dimension) onto the l1 ball of ``radius``.
+
+    Rows inside the ball are kept; the others are soft-thresholded, ``sign(m) max(|m| - theta, 0)``
+    with the ``theta`` that puts the row on the sphere (Duchi et al. 2008's sort-based rule).
+    """
+    radius = check_positive_float("radius", radius)
+    a = M.abs()
+    inside = a.sum(-1, keepdim=True) <= radius
+    s, _ = torch.sort(a, dim=-1, descending=True)
+    excess = s.cumsum(-1) - radius
+    idx = torch.arange(1, M.shape[-1] + 1, dtype=M.dtype)
+    last = ((s - excess / idx > 0) * idx).amax(-1, keepdim=True).long() - 1  # the last index kept
+    theta = excess.gather(-1, last) / (last + 1).to(M.dtype)
+    return torch.where(inside, M, torch.sign(M) * torch.clamp(a - theta, min=0))
+
+
+@dataclass
+class SearchResult:
+    """What :func:`search` found, per depth of ``depths`` ``(k,)``.
+
+    ``best``: the smallest ratio over restarts and steps; ``initial``: the smallest at the start;
+    ``networks``: per depth, ``(Stack, X)`` of every restart at its best step (``X`` ``(R, n, d)``,
+    residual ``b0``), for checking the bound on them; ``q``, ``omega``, ``b0``, ``steps``,
+    ``restarts``: the search's settings.
+    """
+
+    depths: np.ndarray
+    best: np.ndarray
+    initial: np.ndarray
+    networks: list
+    q: float
+    omega: float
+    b0: float
+    steps: int
+    restarts: int
+
+    def best_network(self, i: int):
+        """``(Stack, X)`` of the best network found at depth ``depths[i]`` (one network, ``X`` ``(n, d)``)."""
+        stack, X = self.networks[i]
+        j = int(torch.argmin(stack.residuals(X)[:, -1]))
+        return stack.select(slice(j, j + 1)), X[j]
+
+    def without_skips(self) -> np.ndarray:
+        """The ratio of each depth's best network run without skips, same weights and input, ``(k,)``
+        (the float64 forward pass: it stops near ``1e-16`` of the tokens' size)."""
+        out = []
+        for i in range(len(self.depths)):
+            stack, X = self.best_network(i)
+            out.append(float(stack.residuals(X, skip=False)[0, -1] / self.b0))
+        return np.array(out)
+
+
+def search(depths, *, n: int, d: int, H: int, q: float, omega: float, b0: float, restarts: int, steps: int,
+           seed: int, lr: float = 0.02) -> SearchResult:
+    """Search, at each depth of ``depths``, for the smallest ``||res(X_L)||_inf / b0`` with skips.
+
+    Networks of ``H`` heads on ``n`` tokens of width ``d`` (``d_qk = d``); every head's
+    ``||W_QK,h||_inf <= q`` and ``||W_h||_inf <= omega`` (so ``Omega <= H omega``); the input's
+    residual held at ``||res(X)||_inf = b0`` (its mean is free). ``restarts`` networks per depth,
+    ``steps`` Adam steps of learning rate ``lr`` on ``W_QK / q``, ``W_h / omega`` and the input,
+    the weights projected after each step (:func:`project_rows`). Seeded by ``seed`` (the same
+    draws at every depth). Returns a :class:`SearchResult`.
+    """
+    depths = [check_int("depths", L, maximum=MAX_LAYERS) for L in np.atleast_1d(depths)]
+    if not depths or sorted(set(depths)) != depths:
+        raise ValueError(f"depths must be increasing depths >= 1, got {depths}")
+    n, d, H = check_int("n", n, minimum=2), check_int("d", d), check_int("H", H)
+    q, omega, b0 = (check_positive_float(k, v) for k, v in (("q", q), ("omega", omega), ("b0", b0)))
+    restarts = check_int("restarts", restarts, maximum=MAX_RESTARTS)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
+    seed, lr = check_seed("seed", seed), check_positive_float("lr", lr)
+    check_elements("restarts * max(depths) * H * d * d", 8 * restarts * max(depths) * H * d * d,
+                   alternative="use fewer restarts or shallower depths")
+    layer_steps = sum(depths) * (steps + 1)
+    check_cost("steps", layer_steps, MAX_LOOP, unit="layer-steps (sum(depths) * (steps + 1))",
+               alternative="use fewer steps or depths (the book's full run: 3.1e+04)")
+    check_cost("steps", layer_steps * restarts * H * (n * d * d + n * n * d) * 6, MAX_WORK, unit="multiply-adds",
+               alternative="use fewer restarts, steps or depths")
+    best, initial, networks = [], [], []
+    with torch.enable_grad():
+        for L in depths:
+            found = _search_depth(L, n, d, H, q, omega, b0, restarts, steps, seed, lr)
+            best.append(float(found[0].min()))
+            initial.append(found[1])
+            networks.append(found[2])
+    return SearchResult(np.array(depths, dtype=float), np.array(best), np.array(initial), networks, q, omega, b0,
+                        steps, restarts)
+
+
+def _search_depth(L, n, d, H, q, omega, b0, restarts, steps, seed, lr):
+    g = torch.Generator().manual_seed(seed)
+    shape = (restarts, L, H, d, d)
+    A = torch.randn(*shape, generator=g, dtype=torch.float64) / d
+    B = torch.randn(*shape, generator=g, dtype=torch.float64) / d
+    near = restarts // 2  # the first half starts near the construction
+    eye = torch.eye(d, dtype=torch.float64)
+    A[:near], B[:near] = eye + 0.1 * A[:near], -eye + 0.1 * B[:near]
+    A, B = project_rows(A).requires_grad_(), project_rows(B).requires_grad_()
+    X = torch.randn(restarts, n, d, generator=g, dtype=torch.float64).requires_grad_()
+    opt = torch.optim.Adam([A, B, X], lr=lr)
+    best = torch.full((restarts,), math.inf, dtype=torch.float64)
+    keep = [A.detach().clone(), B.detach().clone(), X.detach().clone()]
+    start = None
+    for step in range(steps + 1):  # the last pass only evaluates
+        opt.zero_grad()
+        Xn = X * (b0 / residual_inf(X))[:, None, None]
+        log_ratio = torch.log(residual_inf(Stack(q * A, omega * B, d).hidden(Xn)[-1]) / b0)
+        value = log_ratio.detach()
+        start = value.min().exp().item() if start is None else start
+        better = value < best
+        best = torch.where(better, value, best)
+        for kept, now in zip(keep, (A, B, Xn)):
+            kept[better] = now.detach()[better]
+        if step == steps:
+            break
+        log_ratio.sum().backward()
+        opt.step()
+        with torch.no_grad():
+            A.copy_(project_rows(A))
+            B.copy_(project_rows(B))
+    return best.exp(), start, (Stack(q * keep[0], omega * keep[1], d), keep[2])
