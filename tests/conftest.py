@@ -32,6 +32,67 @@ DECOYS = (
 )
 
 
+# Which papermill runs (fast mode) each test reads: test -> (seed, student edition?) pairs. The
+# session makes every run its collected tests need once, up front, in parallel processes (one per
+# core, at most RUN_JOBS): see `runs`. Each test runs alone too (`pytest -k`): it then makes its own.
+RUNS_READ = {"test_chapter_executes_in_fast_mode": ((0, False),),
+             "test_chapter_shows_the_same_results_as_the_book_build": ((0, False),),
+             "test_another_seed_changes_the_random_quantities": ((0, False), (1, False)),
+             "test_student_chapter_executes_and_checks_say_not_attempted": ((0, True),)}
+RUN_JOBS = 2
+
+
+def _run_dir(seed: int, student: bool) -> Path:
+    from booktools.execute import EXECUTED
+
+    return EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
+
+
+def _one_kernel_thread():
+    """A parallel run's worker: its kernels (which inherit the environment) use one torch thread
+    (``RANKCOLLAPSE_THREADS``, unless the reader set it), so that RUN_JOBS kernels share the cores
+    instead of each taking every core: on 2 cores, limits and real_models at seeds 0 and 1 took
+    229 s with torch's default and 66 s with one thread each, with the same glued values."""
+    os.environ.setdefault("RANKCOLLAPSE_THREADS", "1")
+
+
+@pytest.fixture(scope="session")
+def runs(request):
+    """``runs(path, seed=0, student=False)``: this session's papermill run of chapter ``path`` in
+    fast mode (the student edition's when ``student``), the executed notebook; a run that failed
+    raises its error in each test that reads it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from booktools.execute import execute
+
+    wanted = sorted({(item.callspec.params["path"], seed, student) for item in request.session.items
+                     if item.originalname in RUNS_READ and hasattr(item, "callspec")
+                     for seed, student in RUNS_READ[item.originalname]},
+                    key=lambda run: (run[1], run[2], str(run[0])))
+    jobs = max(1, min(RUN_JOBS, len(os.sched_getaffinity(0)), len(wanted)))
+    made = {}
+    if wanted:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_one_kernel_thread if jobs > 1 else None) as pool:
+            futures = {(path, seed, student): pool.submit(execute, path, mode="fast", seed=seed,
+                                                          out_dir=_run_dir(seed, student), student=student)
+                       for path, seed, student in wanted}
+        for key, future in futures.items():
+            error = future.exception()
+            made[key] = error if error is not None else future.result()
+
+    def run(path, seed=0, student=False):
+        if (path, seed, student) not in made:
+            made[path, seed, student] = execute(path, mode="fast", seed=seed, out_dir=_run_dir(seed, student),
+                                                student=student)
+        if isinstance(made[path, seed, student], BaseException):
+            raise made[path, seed, student]
+        return made[path, seed, student]
+
+    return run
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """The toy tasks' checkpoint cache in a fresh folder of this test's (never the reader's)."""

@@ -5,13 +5,13 @@ A new chapter is covered by adding it to _toc.yml; nothing here needs to change.
 Determinism is checked on runs the suite makes anyway: the papermill run of each chapter here
 (seed 0, fast) against the book build's run (seed 0, fast: ``built_book``), compared on every
 glued value, every printed line and every figure's pixels (``booktools.outputs``); and one more
-run per chapter at seed 1, which must change at least one glued value.
+run per chapter at seed 1, which must change at least one glued value. The runs are made once per
+session, up front and in parallel (the ``runs`` fixture, tests/conftest.py).
 """
 
 import pytest
 
 from booktools import ROOT
-from booktools.execute import EXECUTED, execute
 from booktools.outputs import differences, read_executed, results
 from booktools.toc import toc_notebooks
 
@@ -26,49 +26,6 @@ def test_toc_lists_chapters():
     assert CHAPTERS, "no notebook chapters found in _toc.yml"
     for path in CHAPTERS:
         assert path.is_relative_to(ROOT / "chapters")
-
-
-# Which papermill runs each test reads: (test, seeds). The session makes every run its collected
-# tests need once, up front, in parallel processes (one per core, at most RUN_JOBS): a chapter run
-# is one kernel, mostly on one core. Each test runs alone too (`pytest -k`): it then makes its own.
-RUNS_READ = {"test_chapter_executes_in_fast_mode": (0,),
-             "test_chapter_shows_the_same_results_as_the_book_build": (0,),
-             "test_another_seed_changes_the_random_quantities": (0, 1)}
-RUN_JOBS = 2
-
-
-def _out(seed):
-    return EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
-
-
-@pytest.fixture(scope="session")
-def runs(request):
-    """``runs(path, seed)``: this session's papermill run of ``path`` (fast mode), the executed
-    notebook; a run that failed raises its error in each test that reads it."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-
-    wanted = sorted({(item.callspec.params["path"], seed) for item in request.session.items
-                     if item.originalname in RUNS_READ and hasattr(item, "callspec")
-                     for seed in RUNS_READ[item.originalname]}, key=lambda ps: (ps[1], str(ps[0])))
-    jobs = max(1, min(RUN_JOBS, len(os.sched_getaffinity(0)), len(wanted)))
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {(path, seed): pool.submit(execute, path, mode="fast", seed=seed, out_dir=_out(seed))
-                   for path, seed in wanted}
-    made = {}
-    for key, future in futures.items():
-        error = future.exception()
-        made[key] = error if error is not None else future.result()
-
-    def run(path, seed=0):
-        if (path, seed) not in made:
-            made[path, seed] = execute(path, mode="fast", seed=seed, out_dir=_out(seed))
-        if isinstance(made[path, seed], BaseException):
-            raise made[path, seed]
-        return made[path, seed]
-
-    return run
 
 
 @pytest.mark.chapters

@@ -4,7 +4,6 @@ with every exercise check answering "not attempted" (the stubs are the only thin
 import pytest
 
 from booktools import student
-from booktools.execute import execute
 from booktools.toc import toc_notebooks
 
 CHAPTERS = toc_notebooks()
@@ -23,14 +22,13 @@ def test_strip_removes_only_solutions():
 
 @pytest.mark.chapters
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_student_chapter_executes_and_checks_say_not_attempted(path, tmp_path):
-    import jupytext
-
-    source = path.read_text()
-    stripped = student.strip_solutions(source)
+def test_student_chapter_executes_and_checks_say_not_attempted(path, runs):
+    """The student version (the session's run: tests/conftest.py ``runs``) executes to its end,
+    and every check in it says "not attempted"."""
+    stripped = student.strip_solutions(path.read_text())
     assert "{solution-start}" not in stripped
     n_checks = stripped.count("rc.checks.check(")
-    nb = execute(path, mode="fast", out_dir=tmp_path, nb=jupytext.reads(stripped, fmt="md:myst"))
+    nb = runs(path, student=True)
     verdicts = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "code" and "rc.checks.check(" in cell["source"]:
