@@ -274,6 +274,12 @@ def test_hand_scores_round_trip_into_the_totals_and_the_exports(samples_graded, 
     assert results["score"] == 8.5 and results["tests"][-1]["name"] == f"{EXPLAIN} (graded by hand)"
     assert "| `ex-paths-explain` | explain | 2.5 of 3 |" in (out / "correct.md.md").read_text()
     assert "ex-paths-explain` | paths | ran" not in (out / "grades.md").read_text()
+    # the prediction scored 0 by hand reads as scored by hand, beside what its check said
+    predicted = next(t for t in json.loads((out / "gradescope" / "mistake.md.json").read_text())["tests"]
+                     if t["name"] == "paths.predict_length")
+    assert predicted["score"] == 0 and predicted["status"] == "failed"
+    assert predicted["output"].startswith("Scored by hand: 0 of 1. The check said: ")
+    assert "scored by hand (0/1); the check: " in (out / "grades.md").read_text()
 
 
 @pytest.mark.parametrize("row, message", [

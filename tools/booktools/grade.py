@@ -214,7 +214,8 @@ def main(argv=None) -> int:
     ap.add_argument("--assignment", action="append", default=[], metavar="CHAPTER=HEADER",
                     help='the Canvas column of a chapter, e.g. paths="Homework 1 (123456)"')
     ap.add_argument("--merge", action="append", default=[], metavar="HAND_SCORES.csv",
-                    help="fold the scores of filled-in hand-grading sheets into the earlier grading in --out")
+                    help="fold the scores of a filled-in hand-grading sheet into the earlier grading in --out "
+                         "(repeat it for several sheets: --merge a.csv --merge b.csv)")
     args = ap.parse_args(argv)
     try:
         if args.merge:
