@@ -11,6 +11,17 @@ def test_fmt_sci(x, text):
     assert rc.book.fmt_sci(x) == text
 
 
+def test_fmt_sci_digits_and_markdown_table_header_are_checked():
+    assert rc.book.fmt_sci(3.2e-15, digits=1) == "3.2 × 10⁻¹⁵" and rc.book.fmt_sci(0.5, digits=3) == "0.5"
+    assert rc.book.fmt_sci(1234.5, digits=0) == "1e+03"  # as before the check
+    for digits, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="digits"):
+            rc.book.fmt_sci(1.5, digits=digits)
+    assert rc.book.markdown_table(["a", "b"], [[1, 2]]) == "| a | b |\n|:--|--:|\n| 1 | 2 |"
+    with pytest.raises(ValueError, match="header"):
+        rc.book.markdown_table([], [])
+
+
 def test_formatted_shows_its_text():
     f = rc.book.Formatted(0.123456, "0.12")
     assert repr(f) == "0.12" and f.value == 0.123456

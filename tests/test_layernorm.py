@@ -135,3 +135,17 @@ def test_bad_input():
         ln.layer_norm(torch.zeros(3, 4), gain=torch.ones(3))
     with pytest.raises(ValueError, match="sigma"):
         ln.scale_spread(torch.tensor(1.0))
+
+
+def test_scale_spread_is_scale_free_and_bit_identical_at_ordinary_scales():
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float64, torch.float32):
+        for _ in range(5):  # the formula before the power-of-two rescaling, to the bit
+            s = torch.rand(4, 9, dtype=dtype, generator=g) * 10.0 ** torch.randint(-8, 8, (4, 1), generator=g).to(dtype) + 1e-30
+            assert torch.equal(ln.scale_spread(s), s.std(dim=-1, unbiased=False) / s.mean(dim=-1))
+    s = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    assert ln.scale_spread(s).item() == pytest.approx(0.408248290463863, rel=1e-15)
+    for scale in (1e306, 1e-306, 2.0**-1000):  # std / mean would overflow or underflow without the rescaling
+        assert ln.scale_spread(s * scale).item() == pytest.approx(0.408248290463863, rel=1e-14)
+    both = torch.stack([s, s * 1e306])  # each row rescaled on its own; the ordinary row is untouched
+    assert both.shape == (2, 3) and ln.scale_spread(both)[0] == ln.scale_spread(s)

@@ -218,6 +218,11 @@ def test_simplex_tokens():
     assert torch.allclose(G.diagonal(), G[0, 0].expand(5)) and torch.allclose(off, -G[0, 0] / 4 * torch.ones(20, dtype=torch.float64))
     with pytest.raises(ValueError, match="n - 1"):
         LB.simplex_tokens(5, 3, 1.0)
+    # the size caps are checked before the SVD: a small simplex is what it was
+    assert LB.simplex_tokens(4, 8, 2.0)[0].tolist() == [7.209876431746101e-17, -1.202469840623352,
+                                                       -1.0787047975590947e-16, 0.0, 0.0, 0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="multiply-adds"):
+        LB.simplex_tokens(5000, 5000, 1.0)
 
 
 def test_the_construction_keeps_a_centred_simplex_and_follows_the_recursion():

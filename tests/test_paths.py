@@ -198,6 +198,15 @@ def test_sample_paths_are_uniform_paths_of_the_length():
         rc.paths.sample_paths(3, 2, 1, 1, generator=0)
 
 
+def test_sample_paths_draws_what_it_drew_before_its_cap():
+    """The cap on count (rc.paths.counting.check_draws) is checked before drawing: the draws are unchanged."""
+    drawn = rc.paths.sample_paths(5, 3, 2, 4, generator=torch.Generator().manual_seed(0))
+    assert drawn == [(0, None, None, None, 1), (None, None, 2, None, 2), (None, 0, None, None, 0), (None, None, 2, None, 2)]
+    assert len(rc.paths.sample_paths(2, 2, 1, rc.paths.MAX_PATHS, generator=torch.Generator())) == rc.paths.MAX_PATHS
+    with pytest.raises(ValueError, match="count"):
+        rc.paths.sample_paths(2, 2, 1, rc.paths.MAX_PATHS + 1, generator=torch.Generator())
+
+
 def test_path_norms_are_the_enumerated_terms_norms(gen):
     model = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=8, skip=True), seed=1)
     X = random_tokens(gen, 2, 5, 8)

@@ -225,6 +225,9 @@ def test_path_products_order_and_residuals():
     sampled = rc.real.sample_paths(12, 12, 4, 10, seed=1)
     assert len(sampled) == 10 and all(len(p) == 4 and [l for l, _ in p] == sorted({l for l, _ in p}) for p in sampled)
     assert sampled == rc.real.sample_paths(12, 12, 4, 10, seed=1)
+    # the cap on n_paths is checked before drawing: the draws are those of before it
+    assert rc.real.sample_paths(6, 4, 3, 3, seed=2) == [[(0, 2), (4, 1), (5, 2)], [(1, 0), (2, 1), (4, 3)],
+                                                         [(2, 3), (3, 2), (5, 0)]]
     prof = rc.real.path_profile(A, n_paths=4, seed=0)
     assert prof.shape == (4, 3) and (prof[:, 0] > 0).all()
 

@@ -17,6 +17,10 @@ def test_geometric_mean():
     # exact zeros and values below the floor count as the floor
     assert np.isclose(geometric_mean([0.0, 1e-20, 1e-2], floor=1e-17), (1e-17 * 1e-17 * 1e-2) ** (1 / 3))
     assert np.isclose(geometric_mean([0.0, 0.0]), 1e-300, rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="values must be finite"):
+        geometric_mean(np.array([1.0, np.nan, 2.0]))
+    with pytest.raises(ValueError, match="values must be finite"):
+        geometric_mean([1.0, np.inf])
 
 
 def test_geometric_mean_equals_the_plotting_copy_it_replaces():

@@ -124,6 +124,12 @@ def test_rank_one_distance_is_zero_exactly_for_equal_rows_and_the_nearest_one_s(
         assert torch.linalg.matrix_norm(P - other) >= d
     # l1inf: the composite norm of Delta = P - 1 pbar^T (Step 2)
     assert torch.isclose(th.rank_one_distance(P, norm="l1inf"), rc.residual.composite_norm(P - pbar))
+    assert th.rank_one_distance(P).item() == torch.linalg.matrix_norm(rc.residual.res(P)).item()  # as before the check
+    for not_stochastic in (3 * torch.eye(3), torch.tensor([[1.5, -0.5], [0.5, 0.5]])):
+        with pytest.raises(ValueError, match="P must"):
+            th.rank_one_distance(not_stochastic)
+    # float32 attention (rows off 1 by rounding) is accepted
+    assert th.rank_one_distance(P.float()).dtype == torch.float32
 
 
 def test_attention_through_depth_shapes_and_a_collapsing_network():

@@ -54,6 +54,10 @@ def test_circle_pairs_step_along_the_circle():
     assert X.shape == (499, 2, 2)
     assert torch.allclose(X.norm(dim=-1), torch.full((499, 2), 0.3, dtype=torch.float64))
     assert torch.equal(X[1:], Y[:-1])
+    X12, _ = rc.toy.circle_pairs(12, 0.3)  # the memory cap is checked first: the points are unchanged
+    assert X12[1].tolist() == [[0.2598076211353316, 0.14999999999999997], [-0.3, 3.6739403974420595e-17]]
+    with pytest.raises(ValueError, match="n_points"):
+        rc.toy.circle_pairs(10**11)
 
 
 def test_bad_input_is_refused():
@@ -175,6 +179,9 @@ def test_sampled_paths_have_the_asked_length_and_cover_them_all():
         assert idx.shape == (400, 5)
         assert {rc.paths.path_length(paths[i]) for i in idx.flatten().tolist()} == {length}
         assert len(set(idx.flatten().tolist())) == rc.paths.path_count(4, 3, length)
+    # the memory cap and the argument checks come before the draw, which is unchanged
+    assert rc.toy.sample_paths(4, 3, 2, 5, 3, torch.Generator().manual_seed(0)).tolist() == [
+        [208, 130, 144, 11, 76], [60, 200, 65, 208, 176], [208, 56, 35, 44, 15]]
 
 
 def test_sampled_estimate_of_all_paths_of_a_length(trained):
@@ -312,3 +319,17 @@ def test_the_checkpoint_key_follows_the_code_not_its_comments(tmp_path):
     assert rc.toy.code_version(a) != rc.toy.code_version(c)
     assert rc.toy.code_version(a, c) != rc.toy.code_version(c, a)
     assert len(rc.toy.TRAINING_CODE_VERSION) == 12
+
+
+def test_standardise_and_task_data_check_their_arguments_and_give_what_they_gave():
+    Y = torch.randn(2, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert rc.toy.standardise(Y)[0, 0].tolist() == [-1.35844148052244, 0.2617835585804509, -0.31329068062589294,
+                                                    1.409948602567882]
+    assert torch.equal(rc.toy.standardise(Y), rc.toy.model._standardise(Y))  # the readout's, unchecked
+    with pytest.raises(ValueError, match="meta"):
+        rc.toy.standardise(torch.empty(3, 4, device="meta"))
+    task = rc.toy.ToyTask("sorting", n_layers=1, n_heads=1, d_model=4, seq_len=3, n_train=4, n_eval=2, epochs=2,
+                          batch=2, lr=1e-3, vocab=3)
+    assert rc.toy.task_data(task, 0).X_train.tolist() == [[2, 0, 2], [0, 1, 0], [1, 1, 1], [0, 2, 2]]
+    with pytest.raises(TypeError, match="task must be a ToyTask"):
+        rc.toy.task_data("sorting", 0)

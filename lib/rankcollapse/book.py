@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ._env import threads_from_env
-from ._validate import check_figure as _check_fig, check_seed
+from ._validate import check_figure as _check_fig, check_int, check_seed
 from .evidence import GLUE_PREFIX, Claim, declare
 from .presets import Run
 from .residual import UNDERFLOW_LOG10  # the science library's threshold; the page writes it
@@ -130,9 +130,12 @@ class Formatted:
 
 
 def fmt_sci(x: float, digits: int = 1) -> str:
-    """``x`` in LaTeX-free scientific notation for prose: ``3.2e-15`` -> ``3.2 × 10⁻¹⁵``."""
+    """``x`` in LaTeX-free scientific notation for prose: ``3.2e-15`` -> ``3.2 × 10⁻¹⁵``.
+
+    ``digits``: digits after the mantissa's point, an integer in ``0 .. 16`` (others are refused)."""
     if isinstance(x, (str, bytes, bool)) or x is None:
         raise TypeError(f"x must be a number, got {type(x).__name__} {x!r:.40}")
+    digits = check_int("digits", digits, minimum=0, maximum=16)
     x = float(x)
     if x == 0 or not np.isfinite(x):
         return f"{x:g}"
@@ -314,13 +317,15 @@ def markdown_table(header, rows, align=None) -> str:
     """A Markdown (MyST, GitHub) table: ``header`` a list of column titles, ``rows`` lists of cells.
 
     ``align``: one of ``l``, ``r``, ``c`` per column (default: first left, the rest right, for
-    numbers). A ``|`` in a cell is escaped.
+    numbers). A ``|`` in a cell is escaped. An empty ``header`` is refused (a table needs a column).
     """
+    header = [str(h) for h in header]
+    if not header:
+        raise ValueError("header must hold at least one column title, got none")
     rows = [list(r) for r in rows]
     for i, r in enumerate(rows):
         if len(r) != len(header):
             raise ValueError(f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one cell per header")
-    header = [str(h) for h in header]
     align = align or "l" + "r" * (len(header) - 1)
     rule = {"l": ":--", "r": "--:", "c": ":-:"}
 

@@ -26,7 +26,7 @@ import torch
 
 from ._validate import as_tokens, check_choice, check_dtype, check_finite_float, check_int, check_positive_float, check_seed
 from .paths import FrozenLayer
-from .residual import composite_norm, matrix_norm, relative_residual, res
+from .residual import _rescaled, composite_norm, matrix_norm, relative_residual, res
 from .san import SAN, check_san, layer_norm as _san_layer_norm
 
 __all__ = [
@@ -254,9 +254,10 @@ def _scales(name, s, shape=None, dtype=None) -> torch.Tensor:
 def scale_spread(sigma) -> torch.Tensor:
     """Coefficient of variation (std / mean) of per-token scales ``sigma`` of shape ``(..., n)``; 0 iff all equal.
 
-    ``sigma`` must be finite and positive (LayerNorm's ``sqrt(var + eps)`` always is).
+    ``sigma`` must be finite and positive (LayerNorm's ``sqrt(var + eps)`` always is). Scale-free at any
+    magnitude: rows beyond ``2**±500`` are first rescaled by an exact power of two (others are untouched).
     """
-    sigma = _scales("sigma", sigma)
+    sigma = _rescaled(_scales("sigma", sigma), dims=(-1,))
     return sigma.std(dim=-1, unbiased=False) / sigma.mean(dim=-1)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import MAX_LAYERS, check_cost, check_elements, check_int, check_positive_float, check_seed
+from ._validate import MAX_LAYERS, MAX_WORK, check_cost, check_elements, check_int, check_positive_float, check_seed
 from .residual import norm_inf, res
 from .san import SAN, SANConfig, check_san
 from .theory import qk_matrices, value_matrices
@@ -236,10 +236,14 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
 
     ``d >= n - 1``. Every token has the same norm and every pair the same inner product
     (``-|r|^2/(n-1)``), so attention with ``W_QK = q I`` is symmetric and doubly stochastic.
+    Sizes whose ``(n, n)`` SVD would exceed the library's memory or work caps are refused before it runs.
     """
     n, d = check_int("n", n, minimum=2), check_int("d", d)
     if d < n - 1:
         raise ValueError(f"d must be at least n - 1 = {n - 1} for a regular simplex of n tokens, got {d}")
+    smaller = "build the simplex on fewer tokens (the book's has n = 4)"
+    check_elements("n * (n + d)", 3 * n * n + n * d, alternative=smaller)
+    check_cost("n", 10 * n**3, MAX_WORK, unit="multiply-adds (the SVD of an (n, n) matrix)", alternative=smaller)
     b0 = check_positive_float("b0", b0)
     C = torch.eye(n, dtype=torch.float64) - 1 / n
     U, S, _ = torch.linalg.svd(C)

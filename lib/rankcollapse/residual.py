@@ -131,14 +131,14 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
 
 
-def _rescaled(X: torch.Tensor) -> torch.Tensor:
-    """``X`` with each matrix ``(n, d)`` multiplied by a power of two that brings its largest entry near 1,
-    where that entry is beyond ``2**±500`` (a scale-free quantity of entries near ``1e308`` would
-    otherwise overflow in its norms). A power of two is exact, and other matrices are untouched, so
-    the result is bit-identical wherever no rescaling was needed."""
+def _rescaled(X: torch.Tensor, dims: tuple = (-2, -1)) -> torch.Tensor:
+    """``X`` with each matrix ``(n, d)`` (each slice over ``dims``) multiplied by a power of two that brings
+    its largest entry near 1, where that entry is beyond ``2**±500`` (a scale-free quantity of entries near
+    ``1e308`` would otherwise overflow in its norms). A power of two is exact, and other matrices are
+    untouched, so the result is bit-identical wherever no rescaling was needed."""
     if not X.is_floating_point():
         return X
-    top = X.abs().amax(dim=(-2, -1), keepdim=True)
+    top = X.abs().amax(dim=dims, keepdim=True)
     exponent = torch.frexp(top).exponent
     far = (exponent.abs() > 500) & (top > 0)
     if not bool(far.any()):

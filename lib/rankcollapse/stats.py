@@ -22,8 +22,8 @@ from ._validate import check_bool, check_int, check_positive_float
 __all__ = ["geometric_mean", "first_below", "log_slope"]
 
 
-def _array(name: str, values, *, ndim: int | None = None) -> np.ndarray:
-    """``values`` (numpy, torch or a sequence of real numbers) as a float64 array."""
+def _array(name: str, values, *, ndim: int | None = None, finite: bool = False) -> np.ndarray:
+    """``values`` (numpy, torch or a sequence of real numbers) as a float64 array (finite, if ``finite``)."""
     if hasattr(values, "detach"):  # a torch tensor, without importing torch here
         values = values.detach().cpu().numpy()
     if isinstance(values, (str, bytes)) or isinstance(values, bool):
@@ -36,6 +36,8 @@ def _array(name: str, values, *, ndim: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} is empty")
     if ndim is not None and v.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {v.shape}")
+    if finite and not np.isfinite(v).all():
+        raise ValueError(f"{name} must be finite, got {int((~np.isfinite(v)).sum())} NaN or infinite entries")
     return v
 
 
@@ -44,9 +46,10 @@ def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
 
     The typical value of a quantity that spreads over orders of magnitude, the line the book's
     log-scale figures draw. Values below ``floor`` (exact zeros; rounding noise under a chosen
-    floor) count as ``floor``. Returns a numpy array (a numpy float for 1-D ``values``).
+    floor) count as ``floor``. Returns a numpy array (a numpy float for 1-D ``values``). NaN or
+    infinite ``values`` are refused with a ``ValueError``.
     """
-    v = _array("values", values)
+    v = _array("values", values, finite=True)
     floor = check_positive_float("floor", floor)
     axis = check_int("axis", axis, minimum=-v.ndim, maximum=v.ndim - 1)
     return np.exp(np.log(np.clip(v, floor, None)).mean(axis))
@@ -75,12 +78,12 @@ def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
     base = check_positive_float("base", base)
     if base == 1:
         raise ValueError("base must not be 1")
-    x, y = _array("x", x, ndim=1), _array("y", y, ndim=1)
+    x, y = _array("x", x, ndim=1, finite=True), _array("y", y, ndim=1, finite=True)
     if x.shape != y.shape or x.size < 2:
         raise ValueError(f"x and y must have the same length, at least 2, got {x.size} and {y.size}")
     for name, v, logged in (("x", x, log_x), ("y", y, True)):
-        if not np.isfinite(v).all() or (logged and (v <= 0).any()):
-            raise ValueError(f"{name} must be finite" + (" and positive (its log is taken)" if logged else ""))
+        if logged and (v <= 0).any():
+            raise ValueError(f"{name} must be finite and positive (its log is taken)")
 
     if float(np.ptp(np.log(x) if log_x else x)) == 0:
         raise ValueError("x must not be all equal: no line through points with one x has a slope")

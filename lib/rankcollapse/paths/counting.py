@@ -18,6 +18,15 @@ MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and al
 MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
 MAX_COUNT_DIGITS = 10**6  # largest exact count path_count builds (a million digits, under a second)
 MAX_COUNT_LAYERS = 10**5  # largest L for path_count: its exact integer has up to ~L log10(H+1) digits
+MAX_DRAWN = 10**7  # entries (paths times layers) of the paths sample_paths draws one by one in Python
+
+
+def check_draws(name: str, count: int, per_path: int) -> None:
+    """Refuse, before drawing, ``count`` random paths of ``per_path`` entries each beyond :data:`MAX_PATHS`
+    paths or :data:`MAX_DRAWN` entries (paths are drawn one by one in Python), naming ``name``."""
+    alternative = "draw fewer paths (path_count and length_distribution count them without drawing any)"
+    check_cost(name, count, MAX_PATHS, unit="paths", alternative=alternative)
+    check_cost(name, count * per_path, MAX_DRAWN, unit=f"path entries ({name} x layers)", alternative=alternative)
 
 
 def _too_many(L: int, choices: int, cap: int) -> bool:
@@ -116,10 +125,12 @@ def sample_paths(L: int, H: int, length: int, count: int, *, generator: torch.Ge
     Each path as :func:`all_paths` writes it: a tuple with one entry per layer, a head index or
     ``None`` for a skip. The layers are a uniform ``length``-subset, each head uniform, from
     ``generator`` (a ``torch.Generator``). Book: chapter "The path decomposition", section 4.
+    More than 100,000 paths or ``count * L > 10**7`` (:func:`check_draws`) is refused before drawing.
     """
     L, H = check_int("L", L, minimum=0), check_int("H", H)
     length = check_int("length", length, minimum=0, maximum=L)
     count = check_int("count", count)
+    check_draws("count", count, L)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     out = []

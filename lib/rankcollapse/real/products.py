@@ -15,6 +15,7 @@ import torch
 from .. import residual
 from .._validate import MAX_WORK, as_tokens, check_choice, check_cost, check_index, check_int, check_probability_matrix
 from .._validate import check_seed, derive_seed
+from ..paths.counting import check_draws
 from .measure import _threads
 
 __all__ = ["sample_paths", "path_products", "path_residuals", "path_profile"]
@@ -32,12 +33,14 @@ def sample_paths(n_layers: int, n_heads: int, length: int, n_paths: int, seed: i
     """``n_paths`` random paths of ``length`` heads: each a list of ``(layer, head)`` in layer order.
 
     The layers are ``length`` distinct ones drawn uniformly and sorted; each picks a head
-    uniformly (as the official code samples them).
+    uniformly (as the official code samples them). More than 100,000 paths or ``n_paths * length >
+    10**7`` (``rc.paths.counting.check_draws``) is refused before drawing.
     """
     n_layers = check_int("n_layers", n_layers)
     n_heads = check_int("n_heads", n_heads)
     length = check_int("length", length, maximum=n_layers)
     n_paths = check_int("n_paths", n_paths)
+    check_draws("n_paths", n_paths, length)
     rng = random.Random(check_seed("seed", seed))
     return [list(zip(sorted(rng.sample(range(n_layers), length)), [rng.randrange(n_heads) for _ in range(length)]))
             for _ in range(n_paths)]

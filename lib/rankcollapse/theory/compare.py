@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validate import as_tokens, check_choice, check_finite_float
+from .._validate import check_choice, check_finite_float, check_probability_matrix
 from ..residual import NORMS, composite_norm, matrix_norm, res
 from .bound import BOUND_FORMS, collapse_bound, tracked_residual
 from .weights import check_pure_attention
@@ -95,12 +95,11 @@ def rank_one_distance(P, norm: str = "fro") -> torch.Tensor:
     (every row the same), and that nearest matrix, :math:`\mathbf 1\bar p^\top`, is itself
     row-stochastic; ``norm="l1inf"`` gives :math:`\lVert\Delta\rVert_{1,\infty}`, the norm the
     chapter's Steps bound. Zero when every row of ``P`` is the same (up to the rounding of the column
-    mean), and only then. Shape ``(...)``.
+    mean), and only then. Shape ``(...)``. ``P`` that is not row-stochastic (square, non-negative, rows
+    summing to 1 within ``1e-6 n``) is refused with a ``ValueError``.
     """
     check_choice("norm", norm, NORMS)
-    P = as_tokens("P", P)
-    if P.shape[-1] != P.shape[-2]:
-        raise ValueError(f"P must hold square attention matrices (..., n, n), got shape {tuple(P.shape)}")
+    P = check_probability_matrix("P", P)
     return matrix_norm(res(P), norm=norm)
 
 

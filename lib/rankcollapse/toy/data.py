@@ -155,8 +155,10 @@ def circle_pairs(n_points: int = 1000, radius: float = 0.3):
     ``n_points`` points ``p_k`` at angles ``2 pi k / n_points`` on a circle of ``radius``; the
     input ``X[i]`` is the pair ``(p_i, p_{i+m})`` with ``m = n_points // 2 - 1``, nearly half a
     turn apart, and the target ``Y[i]`` the pair one step further, ``(p_{i+1}, p_{i+m+1})``.
+    Sizes whose tensors would pass the library's memory cap are refused before any allocation.
     """
     n_points = check_int("n_points", n_points, minimum=6)
+    check_elements("n_points", n_points, itemsize=96, alternative="ask for fewer points (the book's circle has 1000)")
     radius = check_positive_float("radius", radius)
     theta = torch.arange(n_points, dtype=torch.float64) * 2 * torch.pi / n_points
     p = radius * torch.stack([torch.cos(theta), torch.sin(theta)], dim=-1)

@@ -35,7 +35,7 @@ from ..residual import through_depth
 from ..stats import geometric_mean
 from . import data as _data
 from .model import ToyModel
-from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, code_version, task_data, toy_config
+from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, check_task, code_version, task_data, toy_config
 
 __all__ = ["DYNAMICS_VERSION", "WEIGHT_KINDS", "stable_rank", "weight_matrices", "TrainingRun", "training_run",
            "DynamicsStudy", "dynamics_study"]
@@ -163,8 +163,7 @@ def training_run(task: ToyTask, seed: int = 0, *, skip: bool = True, checkpoints
     are those ``rc.toy.train(task, seed)`` returns. Cached under ``rc.toy.cache_dir()``
     (``retrain=True`` trains again). Only the sequence tasks (not the circle) are accepted.
     """
-    if not isinstance(task, ToyTask):
-        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    check_task(task)
     if task.task == "circle":
         raise ValueError("task must be a sequence task (sorting, convex_hull, memorization), got 'circle'")
     seed, skip = check_seed("seed", seed), check_bool("skip", skip)
@@ -251,8 +250,7 @@ def dynamics_study(task: ToyTask, seed: int = 0, *, checkpoints=6, n_probe: int 
     """Train ``task``'s network with and without skip connections (:func:`training_run`) and, at
     every kept epoch, measure the stable ranks of its attention weights and the relative residual
     of its tokens through depth, both from that checkpoint's weights (:meth:`TrainingRun.measure`)."""
-    if not isinstance(task, ToyTask):
-        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    check_task(task)
     n_eval = task.n_train if task.task == "memorization" else task.n_eval  # memorization: its training set
     n_probe = check_int("n_probe", n_probe, maximum=n_eval)
     runs = {skip: training_run(task, seed, skip=skip, checkpoints=checkpoints, retrain=retrain, progress=progress)

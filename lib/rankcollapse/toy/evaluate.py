@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .. import paths as _paths
-from .._validate import check_int, check_seed
+from .._validate import check_elements, check_generator, check_int, check_seed
 from .model import READOUT_EPS
 
 __all__ = ["all_path_terms", "path_index", "sample_paths", "evaluate_paths", "PathEvaluation", "by_length"]
@@ -105,8 +105,11 @@ def path_index(path, H: int, skip: bool = True) -> int:
 def sample_paths(L: int, H: int, length: int, k: int, draws: int, gen: torch.Generator) -> torch.Tensor:
     """``draws`` sets of ``k`` random paths of ``length`` heads, as indices ``(draws, k)`` into
     :func:`all_path_terms`. As the official ``create_path``: a head uniform in each layer, then
-    ``L - length`` layers chosen uniformly without replacement are skipped."""
+    ``L - length`` layers chosen uniformly without replacement are skipped. ``gen``: a ``torch.Generator``.
+    Sizes whose tensors would pass the library's memory cap are refused before any allocation."""
     L, H, length = check_int("L", L), check_int("H", H), check_int("length", length, minimum=0, maximum=L)
+    k, draws, gen = check_int("k", k), check_int("draws", draws), check_generator("gen", gen)
+    check_elements("draws * k * L", draws * k * L, itemsize=48, alternative="draw fewer or smaller sets of paths")
     heads = torch.randint(H, (draws, k, L), generator=gen) + 1
     order = torch.argsort(torch.rand(draws, k, L, generator=gen), dim=-1)
     skipped = torch.zeros(draws, k, L, dtype=torch.bool)

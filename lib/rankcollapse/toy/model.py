@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .._validate import check_choice, check_int, check_positive_float, check_seed, derive_seed
+from .._validate import as_tokens, check_choice, check_int, check_positive_float, check_seed, derive_seed
 from ..san import SAN, SANConfig
 
 __all__ = ["ToyConfig", "ToyModel", "standardise", "READOUT_EPS"]
@@ -77,8 +77,15 @@ class ToyConfig:
 
 
 def standardise(Y: torch.Tensor, eps: float = READOUT_EPS) -> torch.Tensor:
-    """Each token (row) of ``Y`` ``(..., n, d)`` centred and scaled to unit variance over features."""
+    """Each token (row) of ``Y`` ``(..., n, d)`` centred and scaled to unit variance over features.
+
+    ``Y`` is checked as tokens (``as_tokens``: float16, meta tensors and NaN are refused by name)."""
     check_positive_float("eps", eps, allow_zero=True)
+    return _standardise(as_tokens("Y", Y), eps)
+
+
+def _standardise(Y: torch.Tensor, eps: float = READOUT_EPS) -> torch.Tensor:
+    """:func:`standardise` without the checks, for the readout's own representations."""
     Y = Y - Y.mean(dim=-1, keepdim=True)
     return Y / torch.sqrt((Y**2).mean(dim=-1, keepdim=True) + eps)
 
@@ -153,7 +160,7 @@ class ToyModel(nn.Module):
 
     def readout(self, R: torch.Tensor) -> torch.Tensor:
         """Logits ``(..., n, n_out)`` of a representation ``R`` ``(..., n, d)``."""
-        return self.classifier(standardise(R) if self.config.standardise else R)
+        return self.classifier(_standardise(R) if self.config.standardise else R)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return self.readout(self.san(self.embed(X)).last_hidden_state)

@@ -154,9 +154,17 @@ class ToyTask:
         return replace(self, **changes)
 
 
+def check_task(task) -> ToyTask:
+    """``task`` if it is a :class:`ToyTask`; a ``TypeError`` naming ``task`` otherwise."""
+    if not isinstance(task, ToyTask):
+        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    return task
+
+
 def task_data(task: ToyTask, seed: int) -> _data.TaskData:
-    """The seeded data of ``task`` (circle: the pairs, as ``X_train``/``y_train`` float)."""
-    if task.task == "sorting":
+    """The seeded data of ``task`` (a :class:`ToyTask`, else a ``TypeError``; circle: the pairs, as
+    ``X_train``/``y_train`` float)."""
+    if check_task(task).task == "sorting":
         return _data.sorting(task.n_train, task.n_eval, task.seq_len, task.vocab, seed=seed)
     if task.task == "convex_hull":
         return _data.convex_hull(task.n_train, task.n_eval, task.seq_len, seed=seed)
@@ -168,8 +176,7 @@ def task_data(task: ToyTask, seed: int) -> _data.TaskData:
 
 def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
     """The network for ``task``: the official code's embedding for it, ``rc.san`` in the middle."""
-    if not isinstance(task, ToyTask):
-        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    check_task(task)
     common = dict(n_layers=task.n_layers, n_heads=task.n_heads, d_model=task.d_model, n_out=data.n_labels)
     if task.task == "sorting":
         return ToyConfig(**common, vocab=data.vocab, positions=task.seq_len)
@@ -299,8 +306,7 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
     ``task``, ``seed`` and :data:`TRAINING_CODE_VERSION`. ``retrain=True`` ignores it and
     trains again. The data are drawn from ``seed`` too (:func:`task_data`).
     """
-    if not isinstance(task, ToyTask):
-        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
+    check_task(task)
     seed = check_seed("seed", seed)
     if not isinstance(retrain, bool):
         raise TypeError(f"retrain must be True or False, got {retrain!r}")
