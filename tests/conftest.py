@@ -42,10 +42,12 @@ RUNS_READ = {"test_chapter_executes_in_fast_mode": ((0, False),),
 RUN_JOBS = 2
 
 
-def _run_dir(seed: int, student: bool) -> Path:
+def _run_options(seed: int, student: bool) -> dict:
+    """``booktools.execute.execute``'s options for a session run (fast mode, its own folder)."""
     from booktools.execute import EXECUTED
 
-    return EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
+    out_dir = EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
+    return {"mode": "fast", "seed": seed, "out_dir": out_dir, "student": student}
 
 
 def _one_kernel_thread():
@@ -75,8 +77,7 @@ def runs(request):
     if wanted:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_one_kernel_thread if jobs > 1 else None) as pool:
-            futures = {(path, seed, student): pool.submit(execute, path, mode="fast", seed=seed,
-                                                          out_dir=_run_dir(seed, student), student=student)
+            futures = {(path, seed, student): pool.submit(execute, path, **_run_options(seed, student))
                        for path, seed, student in wanted}
         for key, future in futures.items():
             error = future.exception()
@@ -84,8 +85,7 @@ def runs(request):
 
     def run(path, seed=0, student=False):
         if (path, seed, student) not in made:
-            made[path, seed, student] = execute(path, mode="fast", seed=seed, out_dir=_run_dir(seed, student),
-                                                student=student)
+            made[path, seed, student] = execute(path, **_run_options(seed, student))
         if isinstance(made[path, seed, student], BaseException):
             raise made[path, seed, student]
         return made[path, seed, student]

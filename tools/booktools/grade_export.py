@@ -71,24 +71,27 @@ def student_of(rel: str, pattern: str | None = None) -> dict:
 
 def score(sub, chapter) -> dict:
     """The points of one submission: ``{"checks": {id: (earned, max)}, "hand": {label: (earned
-    or None, max)}, "total": float, "max": float, "to grade": the points of the hand-graded
-    exercises not scored yet}``. A hand score for a predict question (its
-    label) replaces the check's points; hand scores not given count 0 in the total."""
+    or None, max)}, "by hand": the ids of the checks a hand score replaced, "total": float,
+    "max": float, "to grade": the points of the hand-graded exercises not scored yet}``. A hand
+    score for a predict question (its label) replaces the check's points; hand scores not given
+    count 0 in the total."""
     if chapter is None:
-        return {"checks": {}, "hand": {}, "total": 0.0, "max": 0.0, "to grade": 0.0}
+        return {"checks": {}, "hand": {}, "by hand": set(), "total": 0.0, "max": 0.0, "to grade": 0.0}
     hand = getattr(sub, "hand_scores", {}) or {}
-    checks = {}
+    checks, replaced = {}, set()
     for c in chapter.checks:
         got = sub.outcomes.get(c.id)
         earned = c.points * got.credit if got is not None and got.outcome in SCORED else 0.0
         if c.label in hand:
             earned = hand[c.label][0]
+            replaced.add(c.id)
         checks[c.id] = (earned, c.points)
     by_hand = {h.label: (hand[h.label][0] if h.label in hand else None, h.points)
                for h in chapter.hand if h.check is None}
     total = sum(e for e, _ in checks.values()) + sum(e or 0.0 for e, _ in by_hand.values())
     later = sum(m for e, m in by_hand.values() if e is None)
-    return {"checks": checks, "hand": by_hand, "total": total, "max": chapter.max_points, "to grade": later}
+    return {"checks": checks, "hand": by_hand, "by hand": replaced, "total": total, "max": chapter.max_points,
+            "to grade": later}
 
 
 def columns(subs, specs: dict) -> tuple[list, list]:
@@ -150,7 +153,7 @@ def gradescope_results(sub, chapter) -> dict:
         got = sub.outcomes.get(c.id)
         earned, most = p["checks"][c.id]
         said = f"{got.outcome}. {got.message}" if got and got.message else got.outcome if got else ""
-        if c.label in (sub.hand_scores or {}):  # a prediction scored by hand: its points replace the check's
+        if c.id in p["by hand"]:  # a prediction scored by hand: its points replace the check's
             tests.append({"name": c.id, "score": earned, "max_score": most,
                           "status": "passed" if earned >= most else "failed",
                           "output": f"Scored by hand: {_num(earned)} of {_num(most)}. The check said: {said}",

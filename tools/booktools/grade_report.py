@@ -76,13 +76,6 @@ def write_report(sub, chapter, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _hand_scored(sub, chapter) -> set[str]:
-    """The ids of ``sub``'s checks whose points a hand score replaced (a prediction scored by
-    hand: :func:`booktools.grade_export.score`)."""
-    hand = getattr(sub, "hand_scores", None) or {}
-    return {c.id for c in (chapter.checks if chapter else []) if c.label in hand}
-
-
 def markdown_table(subs, specs: dict, ids: list[str], labels: list[str]) -> str:
     """The grade sheet as a Markdown table: one row a submission, one column a check (its outcome
     and points) or a hand-graded exercise (explain, prove: "graded by hand", with the rubric's
@@ -92,11 +85,10 @@ def markdown_table(subs, specs: dict, ids: list[str], labels: list[str]) -> str:
     for s in subs:
         p = score(s, specs.get(s.chapter))
         cells = []
-        by_hand = _hand_scored(s, specs.get(s.chapter))
         for i in ids:
             got, pts = s.outcomes.get(i), p["checks"].get(i)
             cells.append("" if not (got and pts) else
-                         f"scored by hand ({_num(pts[0])}/{_num(pts[1])}); the check: {got.outcome}" if i in by_hand
+                         f"scored by hand ({_num(pts[0])}/{_num(pts[1])}); the check: {got.outcome}" if i in p["by hand"]
                          else f"{got.outcome} ({_num(pts[0])}/{_num(pts[1])})")
         for lb in labels:
             pts = p["hand"].get(lb)
