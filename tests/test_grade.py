@@ -1,10 +1,10 @@
 """The grading command (``booktools.grade``, ``python3 tasks.py grade SUBMISSIONS_DIR``).
 
 The sample submissions in ``tests/data/submissions/`` are the paths chapter's student version
-with its stubs replaced and, in two of them, an answer to the explain question (``sample_texts``
-builds them; a test fails, and rewrites them, when they are stale). Grading them gives the example
-grade sheet of the instructor's guide, ``_includes/example_grades.md`` (rewritten, and the test
-fails, when stale), its Canvas and Gradescope exports (validated against the published formats'
+with its stubs replaced and, in two of them, an answer to the explain question
+(``booktools.samples`` builds them; a test fails when they are stale, and
+``python3 scripts/samples.py`` writes them anew). Grading them gives the example grade sheet of the
+instructor's guide, ``_includes/example_grades.md`` (likewise checked, never rewritten here), its Canvas and Gradescope exports (validated against the published formats'
 required fields and types) and its hand-grading sheets (filled in and merged back). The tampering
 cases are small notebooks made here: the chapter's own check cells around answers that cheat,
 crash, loop, end the kernel or copy the key. Every submission runs in fast mode with a short time
@@ -25,10 +25,9 @@ import pytest
 from booktools import ROOT, grade
 from booktools.grade_export import CANVAS_COLUMNS, gradescope_autograder, score, student_of
 from booktools.grade_pack import pack_namespace, plain_value, unpack
-from booktools.student import strip_solutions
+from booktools.samples import (CRASH, EXAMPLE, GOOD_ANSWER, MISTAKE, PROOF_ANSWER, RIGHT, SAMPLES, STUB,
+                                WEAK_ANSWER, WEAK_PROOF, _student, example_sheet, grade_samples, stale, to_ipynb)
 
-SAMPLES = ROOT / "tests" / "data" / "submissions"
-EXAMPLE = ROOT / "_includes" / "example_grades.md"
 IDS = ["paths.count", "paths.two_layer", "paths.mean_length", "paths.predict_length", "paths.read_diagram"]
 POINTS = {"paths.count": 1, "paths.two_layer": 2, "paths.mean_length": 1, "paths.predict_length": 1,
           "paths.read_diagram": 1}
@@ -38,96 +37,15 @@ PROVE, PROVE_POINTS = "ex-paths-prove", 5  # a proof, graded by hand with its Ru
 UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 2}
 MAX = sum(POINTS.values()) + sum(UNANSWERED.values()) + EXPLAIN_POINTS + PROVE_POINTS
 
-STUB = {
-    "count": "def path_count(L, H, length):\n    raise NotImplementedError",
-    "two": "def two_layer_paths(X, P1, P2, W1, W2):\n    raise NotImplementedError",
-    "mean": "def mean_length(L, H):\n    raise NotImplementedError",
-    "predict": "prediction = None  # one of 0, 6, 12",
-    "read": "answer = None  # a number",
-}
-RIGHT = {
-    "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * H**length",
-    "two": ("def two_layer_paths(X, P1, P2, W1, W2):\n    return {\n        (None, None): X,\n"
-            "        (0, None): P1 @ X @ W1,\n        (None, 0): P2 @ X @ W2,\n"
-            "        (0, 0): P2 @ P1 @ X @ W1 @ W2,\n    }"),
-    "mean": "def mean_length(L, H):\n    return L * H / (H + 1)",
-    "predict": "prediction = 6",
-    "read": "answer = 6",
-}
-# typical mistakes: the skip counted as a head; the attention matrices in layer order
-MISTAKE = {**RIGHT,
-           "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length",
-           "two": RIGHT["two"].replace("P2 @ P1 @ X", "P1 @ P2 @ X")}
-# a syntax error in one answer, a division by zero in another, the rest left alone
-CRASH = {**STUB, "count": RIGHT["count"],
-         "two": RIGHT["two"].replace("    }", "    ]"),
-         "mean": "def mean_length(L, H):\n    return L * H / (H + 1 - H - 1)"}
-# answers to the explain question, in a cell right below it
-GOOD_ANSWER = ("*My answer.* The norm of a sum is at most the sum of the norms, so shares above one say "
-               "the terms are not aligned; only their inner products would show cancelling. The paths share "
-               "the attention matrices of one forward pass: they are not independent members of an ensemble.")
-WEAK_ANSWER = "The paths are independent shallow networks, so their shares add up."
-QUESTION_END = "shallow networks, one per\npath?\n\n````{exercise-end}\n````\n"
-# a proof, written below the prove question (correct.md)
-PROOF_ANSWER = ("*My proof.* Induction on L: layer L is the sum over h = 0..H of P_h X_{L-1} W_h, the skip "
-                "being head 0; substituting the sum for X_{L-1} and distributing gives every path once, "
-                "the latest attention on the left. The bias stays 1 c^T because P 1 = 1.")
-PROVE_END = "Write the proof in a Markdown cell below.\n\n````{exercise-end}\n````\n"
-# a proof at the notebook's end (mistake.md): it belongs to the last exercise, the proof
-WEAK_PROOF = "By induction the paths add up, in layer order P(1) ... P(L)."
-
-
-def _student() -> str:
-    return strip_solutions((ROOT / "chapters" / "paths.md").read_text())
-
-
-def to_ipynb(text: str) -> str:
-    """The MyST notebook ``text`` as ipynb JSON, with cell ids that do not change from run to run."""
-    nb = jupytext.reads(text, fmt="md:myst")
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i}"
-    return jupytext.writes(nb, fmt="ipynb")
-
-
-def sample_texts() -> dict[str, str]:
-    """The sample submissions: file name -> MyST text. They stay MyST in git (the source format;
-    generated notebooks stay out of it); the grader's ``.ipynb`` path is exercised by the cases
-    of ``test_tampering_crashes_and_loops_get_their_outcomes``, written as ipynb at test time."""
-    base = _student()
-    for stub in STUB.values():
-        assert base.count(stub) == 1, stub  # the chapter's stubs are where the samples expect
-    assert base.count(QUESTION_END) == 1 and base.count(PROVE_END) == 1
-    out = {}
-    for name, answers in (("correct.md", RIGHT), ("mistake.md", MISTAKE),
-                          ("untouched.md", STUB), ("crashes.md", CRASH)):
-        text = base
-        for key, stub in STUB.items():
-            text = text.replace(stub, answers[key])
-        if name == "correct.md":
-            text = text.replace(QUESTION_END, QUESTION_END + f"\n+++\n\n{GOOD_ANSWER}\n\n+++\n")
-            text = text.replace(PROVE_END, PROVE_END + f"\n+++\n\n{PROOF_ANSWER}\n\n+++\n")
-        if name == "mistake.md":
-            text = text.replace(QUESTION_END, QUESTION_END + f"\n+++\n\n{WEAK_ANSWER}\n\n+++\n")
-            text = text.rstrip("\n") + f"\n\n+++\n\n{WEAK_PROOF}\n"
-        out[name] = text
-    return out
-
-
 def test_the_samples_are_the_current_student_version():
-    stale = []
-    for name, text in sample_texts().items():
-        path = SAMPLES / name
-        if not path.exists() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            stale.append(name)
-    assert not stale, f"rewrote stale sample submissions {stale}: commit them"
+    old = stale()
+    assert not old, f"stale sample submissions {old}: run python3 scripts/samples.py and commit them"
 
 
 @pytest.fixture(scope="module")
 def samples_graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("graded")
-    subs = grade.grade(SAMPLES, out, timeout=180, jobs=2, echo=lambda *a: None, formats=["canvas,gradescope"])
+    subs = grade_samples(out)
     return {s.rel: s for s in subs}, out
 
 
@@ -166,13 +84,9 @@ def test_the_samples_get_their_outcomes_and_points(samples_graded):
 
 
 def test_the_example_grade_sheet_is_current(samples_graded):
-    subs, out = samples_graded
-    text = ("<!-- Written by tests/test_grade.py: the grade sheet of the sample submissions in "
-            "tests/data/submissions/,\n     graded by `python3 tasks.py grade tests/data/submissions`. "
-            "Do not edit. -->\n\n" + (out / "grades.md").read_text())
-    if not EXAMPLE.exists() or EXAMPLE.read_text() != text:
-        EXAMPLE.write_text(text)
-        pytest.fail(f"rewrote the stale {EXAMPLE.relative_to(ROOT)}: commit it")
+    _, out = samples_graded
+    assert EXAMPLE.exists() and EXAMPLE.read_text() == example_sheet(out), (
+        f"{EXAMPLE.relative_to(ROOT)} is stale: run python3 scripts/samples.py and commit it")
 
 
 # --- the gradebooks' formats ------------------------------------------------------------------
