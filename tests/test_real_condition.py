@@ -160,6 +160,25 @@ def test_collapse_rate_of_a_cubic_cascade():
                          np.tile(rho, (2, 1)))
     assert abs(r.collapse_rate() - math.log(3)) < 1e-9
     assert r.floor_layer(1e-12) == 4
+    np.testing.assert_allclose(r.step_ratios(), [3.0] * 4, rtol=1e-12)  # a pure cube: 3 at every step
+
+
+def _condition_of(rho):
+    return C.ModelCondition("x", "x", False, 1, 1, *(np.ones((1, 1)),) * 4, np.ones(1), np.ones(1), np.ones(1),
+                            np.tile(rho, (2, 1)))
+
+
+def test_step_ratios_fall_to_three_with_a_factor_in_front():
+    """rho_(l+1) = K rho_l^3 with K < 1: each ratio is 3 + log K / log rho_l, above 3 and falling to it."""
+    rho, K = [1.0, 0.5], 0.1
+    for _ in range(4):
+        rho.append(K * rho[-1] ** 3)
+    ratios = _condition_of(np.array(rho)).step_ratios()
+    np.testing.assert_allclose(ratios, [3 + math.log(K) / math.log(x) for x in rho[1:-1]], rtol=1e-12)
+    assert (ratios > 3).all() and (np.diff(ratios) < 0).all()
+    # a residual that does not fall, or too few layers, gives no ratio
+    assert _condition_of(np.array([1.0, 1.0, 1.0])).step_ratios().size == 0
+    assert _condition_of(np.array([1.0, 0.5])).step_ratios().size == 0
 
 
 def test_study_fractions_and_lookup(minilm_result):

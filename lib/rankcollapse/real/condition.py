@@ -260,6 +260,19 @@ class ModelCondition:
             return float("nan")
         return log_slope(ls, -np.log(rho[1:last]), base=math.e)
 
+    def step_ratios(self) -> np.ndarray:
+        r"""The ratios :math:`\log\rho_{l+1}/\log\rho_l` of successive layers, over the layers that
+        :meth:`collapse_rate` fits (from layer 1 to the last above 1e-290): 3 for a cube per layer,
+        :math:`\rho_{l+1} = \rho_l^3`; above 3 and falling towards it for
+        :math:`\rho_{l+1} = K\rho_l^3` with :math:`K < 1`. Empty when fewer than two layers qualify
+        or the residual does not fall."""
+        rho = self.typical() / self.typical()[0]
+        last = first_below(rho, 1e-290, default=len(rho))
+        logs = np.log(rho[1:last])
+        if logs.size < 2 or not (logs < 0).all():
+            return np.empty(0)
+        return logs[1:] / logs[:-1]
+
     def floor_layer(self, level: float = 1e-12):
         """The first layer whose typical relative residual is below ``level`` (``None`` if none)."""
         return first_below(self.typical(), level)
