@@ -13,7 +13,9 @@ def test_fmt_sci(x, text):
 
 def test_fmt_sci_digits_and_markdown_table_header_are_checked():
     assert rc.book.fmt_sci(3.2e-15, digits=1) == "3.2 × 10⁻¹⁵" and rc.book.fmt_sci(0.5, digits=3) == "0.5"
-    assert rc.book.fmt_sci(1234.5, digits=0) == "1e+03"  # as before the check
+    # never e-notation in prose: where digits + 1 significant digits cannot show the value plainly
+    assert rc.book.fmt_sci(1234.5, digits=0) == "1 × 10³" and rc.book.fmt_sci(123.0) == "1.2 × 10²"
+    assert rc.book.fmt_sci(999.96) == "1.0 × 10³" and rc.book.fmt_sci(9.996) == "10"  # rounding into the next decade
     for digits, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError)):
         with pytest.raises(error, match="digits"):
             rc.book.fmt_sci(1.5, digits=digits)

@@ -269,6 +269,27 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
     assert result.returncode == 1 and "x-value" in result.stdout, result.stderr
 
 
+@pytest.mark.parametrize("content, args, words", [
+    (None, ["compare", "{d}/a.json", "{d}/b.json"], ("a.json", "no such file")),
+    ("{}", ["compare", "{d}/x.json", "{d}/x.json"], ("x.json", "not a record", "'mode'")),
+    ("[1, 2", ["compare", "{d}/x.json", "{d}/x.json"], ("x.json", "not a JSON file")),
+    ('{"mode": "fast", "seed": 0, "chapters": {}}', ["compare", "{d}/x.json", "{d}/x.json", "--rtol", "-1"],
+     ("--rtol", ">= 0")),
+    (None, ["record", "{d}/rec.json", "--chapters", "paths", "--from", "{d}/nodir"], ("--from", "nodir", "does not exist")),
+    (None, ["record", "{d}/rec.json", "--chapters", "paths", "--from", "{d}"], ("--from", "paths.ipynb")),
+], ids=["missing files", "not a record", "not JSON", "negative rtol", "missing --from folder", "notebook missing in --from"])
+def test_compare_outputs_refuses_bad_arguments_in_one_line(tmp_path, content, args, words):
+    """A usage error (exit 2) naming the file or option, not a traceback."""
+    if content is not None:
+        (tmp_path / "x.json").write_text(content)
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_outputs.py"),
+                             *(a.format(d=tmp_path) for a in args)], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+    assert not (tmp_path / "rec.json").exists()
+
+
 def test_a_build_notebook_is_read_with_its_glue_file(tmp_path):
     """myst-nb takes the values glued without display out of the notebook it saves and writes
     them to <name>.glue.json: read_executed puts them back, so a build's run reads as papermill's."""

@@ -201,8 +201,11 @@ def check_tensor_kind(name: str, X: torch.Tensor, *, integers: bool = True) -> t
 
     Accepted: float32 and float64 (and int32/int64, converted by the caller, when ``integers``) on a
     real device. Refused: float16 and bfloat16 (too coarse for the residuals the book measures; cast
-    with ``X.double()``), complex and bool tensors, other integer types, and meta tensors (no values).
+    with ``X.double()``), complex and bool tensors, other integer types, and meta tensors (no values);
+    anything that is not a tensor (a list, a numpy array) with a ``TypeError``.
     """
+    if not isinstance(X, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(X).__name__}")
     if X.device.type == "meta":
         raise ValueError(f"{name} is on the meta device (a tensor without values): pass a tensor on the cpu")
     if X.dtype in _REFUSED_DTYPES:

@@ -132,7 +132,10 @@ class Formatted:
 def fmt_sci(x: float, digits: int = 1) -> str:
     """``x`` in LaTeX-free scientific notation for prose: ``3.2e-15`` -> ``3.2 × 10⁻¹⁵``.
 
-    ``digits``: digits after the mantissa's point, an integer in ``0 .. 16`` (others are refused)."""
+    ``digits``: digits after the mantissa's point, an integer in ``0 .. 16`` (others are refused).
+    Values from ``10⁻³`` to below ``10⁴`` are written plainly (``0.85``) when ``digits + 1``
+    significant digits show them so, and as ``mantissa × 10ⁿ`` otherwise: never in e-notation
+    (``999.96`` -> ``1.0 × 10³``: the mantissa rounds up into the next decade)."""
     if isinstance(x, (str, bytes, bool)) or x is None:
         raise TypeError(f"x must be a number, got {type(x).__name__} {x!r:.40}")
     digits = check_int("digits", digits, minimum=0, maximum=16)
@@ -142,15 +145,23 @@ def fmt_sci(x: float, digits: int = 1) -> str:
     mant, exp = f"{x:.{digits}e}".split("e")
     exp = int(exp)
     if -3 <= exp <= 3:
-        return f"{x:.{digits + 1}g}"
+        plain = f"{x:.{digits + 1}g}"
+        if "e" not in plain:
+            return plain
     sup = str(exp).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
     return f"{mant} × 10{sup}"
 
 
 def fmt_sci_log10(log10_value: float) -> str:
     """``10 ** log10_value`` as :func:`fmt_sci` writes it, or "below 10⁻³⁰⁰" where the value has
-    underflowed: at or below :data:`UNDERFLOW_LOG10`, ``-inf`` (the log of an exact 0) or NaN."""
-    log10_value = float(log10_value)
+    underflowed: at or below :data:`UNDERFLOW_LOG10`, ``-inf`` (the log of an exact 0) or NaN.
+    ``log10_value``: a real number (a Python, numpy or 0-d torch number); a string is refused."""
+    if isinstance(log10_value, (str, bytes, bool)) or log10_value is None:
+        raise TypeError(f"log10_value must be a number, got {type(log10_value).__name__} {log10_value!r:.40}")
+    try:
+        log10_value = float(log10_value)
+    except (TypeError, ValueError):
+        raise TypeError(f"log10_value must be a number, got {type(log10_value).__name__} {log10_value!r:.40}") from None
     if not log10_value > UNDERFLOW_LOG10:
         return "below 10⁻³⁰⁰"
     if log10_value == math.inf:

@@ -32,6 +32,7 @@ from ._validate import check_index, check_int, check_positive_float, check_seed,
 from .residual import UNDERFLOW_LOG10
 from .centering import optimal_center
 from .residual import composite_norm, res
+from .ops import check_runs
 from .san import SAN, SANConfig
 from .theory import (attention_hardness, bound_gaps, collapse_bound, depth_profile, layer_constants,
                      random_instances, tracked_relative_residual, tracked_residual, unit_residual_tokens)
@@ -111,6 +112,9 @@ def depth_study(*, heads, n_layers: int, d_model: int, n_tokens: int, init_scale
         raise ValueError("heads must list at least one head count, got none")
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
     init_scale = check_positive_float("init_scale", init_scale)
+    n_tokens = check_int("n_tokens", n_tokens, minimum=2)
+    # every head count's networks, costed as the largest's, before any is built
+    check_runs(_pure(n_layers, max(heads), d_model, init_scale), (n_tokens, d_model), samples * len(heads))
     curves = {}
     for H in heads:
         cfg = _pure(n_layers, H, d_model, init_scale)
@@ -175,6 +179,8 @@ def regime_study(*, scales, samples: int, n_layers: int, n_heads: int, d_model: 
     after ``n_layers`` layers, and how hard the attention is."""
     scales = tuple(check_positive_float("scales", s) for s in scales)
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
+    n_tokens = check_int("n_tokens", n_tokens, minimum=2)
+    check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples * len(scales))
     rows = []
     for scale in scales:
         for s in range(samples):
@@ -221,6 +227,8 @@ def delay_study(regime: RegimeStudy, *, samples: int, n_heads: int, d_model: int
         raise TypeError(f"regime must be a RegimeStudy (regime_study), got {type(regime).__name__}")
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
     depth = check_int("depth", depth)
+    kept = int(np.sum(regime.rows[:, 3] > RegimeStudy.KEPT)) if len(regime.rows) else 0
+    check_runs(_pure(depth, n_heads, d_model, 1.0), (regime.n_tokens, d_model), kept, name="samples (the regime's kept networks)")
     rows = []
     for i, row in enumerate(regime.rows):
         if not row[3] > RegimeStudy.KEPT:
@@ -272,6 +280,9 @@ class Tightness:
 def tightness_study(count: int, *, seed: int) -> Tightness:
     """The bound's three forms against the tracked residual on ``count`` random instances
     (:func:`rankcollapse.theory.random_instances` with ``seed``)."""
+    count = check_int("count", count)
+    # random_instances' defaults: a model per 10 inputs, each at most 4 layers of 3 heads, 12 tokens of width 12
+    check_runs(SANConfig(n_layers=4, n_heads=3, d_model=12), (10, 12, 12), -(-count // 10), name="count")
     gaps = {"paper": [], "layerwise": [], "step": []}
     violations, instances = 0, 0
     for model, X in random_instances(count, seed=seed):
@@ -318,6 +329,9 @@ def centre_study(*, samples: int, n_layers: int, n_heads: int, d_model: int, n_t
     normal tokens: every layer's residual in both centres and the layerwise bound in each
     (the optimal centre is a linear programme: keep ``n_tokens`` and ``d_model`` small)."""
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
+    n_tokens, d_model = check_int("n_tokens", n_tokens), check_int("d_model", d_model)
+    # every layer solves linear programmes (the optimal centre, twice): about ten layer passes' Python time
+    check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples, per_layer=10)
     rows = []
     for s in range(samples):
         model = SAN(_pure(n_layers, n_heads, d_model, 1.0), seed=derive_seed(seed, s))

@@ -19,6 +19,7 @@ import torch
 
 from ._validate import check_generator, check_int, check_positive_float, check_seed, derive_seed
 from .residual import composite_norm, res
+from .ops import check_runs
 from .san import SAN, SANConfig
 from .stats import first_below, log_slope
 from .theory import rank_one_distance, tracked_residual, unit_residual_tokens
@@ -57,6 +58,7 @@ def delta_scaling_study(*, scales, samples: int, d_model: int, n_tokens: int, se
     if scales.size < 2:
         raise ValueError(f"scales must hold at least two positive scales, got {scales.size}")
     d_model, n_tokens = check_int("d_model", d_model), check_int("n_tokens", n_tokens, minimum=2)
+    check_runs(SANConfig(n_layers=1, n_heads=1, d_model=d_model), (scales.size, n_tokens, d_model), samples)
     residual_sq, delta, slopes = [], [], []
     for s in range(samples):
         model = SAN(SANConfig(n_layers=1, n_heads=1, d_model=d_model), seed=derive_seed(seed, s))
@@ -120,6 +122,8 @@ def cubic_rate_study(*, samples: int, n_layers: int, n_heads: int, d_model: int,
     standard normal tokens: the tracked residual's ratio :math:`\\rho_L = r_L / r_0` through depth."""
     samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), check_generator("generator", generator)
     depths = np.arange(1, check_int("n_layers", n_layers) + 1)
+    check_runs(SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model),
+               (check_int("n_tokens", n_tokens), check_int("d_model", d_model)), samples)
     loglog, slopes, reference, first, n_cubic = [], [], [], [], []
     for s in range(samples):
         model = SAN(SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model), seed=derive_seed(seed, s))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import as_tokens, check_choice, check_elements, check_int, check_positive_float, check_seed, derive_seed
+from ._validate import MAX_LOOP, as_tokens, check_choice, check_cost, check_elements, check_int, check_positive_float, check_seed, derive_seed
 from .residual import composite_norm, matrix_norm
 from .san import ACTIVATIONS, SAN, activation, check_san
 
@@ -188,7 +188,7 @@ def lipschitz_lower_bound(f, Z, *, steps: int = 50, points: int = 4, eps: float 
     2. at each, structured perturbations that nearly attain :math:`\\lVert M(x)\\rVert_{1,\\infty}`
        for large ``n`` are tried;
     3. the best is improved by ``steps`` steps of gradient ascent (Adam) on the ratio, over the
-       perturbation and the base point together.
+       perturbation and the base point together (at most ``rankcollapse._validate.MAX_LOOP`` = 10**5).
 
     Each ratio is an exact difference quotient of an actual pair of matrices, so the result never
     exceeds the true constant (for this ``n``), whatever the optimiser does. ``eps`` is the step
@@ -197,7 +197,7 @@ def lipschitz_lower_bound(f, Z, *, steps: int = 50, points: int = 4, eps: float 
     if not callable(f):
         raise TypeError(f"f must be a callable row-wise map, got {type(f).__name__}")
     Z = as_tokens("Z", Z)
-    steps = check_int("steps", steps, minimum=0)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_LOOP)  # each a Python-level Adam step through f
     points = check_int("points", points)
     eps = check_positive_float("eps", eps)
     seed = check_seed("seed", seed)
@@ -264,6 +264,9 @@ def mlp_lipschitz(model: SAN, X, *, steps: int = 50, points: int = 4, seed: int 
     check_seed("seed", seed)
     _check_mlp_model(model)
     X = model.check_input(X)
+    steps = check_int("steps", steps, minimum=0)
+    check_cost("steps", steps * model.config.n_layers, MAX_LOOP, unit="Adam steps (steps x n_layers)",
+               alternative="take fewer steps (or measure fewer layers)")
     upper = lipschitz_upper_bound(model)
     inputs = mlp_inputs(model, X)
     lower = []

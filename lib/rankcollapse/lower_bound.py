@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import MAX_LAYERS, MAX_WORK, check_cost, check_elements, check_int, check_positive_float, check_seed
+from ._validate import (MAX_LAYERS, MAX_WORK, check_cost, check_elements, check_int, check_positive_float, check_seed,
+                        check_tensor_kind)
 from .residual import norm_inf, res
 from .san import SAN, SANConfig, check_san
 from .theory import qk_matrices, value_matrices
@@ -77,7 +78,7 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
     ``b~ / sqrt(1 + (15/4) k b~^2 L)`` with ``b~ = min(b0, (1 - 2 omega)/sqrt(3 k))``, shaped
     ``(..., len(depths))``, float64. Book: chapter "A lower bound with skip connections", section 3.
     """
-    b0, k, omega = (torch.as_tensor(v, dtype=torch.float64) for v in (b0, k, omega))
+    b0, k, omega = (_float64(name, v) for name, v in (("b0", b0), ("k", k), ("omega", omega)))
     if (b0 < 0).any() or (k < 0).any() or (omega < 0).any() or not all(
             torch.isfinite(v).all() for v in (b0, k, omega)):
         raise ValueError("b0, k and omega must be finite and non-negative")
@@ -91,7 +92,23 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
         return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b ** 2 * L)
 
 
+def _float64(name: str, value) -> torch.Tensor:
+    """``value`` (a number, or a tensor, array or sequence of numbers) as a float64 tensor; a ``TypeError``
+    naming ``name`` for anything else (a string, ``None``, a complex or bool tensor)."""
+    if isinstance(value, torch.Tensor):
+        check_tensor_kind(name, value)
+    elif isinstance(value, (str, bytes, bool)) or value is None:
+        raise TypeError(f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}")
+    try:
+        return torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}") from None
+
+
 def _depth_grid(depths) -> list:
+    if not isinstance(depths, (np.ndarray, torch.Tensor)) and hasattr(depths, "__len__"):
+        # a range or a sequence: its length is known before it is turned into an array
+        check_elements("depths", len(depths), alternative="evaluate the bound on a coarser grid of depths")
     depths = np.atleast_1d(np.asarray(depths))
     if depths.ndim != 1 or depths.size == 0:
         raise ValueError(f"depths must be a non-empty 1-D sequence of depths, got shape {depths.shape}")

@@ -12,10 +12,12 @@ import math
 import torch
 from torch import nn
 
-from ._validate import MAX_BYTES as _CALL_BYTES, MAX_LAYERS, MAX_WORK, check_bool, check_choice, check_cost, check_int, check_positive_float
+from ._validate import (MAX_BYTES as _CALL_BYTES, MAX_LAYERS, MAX_LOOP, MAX_WORK, check_bool, check_choice, check_cost,
+                        check_elements, check_int, check_positive_float, check_tensor_kind)
 
 __all__ = ["LN_EPS", "ACTIVATIONS", "layer_norm", "activation", "relative_positions", "allowed_keys",
-           "check_key_mask", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size", "forward_cost", "check_forward"]
+           "check_key_mask", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size", "forward_cost", "check_forward",
+           "check_runs"]
 
 LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -27,6 +29,7 @@ def layer_norm(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: fl
     ``LN(Y) = (Y - mean(Y) 1^T) / sigma * gain + shift`` row by row, ``sigma = sqrt(var + eps)``
     (biased variance, ``eps = 1e-5`` by default, as ``torch.nn.LayerNorm``).
     """
+    check_tensor_kind("Y", Y, integers=False)
     check_positive_float("eps", eps, allow_zero=True)
     mu = Y.mean(dim=-1, keepdim=True)
     sigma = torch.sqrt(((Y - mu) ** 2).mean(dim=-1) + eps)
@@ -53,6 +56,9 @@ def relative_positions(n: int, d: int, clamp_len: int = 0, dtype=torch.float64) 
     """
     n, d = check_int("n", n), check_int("d", d)
     clamp_len = check_int("clamp_len", clamp_len, minimum=0)
+    # the (2n, d) result, its sines and cosines, and the (2n, d/2) angles: about 2 * 2n * d entries
+    check_elements("n", 2 * (2 * n) * d, itemsize=torch.empty((), dtype=dtype).element_size(),
+                   alternative="ask for fewer positions n (or a smaller width d)")
     inv_freq = 1.0 / torch.pow(10000, torch.arange(0, d, 2, dtype=torch.int64).to(dtype) / d)
     pos = torch.arange(n, -n, -1, dtype=torch.int64).to(dtype)
     if clamp_len > 0:
@@ -72,6 +78,7 @@ def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: in
     never part of a result).
     """
     check_bool("causal", causal)
+    window = check_int("window", window, minimum=0)  # SANConfig's check of its window
     if key_mask is None and not causal and (window == 0 or window >= n):
         return None
     eye = torch.eye(n, dtype=torch.bool)
@@ -194,6 +201,27 @@ def check_forward(config, shape) -> None:
     alternative = "use fewer tokens (n), a smaller batch, or fewer layers or heads"
     check_cost(f"X (shape {tuple(shape)})", n_bytes, _CALL_BYTES, alternative=alternative)
     check_cost(f"X (shape {tuple(shape)})", work, MAX_WORK, unit="multiply-adds", alternative=alternative)
+
+
+def check_runs(config, shape, runs: int, *, name: str = "samples", per_layer: int = 1) -> None:
+    """Refuse, before any work, a study that builds ``runs`` networks of ``config`` and runs each forward
+    on tokens of ``shape`` ``(..., n, d)`` (``runs`` = samples times the settings studied).
+
+    Checked in turn: the network itself (:func:`check_size`) and one forward pass (:func:`check_forward`);
+    the total arithmetic, ``runs x`` (a forward pass and the products of the weights, per layer), against
+    :data:`rankcollapse._validate.MAX_WORK` multiply-adds; and the Python-level layer passes,
+    ``runs x (n_layers + 1) x per_layer`` (``per_layer``: passes' worth of Python work a layer costs,
+    e.g. the linear programmes of the optimal centre), against :data:`rankcollapse._validate.MAX_LOOP`.
+    The last two name ``name`` (the argument counting the networks)."""
+    runs = check_int(name, runs, minimum=0)
+    check_size(config)
+    check_forward(config, shape)
+    alternative = f"use fewer {name}, fewer layers (n_layers), or fewer or smaller tokens"
+    work = runs * (forward_cost(config, shape)[1] + weight_count(config) * config.d_model)
+    check_cost(name, work, MAX_WORK, unit=f"multiply-adds ({name} x n_layers x per-layer work)", alternative=alternative)
+    passes = runs * (config.n_layers + 1) * per_layer
+    check_cost(name, passes, MAX_LOOP, unit=f"layer passes ({name} x (n_layers + 1), each a Python-level step)",
+               alternative=alternative)
 
 
 def check_size(config, max_bytes: int = MAX_BYTES) -> None:

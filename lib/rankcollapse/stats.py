@@ -46,10 +46,14 @@ def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
 
     The typical value of a quantity that spreads over orders of magnitude, the line the book's
     log-scale figures draw. Values below ``floor`` (exact zeros; rounding noise under a chosen
-    floor) count as ``floor``. Returns a numpy array (a numpy float for 1-D ``values``). NaN or
-    infinite ``values`` are refused with a ``ValueError``.
+    floor) count as ``floor``. Returns a numpy array (a numpy float for 1-D ``values``). NaN,
+    infinite or negative ``values`` are refused with a ``ValueError`` (a geometric mean is of
+    non-negative numbers).
     """
     v = _array("values", values, finite=True)
+    if (v < 0).any():
+        raise ValueError(f"values must be non-negative (a geometric mean), got {int((v < 0).sum())} negative "
+                         f"entries, the smallest {float(v.min()):.3g}")
     floor = check_positive_float("floor", floor)
     axis = check_int("axis", axis, minimum=-v.ndim, maximum=v.ndim - 1)
     return np.exp(np.log(np.clip(v, floor, None)).mean(axis))
@@ -93,4 +97,19 @@ def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
             return np.log10(v)
         return np.log(v) if base == math.e else np.log(v) / np.log(base)
 
-    return float(np.polyfit(log(x) if log_x else x, log(y), 1)[0])
+    u = log(x) if log_x else x
+    top = float(np.max(np.abs(u)))  # > 0: x is not all equal
+    if 1e-150 < top < 1e150:  # polyfit's sums of squares stay finite and normal: fit as given
+        slope = float(np.polyfit(u, log(y), 1)[0])
+    else:
+        # fitted scale-free: the abscissae divided by their largest magnitude, centred and divided
+        # by their spread, so that polyfit sees numbers near 1 (x near 1e300 or 1e-300), and the
+        # slope scaled back at the end
+        t = u / top
+        t = t - t.mean()
+        spread = float(np.max(np.abs(t)))
+        slope = float(np.polyfit(t / spread, log(y), 1)[0]) / spread / top
+    if not math.isfinite(slope):
+        raise ValueError(f"x spans too small a range for the slope to be a float (it overflows): x from "
+                         f"{float(x.min()):.3g} to {float(x.max()):.3g}")
+    return slope

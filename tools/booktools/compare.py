@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -57,6 +58,22 @@ def compare(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
     return found
 
 
+def _read_record(parser: argparse.ArgumentParser, path: Path) -> dict:
+    """The record in ``path``, or a one-line usage error (exit 2) naming the file when it is missing,
+    unreadable, not JSON, or not a record written by ``record``."""
+    if not path.is_file():
+        parser.error(f"{path}: no such file (compare takes two JSON files written by record)")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        parser.error(f"{path}: not a JSON file ({exc})")
+    missing = [k for k in ("mode", "seed", "chapters") if not isinstance(data, dict) or k not in data]
+    if missing or not isinstance(data["chapters"], dict):
+        what = f"it lacks {', '.join(repr(k) for k in missing)}" if missing else "its 'chapters' is not a mapping"
+        parser.error(f"{path}: not a record written by `record` ({what})")
+    return data
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -74,14 +91,23 @@ def main(argv=None) -> int:
     cmp.add_argument("--rtol", type=float, default=1e-12, help="relative tolerance on numbers (default 1e-12)")
     args = ap.parse_args(argv)
     if args.command == "record":
+        if args.from_dir is not None and not args.from_dir.is_dir():
+            why = "is not a folder" if args.from_dir.exists() else "does not exist"
+            rec.error(f"--from {args.from_dir} {why} (it should be a folder of executed notebooks <name>.ipynb)")
         try:
             data = record(args.chapters, args.mode, args.seed, args.from_dir)
         except ValueError as exc:
             ap.error(str(exc))
+        except FileNotFoundError as exc:
+            if args.from_dir is None:
+                raise
+            rec.error(f"--from {args.from_dir}: no executed notebook {Path(exc.filename or '?').name} there")
         args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.out}: {len(data['chapters'])} chapter(s)")
         return 0
-    a, b = (json.loads(p.read_text()) for p in (args.first, args.second))
+    if not (math.isfinite(args.rtol) and args.rtol >= 0):
+        cmp.error(f"--rtol must be a finite number >= 0 (a relative tolerance), got {args.rtol:g}")
+    a, b = (_read_record(cmp, p) for p in (args.first, args.second))
     if (a["mode"], a["seed"]) != (b["mode"], b["seed"]):
         print(f"note: the runs differ: mode {a['mode']}, seed {a['seed']} against mode {b['mode']}, seed {b['seed']}")
     found = compare(a, b, args.rtol)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_index, check_int, check_positive_float, check_seed
+from .._validate import MAX_WORK, as_tokens, check_cost, check_elements, check_index, check_int, check_positive_float, check_seed
 
 __all__ = ["sphere_tokens", "attention_velocity", "attention_flow", "count_clusters", "ParticleResult",
            "particle_study", "CLUSTER_TOL", "MAX_STEPS", "MAX_TOKENS"]
@@ -73,12 +73,21 @@ def _velocity(X, beta):
 def attention_flow(X0, beta: float, *, dt: float, steps: int, every: int = 1) -> torch.Tensor:
     """Explicit Euler of the attention flow on the sphere from ``X0`` (``(..., n, d)``, unit rows),
     each step followed by the projection ``x <- x / |x|``. Returns the states at steps
-    ``0, every, 2 every, ..., steps`` (the last always included): ``(T, ..., n, d)``, times ``k dt``."""
+    ``0, every, 2 every, ..., steps`` (the last always included): ``(T, ..., n, d)``, times ``k dt``.
+    Refused before any step: more than :data:`rankcollapse._validate.MAX_WORK` multiply-adds in all
+    (``2 n^2 d`` a step and a batch entry), or states beyond the memory cap."""
     X = _unit("X0", X0).clone()
     beta = check_positive_float("beta", beta, allow_zero=True)
     dt = check_positive_float("dt", dt)
     steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     every = check_int("every", every)
+    n, d = X.shape[-2:]
+    batch = X.numel() // (n * d)
+    check_cost("steps", steps * 2 * batch * n * n * d, MAX_WORK, unit="multiply-adds (steps x 2 n^2 d, n tokens of X0)",
+               alternative="take fewer steps or fewer tokens n")
+    kept = steps // every + 1 + (steps % every != 0)
+    check_elements("steps", kept * X.numel(), itemsize=X.element_size(),
+                   alternative="keep fewer states (a larger every), or take fewer steps or tokens")
     if dt * (1 + beta) > 1:
         raise ValueError(f"dt must be at most 1 / (1 + beta) = {1 / (1 + beta):.3g} for a stable Euler step, got {dt}")
     out = [X.clone()]

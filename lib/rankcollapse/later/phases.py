@@ -223,10 +223,14 @@ def crossing(x, y, level: float) -> float:
     """The first ``x`` at which ``y`` (increasing along the grid ``x > 0``) reaches ``level``,
     interpolated linearly in ``log x`` and ``log y`` between the grid points around it; ``nan``
     when ``y`` is already at ``level`` at the first point or never reaches it (the boundary lies
-    outside the grid)."""
+    outside the grid). ``level`` must be positive (its log is taken); ``x`` and ``y`` finite."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or bool((x <= 0).any()):
         raise ValueError(f"x and y must be 1-d of one length >= 2, x > 0; got shapes {x.shape}, {y.shape}")
+    for name, v in (("x", x), ("y", y)):
+        if not np.isfinite(v).all():
+            raise ValueError(f"{name} must be finite, got {int((~np.isfinite(v)).sum())} NaN or infinite entries")
+    level = check_positive_float("level", level)  # interpolated in log y: a level <= 0 has no log
     above = np.nonzero(y >= level)[0]
     if not above.size or above[0] == 0:
         return float("nan")

@@ -29,7 +29,7 @@ def check_draws(name: str, count: int, per_path: int) -> None:
     check_cost(name, count * per_path, MAX_DRAWN, unit=f"path entries ({name} x layers)", alternative=alternative)
 
 
-def _too_many(L: int, choices: int, cap: int) -> bool:
+def too_many_paths(L: int, choices: int, cap: int) -> bool:
     """``choices ** L > cap``, decided without building the integer when it is astronomically large."""
     if choices <= 1:
         return choices > cap
@@ -100,7 +100,7 @@ def all_paths(L: int, H: int, skip: bool = True, *, max_paths: int = MAX_PATHS):
     L, H = check_int("L", L, minimum=0), check_int("H", H)
     skip = check_bool("skip", skip)
     max_paths = check_int("max_paths", max_paths)
-    if _too_many(L, H + skip, max_paths):
+    if too_many_paths(L, H + skip, max_paths):
         raise ValueError(f"{L} layers of {H} heads have {H + skip}^{L} paths, more than max_paths={max_paths}")
     return list(product(_choices(H, skip), repeat=L))
 

@@ -11,7 +11,7 @@ import torch
 from .._validate import check_bool, check_choice, check_int
 from ..residual import NORMS, check_center, matrix_norm, res
 from ..san import SAN
-from .counting import MAX_PATHS, _choices, _too_many, path_length
+from .counting import MAX_PATHS, _choices, too_many_paths, path_length
 from .frozen import _check_linear, _maybe_constant, frozen_layers
 
 MAX_BYTES = 2**30  # default cap (1 GiB) on the memory the terms of enumerate_paths hold
@@ -64,7 +64,7 @@ def _check_enumeration(model: SAN, X, max_paths, max_bytes) -> torch.Tensor:
     max_bytes = check_int("max_bytes", max_bytes)
     cfg = model.config
     alternative = "decompose_by_length sums the terms of each length by dynamic programming without enumerating them"
-    if _too_many(cfg.n_layers, cfg.n_heads + cfg.skip, max_paths):
+    if too_many_paths(cfg.n_layers, cfg.n_heads + cfg.skip, max_paths):
         raise ValueError(
             f"this model has {cfg.n_heads + cfg.skip}^{cfg.n_layers} paths, more than max_paths={max_paths}; "
             f"{alternative} (or raise max_paths)"
