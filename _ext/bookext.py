@@ -16,10 +16,6 @@
    then say that they ran the reference solution the page prints (`rc.checks.in_book_build`).
 6. The student edition (`book_edition: student`, set by `booktools.edition`): the Colab button
    opens the student notebook, the Binder button goes, and a solution left fails the build.
-7. A chapter taken from jupyter-book's execution cache (`booktools.build` fills it) is written to
-   `jupyter_execute/` with its outputs: myst-nb 1.4 renders the cached outputs but writes the
-   notebook as read, without them, and that file is the page's .ipynb download, the student
-   edition's and the PDF's source.
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ from collections import Counter
 from pathlib import Path
 
 from booktools.config import github_repo  # the reading of the address the Colab notebooks share
-from booktools.execute import BOOK_BUILD_ENV
 from booktools.student import STUDENT_DIR, student_notebook_path, write_student_notebook
 from pybtex.plugin import register_plugin
 from sphinx.util import logging
@@ -204,28 +199,6 @@ def _dedupe_page_scripts(app, pagename, templatename, context, doctree):
         context["script_files"] = dedupe_scripts(context["script_files"])
 
 
-def _write_cached_outputs(app, env):
-    """Item 7: after every page is read, before any is written (the theme copies
-    `jupyter_execute/<page>.ipynb` into `_sources/` as it writes the page)."""
-    import nbformat
-
-    config = getattr(env, "mystnb_config", None)
-    if config is None or config.execution_mode != "cache":
-        return
-    from jupyter_cache import get_cache
-
-    cache = get_cache(config.execution_cache_path)
-    for path in Path(config.output_folder).rglob("*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
-        if any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
-            continue
-        try:
-            _, nb = cache.merge_match_into_notebook(nb)
-        except KeyError:  # not a cached chapter
-            continue
-        nbformat.write(nb, path)
-
-
 def setup(app):
     app.add_config_value("colab_branch", "notebooks", "html")
     # "student": the student edition (booktools.edition): Colab opens the student notebook,
@@ -236,7 +209,6 @@ def setup(app):
     app.connect("html-page-context", _add_student_download, priority=503)
     app.connect("html-page-context", _dedupe_page_scripts, priority=999)
     app.connect("build-finished", lambda app, exc: exc is None and _write_student_notebooks(app))
-    app.connect("env-updated", _write_cached_outputs)
     # 5. the kernels myst-nb starts inherit this process's environment
-    os.environ[BOOK_BUILD_ENV] = "1"
+    os.environ["RANKCOLLAPSE_BOOK_BUILD"] = "1"
     return {"parallel_read_safe": True, "parallel_write_safe": True}

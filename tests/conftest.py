@@ -48,9 +48,7 @@ def _run_options(seed: int, student: bool) -> dict:
     from booktools.execute import EXECUTED
 
     out_dir = EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
-    # the seed-0 run is the book's page (the book build takes it): its checks say so
-    return {"mode": "fast", "seed": seed, "out_dir": out_dir, "student": student,
-            "book": seed == 0 and not student}
+    return {"mode": "fast", "seed": seed, "out_dir": out_dir, "student": student}
 
 
 @pytest.fixture(scope="session")

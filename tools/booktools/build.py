@@ -261,9 +261,8 @@ def build(mode: str = "full", out=None, log: Path = LOG, executed: dict | None =
     """Build the book from a clean _build with every chapter executed in ``mode``, printing
     progress to ``out`` (default stdout) and the whole log to ``log``; returns the exit code.
 
-    ``executed``: ``{chapter path: notebook}`` runs already made in ``mode`` with seed 0 and
-    ``book=True`` (:func:`booktools.execute.execute`; the test session's); the other chapters are
-    executed here, ``jobs`` at a time (default one per core)."""
+    ``executed``: ``{chapter path: notebook}`` runs already made in ``mode`` with seed 0 (the test
+    session's); the other chapters are executed here, ``jobs`` at a time (default one per core)."""
     from .execute import execute_all
     from .toc import toc_notebooks
 
@@ -283,7 +282,7 @@ def build(mode: str = "full", out=None, log: Path = LOG, executed: dict | None =
             out.flush()
 
         start = time.monotonic()
-        made = execute_all({p: (p, {"mode": mode, "seed": 0, "out_dir": RUNS / mode, "book": True}) for p in todo},
+        made = execute_all({p: (p, {"mode": mode, "seed": 0, "out_dir": RUNS / mode}) for p in todo},
                            jobs=jobs, done=done)
         failed = {p: e for p, e in made.items() if isinstance(e, BaseException)}
         for p, error in failed.items():

@@ -8,12 +8,11 @@ from pathlib import Path
 
 from . import BUILD, ROOT
 
-BOOK_BUILD_ENV = "RANKCOLLAPSE_BOOK_BUILD"  # rankcollapse.checks.BOOK_BUILD_ENV (booktools stays off the library here)
 EXECUTED = BUILD / "papermill"  # executed fast-mode notebooks, kept for inspection
 
 
 def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECUTED, nb=None, name: str | None = None,
-            student: bool = False, book: bool = False):
+            student: bool = False):
     """Execute a chapter with papermill in ``mode`` with ``seed`` and return the executed notebook.
 
     The notebook is written to ``out_dir / (name or the chapter's stem) + ".ipynb"``. ``nb``: a
@@ -21,9 +20,7 @@ def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECU
     ``student=True``: the student version (:func:`booktools.student.student_notebook`, the
     solutions stripped). Either runs where the chapter would, from ``path``'s folder. The mode is
     the one asked for: ``RANKCOLLAPSE_MODE``, which would override it inside the kernel, is not
-    passed on. ``book=True``: the run is the book's page (the kernel gets ``RANKCOLLAPSE_BOOK_BUILD=1``
-    as in a jupyter-book build: the exercises' checks say they ran the reference solution);
-    otherwise the kernel does not get it, even when this process has it.
+    passed on.
     """
     import jupytext
     import papermill
@@ -37,9 +34,7 @@ def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECU
         nb = student_notebook(path.read_text())
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    saved = {name: os.environ.pop(name, None) for name in ("RANKCOLLAPSE_MODE", BOOK_BUILD_ENV)}
-    if book:  # the kernel inherits os.environ
-        os.environ[BOOK_BUILD_ENV] = "1"
+    saved = os.environ.pop("RANKCOLLAPSE_MODE", None)  # the kernel inherits os.environ
     try:
         return papermill.execute_notebook(
             jupytext.read(path) if nb is None else nb,
@@ -50,10 +45,8 @@ def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECU
             progress_bar=False,
         )
     finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None)
-            if value is not None:
-                os.environ[name] = value
+        if saved is not None:
+            os.environ["RANKCOLLAPSE_MODE"] = saved
 
 
 KERNELS_LOG = BUILD / "kernels.log"  # what the parallel runs' kernels print to stderr
