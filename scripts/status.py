@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import io
 import json
 import os
 import platform
@@ -36,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 
 from booktools import ROOT
-from booktools.build import build
+from booktools.build import run_build
 from booktools.execute import execute
 from booktools.outputs import claim_records, glued_values
 from booktools.toc import chapter_key, toc_notebooks
@@ -131,8 +130,9 @@ def time_book_build(mode: str) -> dict:
     the README's ``python3 tasks.py book`` (without its install step)."""
     print(f"  book build [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
-    ok = build(mode, out=io.StringIO()) == 0
+    result = run_build(mode, capture_output=True, text=True)
     seconds = time.perf_counter() - t
+    ok = result.returncode == 0
     print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
     return {"mode": mode, "seconds": round(seconds, 1), "ok": ok, "measured": now(), "load": load_average()}
 
