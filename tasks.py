@@ -45,19 +45,35 @@ def step(title: str, *cmd: str) -> None:
     result = subprocess.run(cmd, cwd=ROOT)
     seconds = time.monotonic() - start
     if result.returncode:
-        print(f"==> FAILED after {seconds:.0f} s: {title} (exit code {result.returncode})", flush=True)
+        print(
+            f"==> FAILED after {seconds:.0f} s: {title} (exit code {result.returncode})", flush=True
+        )
         sys.exit(result.returncode)
     print(f"==> done in {seconds:.0f} s: {title}", flush=True)
 
 
 def install() -> None:
     pip = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    step("install the pinned requirements (pip install -r requirements.txt)", *pip, "-r", "requirements.txt")
-    nodeps = ROOT / "requirements-nodeps.txt"  # packages whose declared dependencies we must not pull
+    step(
+        "install the pinned requirements (pip install -r requirements.txt)",
+        *pip,
+        "-r",
+        "requirements.txt",
+    )
+    nodeps = (
+        ROOT / "requirements-nodeps.txt"
+    )  # packages whose declared dependencies we must not pull
     if nodeps.exists():
-        step("install the packages whose dependencies are not pulled (requirements-nodeps.txt)",
-             *pip, "--no-deps", "-r", str(nodeps))
-    step("install the library and the book's tools (pip install -e .)", *pip, "--no-deps", "-e", ".")
+        step(
+            "install the packages whose dependencies are not pulled (requirements-nodeps.txt)",
+            *pip,
+            "--no-deps",
+            "-r",
+            str(nodeps),
+        )
+    step(
+        "install the library and the book's tools (pip install -e .)", *pip, "--no-deps", "-e", "."
+    )
 
 
 # the student edition of the HTML book (booktools.edition; `--reuse` takes the last book build)
@@ -71,7 +87,9 @@ def student_book(rest: list[str]) -> None:
 def pdf(rest: list[str]) -> None:
     # booktools.pdf names the Debian packages; it runs apt-get (with sudo when not root) only when
     # xelatex, latexmk, rsvg-convert or pdftotext is missing
-    step("install TeX if it is missing (Debian packages)", PY, "-m", "booktools.pdf", "--install-tex")
+    step(
+        "install TeX if it is missing (Debian packages)", PY, "-m", "booktools.pdf", "--install-tex"
+    )
     step("build the PDFs from the last book build", PY, "-m", "booktools.pdf", *rest)
 
 
@@ -80,7 +98,10 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] not in commands:
         print(__doc__)
         if argv:
-            print(f"tasks.py: unknown command {argv[0]!r}: one of {', '.join(commands)}", file=sys.stderr)
+            print(
+                f"tasks.py: unknown command {argv[0]!r}: one of {', '.join(commands)}",
+                file=sys.stderr,
+            )
         sys.exit(2)
     cmd, rest = argv[0], argv[1:]
     install()

@@ -60,8 +60,12 @@ def add_alt_text(app, doctree) -> None:
         if alt:
             image["alt"] = alt
         else:
-            logger.warning("image %s has no alt text (glue figures with rc.book.glue_figure, which writes it; "
-                           "give other images an alt text)", uri, location=image)
+            logger.warning(
+                "image %s has no alt text (glue figures with rc.book.glue_figure, which writes it; "
+                "give other images an alt text)",
+                uri,
+                location=image,
+            )
 
 
 BIBLIOENTRY = 'role="doc-biblioentry"'

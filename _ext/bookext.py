@@ -21,19 +21,18 @@
 from __future__ import annotations
 
 import os
-import re
-import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from booktools.config import github_repo  # the reading of the address the Colab notebooks share
-from booktools.student import STUDENT_DIR, student_notebook_path, write_student_notebook
 from pybtex.plugin import register_plugin
-from sphinx.util import logging
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
+from sphinx.util import logging
+
+from booktools.config import github_repo  # the reading of the address the Colab notebooks share
+from booktools.student import STUDENT_DIR, student_notebook_path, write_student_notebook
 
 COLAB_URL = "https://colab.research.google.com"
 logger = logging.getLogger(__name__)
@@ -93,7 +92,9 @@ def colab_link(repository_url: str, branch: str, pagename: str) -> str:
     """The Colab address of the notebook `scripts/notebooks.py` writes for page `pagename`."""
     repo = github_repo(repository_url)
     if repo is None:
-        raise ValueError(f"Colab opens notebooks from GitHub only; repository url {repository_url!r}")
+        raise ValueError(
+            f"Colab opens notebooks from GitHub only; repository url {repository_url!r}"
+        )
     org, repo = repo
     return f"{COLAB_URL}/github/{org}/{repo}/blob/{branch}/{pagename}.ipynb"
 
@@ -101,7 +102,9 @@ def colab_link(repository_url: str, branch: str, pagename: str) -> str:
 def _add_colab_button(app, pagename, templatename, context, doctree):
     # runs after sphinx-book-theme's add_launch_buttons (priority 501), which creates the group
     # only on notebook pages (chapters) when a launch provider is configured
-    group = next((b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"), None)
+    group = next(
+        (b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"), None
+    )
     if group is None:
         return
     theme = app.config.html_theme_options
@@ -109,8 +112,11 @@ def _add_colab_button(app, pagename, templatename, context, doctree):
     if student:  # Binder opens the repository's chapter, solutions included: not in this edition
         group["buttons"] = [b for b in group["buttons"] if b.get("text") != "Binder"]
     # the student edition opens the student notebook (scripts/notebooks.py: student/chapters/...)
-    url = colab_link(theme.get("repository_url", ""), app.config.colab_branch,
-                     (STUDENT_DIR + "/" if student else "") + pagename)
+    url = colab_link(
+        theme.get("repository_url", ""),
+        app.config.colab_branch,
+        (STUDENT_DIR + "/" if student else "") + pagename,
+    )
     group["buttons"].append(
         {
             "type": "link",
@@ -141,22 +147,30 @@ def _write_student_notebooks(app):
 
 
 def _add_student_download(app, pagename, templatename, context, doctree):
-    group = next((b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"), None)
+    group = next(
+        (b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"), None
+    )
     if group is None or not pagename.startswith("chapters/"):
         return
     # the student edition's chapters are executed notebooks (booktools.edition)
     suffixes = (".md", ".ipynb") if app.config.book_edition == "student" else (".md",)
     if not any((Path(app.srcdir) / f"{pagename}{suffix}").is_file() for suffix in suffixes):
         return
-    full = next((i for i, b in enumerate(group["buttons"]) if b.get("label") == "download-notebook-button"), -1)
-    group["buttons"].insert(full + 1, {
-        "type": "link",
-        "url": context["pathto"](student_notebook_path(pagename), 1),
-        "text": "student .ipynb",
-        "icon": "fas fa-user-graduate",
-        "tooltip": "Download the student notebook (exercises without their solutions)",
-        "label": "download-student-notebook-button",
-    })
+    full = next(
+        (i for i, b in enumerate(group["buttons"]) if b.get("label") == "download-notebook-button"),
+        -1,
+    )
+    group["buttons"].insert(
+        full + 1,
+        {
+            "type": "link",
+            "url": context["pathto"](student_notebook_path(pagename), 1),
+            "text": "student .ipynb",
+            "icon": "fas fa-user-graduate",
+            "tooltip": "Download the student notebook (exercises without their solutions)",
+            "label": "download-student-notebook-button",
+        },
+    )
 
 
 def _no_solution_in_student_edition(app, doctree):
@@ -165,7 +179,9 @@ def _no_solution_in_student_edition(app, doctree):
     if app.config.book_edition != "student":
         return
     for node in doctree.findall(lambda n: type(n).__name__.startswith("solution_")):
-        logger.warning("the student edition holds a solution (%s)", type(node).__name__, location=node)
+        logger.warning(
+            "the student edition holds a solution (%s)", type(node).__name__, location=node
+        )
 
 
 # --- 4. each inline script once ---------------------------------------------------------------
@@ -178,7 +194,10 @@ def _script_key(script):
     if isinstance(script, str):  # a plain file name (older Sphinx, or an extension)
         return (script, ())
     attrs = getattr(script, "attributes", {}) or {}
-    return (getattr(script, "filename", None) or "", tuple(sorted((k, str(v)) for k, v in attrs.items())))
+    return (
+        getattr(script, "filename", None) or "",
+        tuple(sorted((k, str(v)) for k, v in attrs.items())),
+    )
 
 
 def dedupe_scripts(scripts: list) -> list:

@@ -25,9 +25,9 @@ from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
-from booktools.toc import toc_notebooks
 from booktools import ROOT
 from booktools.outputs import claim_records
+from booktools.toc import toc_notebooks
 
 HEADER = ("where", "claim", "condition", "evidence", "checked")
 STATUS_JSON = ROOT / "status" / "status.json"  # written by scripts/status.py: each run's claims
@@ -49,7 +49,9 @@ class ClaimsTable(SphinxDirective):
 def _records(folder: str, docname: str) -> list[dict]:
     from myst_nb.ext.glue.crossref import read_glue_cache
 
-    return claim_records({key: output["data"] for key, output in read_glue_cache(folder, docname).items()})
+    return claim_records(
+        {key: output["data"] for key, output in read_glue_cache(folder, docname).items()}
+    )
 
 
 def _verdict(r: dict) -> str:
@@ -65,8 +67,11 @@ def full_runs(path=STATUS_JSON) -> dict[str, dict]:
         status = json.loads(path.read_text())
     except FileNotFoundError:
         return {}
-    return {doc: entry["runs"]["full"] for doc, entry in status.get("chapters", {}).items()
-            if "full" in entry.get("runs", {})}
+    return {
+        doc: entry["runs"]["full"]
+        for doc, entry in status.get("chapters", {}).items()
+        if "full" in entry.get("runs", {})
+    }
 
 
 def _last_full(run: dict | None, name: str) -> str:
@@ -76,11 +81,16 @@ def _last_full(run: dict | None, name: str) -> str:
     day = run.get("measured", "")[:10]
     if not run.get("ok"):
         failed = name in run.get("error", "")
-        return f"did not hold ({day})" if failed else f"the run failed ({day}): {run.get('error', '')}"
+        return (
+            f"did not hold ({day})" if failed else f"the run failed ({day}): {run.get('error', '')}"
+        )
     claim = run.get("claims", {}).get(name)
     if claim is None:
-        return (f"not declared in the run of {day} (declared since)" if "claims" in run
-                else f"not recorded by the run of {day} (before claims were recorded)")
+        return (
+            f"not declared in the run of {day} (declared since)"
+            if "claims" in run
+            else f"not recorded by the run of {day} (before claims were recorded)"
+        )
     return f"held ({day})" if claim["holds"] else f"did not hold ({day})"
 
 
@@ -106,13 +116,22 @@ def inline(s: str) -> list[nodes.Node]:
 
 
 def _where(i: int, docname: str, refdoc: str, title: str, section: str) -> nodes.entry:
-    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + docname, refdoc=refdoc,
-                                refexplicit=True, refwarn=True)
+    ref = addnodes.pending_xref(
+        "",
+        refdomain="std",
+        reftype="doc",
+        reftarget="/" + docname,
+        refdoc=refdoc,
+        refexplicit=True,
+        refwarn=True,
+    )
     ref += nodes.inline(title, title)
     return _cell(nodes.Text(f"{i}. "), ref, nodes.Text(f", section {section}"))
 
 
-def table(rows: list[tuple[str, dict]], refdoc: str, full: dict[str, dict] | None = None) -> nodes.table:
+def table(
+    rows: list[tuple[str, dict]], refdoc: str, full: dict[str, dict] | None = None
+) -> nodes.table:
     tbl = nodes.table(classes=["rc-claims-table"])
     group = nodes.tgroup(cols=len(HEADER))
     tbl += group
@@ -130,7 +149,9 @@ def table(rows: list[tuple[str, dict]], refdoc: str, full: dict[str, dict] | Non
         row += _where(i, docname, refdoc, r["chapter"].replace("_", " "), r["section"])
         for key in ("sentence", "condition", "evidence"):
             row += _cell(*inline(r[key]))
-        row += _text(f"this build: {_verdict(r)}; last full run: {_last_full((full or {}).get(docname), r['name'])}")
+        row += _text(
+            f"this build: {_verdict(r)}; last full run: {_last_full((full or {}).get(docname), r['name'])}"
+        )
         body += row
     group += body
     return tbl
@@ -152,8 +173,10 @@ class FillClaimsTable(SphinxPostTransform):
                 silent.append(docname)
             rows.extend((docname, r) for r in found)
         if silent:
-            raise RuntimeError(f"the status page's table of claims: no declared claim found in {', '.join(silent)} "
-                               "(each chapter declares its qualitative statements with run.claim)")
+            raise RuntimeError(
+                f"the status page's table of claims: no declared claim found in {', '.join(silent)} "
+                "(each chapter declares its qualitative statements with run.claim)"
+            )
         for node in pending:
             node.replace_self(table(rows, self.env.docname, full_runs()))
 

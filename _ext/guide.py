@@ -38,7 +38,9 @@ class _Generated(SphinxDirective):
             if path.is_file():
                 env.note_dependency(str(path))
         container = nodes.container(classes=["guide-generated"])
-        self.state.nested_parse(StringList(markdown.splitlines(), source="(generated)"), self.content_offset, container)
+        self.state.nested_parse(
+            StringList(markdown.splitlines(), source="(generated)"), self.content_offset, container
+        )
         return container.children
 
 

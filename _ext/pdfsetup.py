@@ -39,8 +39,10 @@ def latex_macros(mathjax_config: dict | None) -> str:
 
 # the running head names a chapter "Chapter 3. Title" in the main matter only; fancyhdr's own
 # \chaptermark (which Sphinx's page style uses) numbers the front and back matter's too
-CHAPTER_MARK = ("\\makeatletter\n\\renewcommand{\\chaptermark}[1]{\\markboth{\\if@mainmatter"
-                "\\@chapapp\\ \\thechapter.\\ \\fi #1}{}}\n\\makeatother")
+CHAPTER_MARK = (
+    "\\makeatletter\n\\renewcommand{\\chaptermark}[1]{\\markboth{\\if@mainmatter"
+    "\\@chapapp\\ \\thechapter.\\ \\fi #1}{}}\n\\makeatother"
+)
 
 
 def _add_preamble(app, config) -> None:
@@ -56,7 +58,11 @@ def _visit_proof_box(self, node) -> None:
 
     # the file the LaTeX writer is in (it enters each inlined document's start_of_file); the
     # root document is not inlined: there, sphinx-proof's own search
-    docname = self.curfilestack[-1] if self.curfilestack else find_parent(self.builder.env, node, "section")
+    docname = (
+        self.curfilestack[-1]
+        if self.curfilestack
+        else find_parent(self.builder.env, node, "section")
+    )
     self.body.append("\\label{" + f"{docname}:{node.attributes['label']}" + "}")
     self.body.append(latex_admonition_start)
 
@@ -112,7 +118,7 @@ def title_proofs(doctree) -> int:
         text = para.next_node(nodes.Text) if para is not None else None
         if text is None or not text.startswith("Proof. "):
             continue
-        text.parent.replace(text, nodes.Text(text[len("Proof. "):]))
+        text.parent.replace(text, nodes.Text(text[len("Proof. ") :]))
         box.insert(0, nodes.title("", "Proof."))
         done += 1
     return done
@@ -129,9 +135,16 @@ def setup(app):
     app.connect("config-inited", _add_preamble)
     # after sphinx-proof has registered its nodes: their LaTeX visitors replaced (see the module)
     app.setup_extension("sphinx_proof")
-    from sphinx_proof.nodes import NODE_TYPES, depart_enumerable_node, depart_unenumerable_node, unenumerable_node
+    from sphinx_proof.nodes import (
+        NODE_TYPES,
+        depart_enumerable_node,
+        depart_unenumerable_node,
+        unenumerable_node,
+    )
 
     for node in NODE_TYPES.values():
         app.add_node(node, override=True, latex=(_visit_proof_box, depart_enumerable_node))
-    app.add_node(unenumerable_node, override=True, latex=(_visit_proof_box, depart_unenumerable_node))
+    app.add_node(
+        unenumerable_node, override=True, latex=(_visit_proof_box, depart_unenumerable_node)
+    )
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,15 +25,19 @@ import os
 import subprocess
 from pathlib import Path
 
-from booktools.release import citation as read_citation
-from booktools.release import project_version
 from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from booktools.release import citation as read_citation
+from booktools.release import project_version
+
 logger = logging.getLogger(__name__)
 
-PDF_NAMES = {"pdf_link": ("book.pdf", "the PDF"), "student_pdf_link": ("book-student.pdf", "the student PDF")}
+PDF_NAMES = {
+    "pdf_link": ("book.pdf", "the PDF"),
+    "student_pdf_link": ("book-student.pdf", "the student PDF"),
+}
 
 
 def citation(root: Path) -> dict:
@@ -44,16 +48,18 @@ def citation(root: Path) -> dict:
 def build_date() -> str:
     """Today in UTC as ``YYYY-MM-DD``, or the day of ``SOURCE_DATE_EPOCH`` when it is set."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    when = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch
-            else _dt.datetime.now(_dt.timezone.utc))
+    when = _dt.datetime.fromtimestamp(int(epoch), _dt.UTC) if epoch else _dt.datetime.now(_dt.UTC)
     return when.date().isoformat()
 
 
 def commit(root: Path) -> tuple[str | None, bool]:
     """``(HEAD's full hash, whether tracked files differ from it)`` of the git checkout holding
     ``root``; ``(None, False)`` outside one."""
+
     def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30
+        )
 
     try:
         head = git("rev-parse", "HEAD")
@@ -67,7 +73,11 @@ def commit(root: Path) -> tuple[str | None, bool]:
 
 def stamp(version: str, date: str, sha: str | None, changed: bool) -> str:
     """The line every page and the PDF carry: ``Version 0.1.0, built 2026-12-05 from commit 1a2b3c4``."""
-    where = (f" from commit {sha[:7]}" + (" with local changes" if changed else "")) if sha else " (commit unknown)"
+    where = (
+        (f" from commit {sha[:7]}" + (" with local changes" if changed else ""))
+        if sha
+        else " (commit unknown)"
+    )
     return f"Version {version}, built {date}{where}"
 
 
@@ -86,8 +96,9 @@ def _config_inited(app, config) -> None:
     date = build_date()
     config.book_release = {"version": version, "date": date, "sha": sha, "changed": changed}
     config.version = config.release = version
-    config.today = f"Built {date}" + (f" from commit {sha[:7]}" + (" with local changes" if changed else "")
-                                      if sha else "")
+    config.today = f"Built {date}" + (
+        f" from commit {sha[:7]}" + (" with local changes" if changed else "") if sha else ""
+    )
     elements = dict(config.latex_elements or {})
     elements.setdefault("releasename", "Version")
     config.latex_elements = elements
@@ -99,7 +110,9 @@ def _config_inited(app, config) -> None:
     config.myst_substitutions = subs
     cited = citation(root).get("version")
     if str(cited) != version:
-        logger.warning("CITATION.cff says version %s, pyproject.toml %s: make them the same", cited, version)
+        logger.warning(
+            "CITATION.cff says version %s, pyproject.toml %s: make them the same", cited, version
+        )
 
 
 def _footer(app, pagename, templatename, context, doctree) -> None:
@@ -108,9 +121,14 @@ def _footer(app, pagename, templatename, context, doctree) -> None:
     repository = (app.config.html_theme_options or {}).get("repository_url", "").rstrip("/")
     if info["sha"] and repository:
         short = info["sha"][:7]
-        text = text.replace(f"commit {short}", f'commit <a href="{html.escape(repository)}/commit/{info["sha"]}">'
-                                               f"{short}</a>", 1)
-    cite = context["pathto"](app.config.root_doc).split("#")[0] + "#how-to-cite"  # "#": the page itself
+        text = text.replace(
+            f"commit {short}",
+            f'commit <a href="{html.escape(repository)}/commit/{info["sha"]}">{short}</a>',
+            1,
+        )
+    cite = (
+        context["pathto"](app.config.root_doc).split("#")[0] + "#how-to-cite"
+    )  # "#": the page itself
     pdf = release_url(repository, info["version"], "book.pdf") if repository else None
     links = f'<a href="{cite}">How to cite</a>' + (f' · <a href="{pdf}">PDF</a>' if pdf else "")
     context["theme_extra_footer"] = f'<p class="rc-release">{text} · {links}</p>'
@@ -129,10 +147,17 @@ def _authors(authors: list) -> str:
 def bibtex(cff: dict, key: str = "rankcollapsebook") -> str:
     """A BibTeX entry of the book described by ``cff`` (``CITATION.cff``, as YAML reads it)."""
     year = str(cff.get("date-released", ""))[:4]
-    author = " and ".join("{" + a["name"] + "}" if "name" in a else f"{a['family-names']}, {a['given-names']}"
-                          for a in cff["authors"])
-    fields = [("author", author), ("title", cff["title"]), ("year", year),
-              ("edition", f"version {cff['version']}"), ("url", cff.get("url") or cff.get("repository-code", ""))]
+    author = " and ".join(
+        "{" + a["name"] + "}" if "name" in a else f"{a['family-names']}, {a['given-names']}"
+        for a in cff["authors"]
+    )
+    fields = [
+        ("author", author),
+        ("title", cff["title"]),
+        ("year", year),
+        ("edition", f"version {cff['version']}"),
+        ("url", cff.get("url") or cff.get("repository-code", "")),
+    ]
     body = ",\n".join(f"  {k} = {{{v}}}" for k, v in fields if v)
     return f"@book{{{key},\n{body}\n}}"
 
@@ -160,8 +185,12 @@ class BookCitation(SphinxDirective):
             year = str(ref.get("year", ""))
             where = ref.get("conference", {}).get("name") or ref.get("journal", "")
             doi = f" https://doi.org/{ref['doi']}" if ref.get("doi") else ""
-            out.append(nodes.paragraph(text=f"The book builds on: {_authors(ref['authors'])} ({year}). "
-                                            f"{ref['title']}. {where}.{doi}"))
+            out.append(
+                nodes.paragraph(
+                    text=f"The book builds on: {_authors(ref['authors'])} ({year}). "
+                    f"{ref['title']}. {where}.{doi}"
+                )
+            )
         return out
 
 

@@ -35,7 +35,7 @@ def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     except OSError:
-        return "load average: %.2f, %.2f, %.2f" % os.getloadavg()
+        return "load average: {:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
 
 
 def main() -> None:
@@ -57,19 +57,35 @@ def main() -> None:
             shutil.copy(samples[k % len(samples)], subs / f"student{k:02d}_paths.md")
         before = uptime()
         start = time.monotonic()
-        graded = grade.grade(subs, Path(tmp) / "graded", jobs=args.jobs, mode="fast", echo=lambda *a: None,
-                             formats=["canvas", "gradescope"])
+        graded = grade.grade(
+            subs,
+            Path(tmp) / "graded",
+            jobs=args.jobs,
+            mode="fast",
+            echo=lambda *a: None,
+            formats=["canvas", "gradescope"],
+        )
         seconds = time.monotonic() - start
         after = uptime()
     runs = {}
     for s in graded:
         runs[s.run] = runs.get(s.run, 0) + 1
-    figures = {"submissions": args.n, "jobs": args.jobs, "seconds": round(seconds, 1),
-               "seconds_per_submission": round(seconds / args.n, 2), "runs": runs,
-               "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
-               "uptime_before": before, "uptime_after": after, "date": time.strftime("%Y-%m-%d")}
-    print(f"graded {args.n} submissions of the paths chapter (fast mode, --jobs {args.jobs}) in "
-          f"{seconds:.0f} s ({seconds / args.n:.1f} s a submission) on {os.cpu_count()} cores")
+    figures = {
+        "submissions": args.n,
+        "jobs": args.jobs,
+        "seconds": round(seconds, 1),
+        "seconds_per_submission": round(seconds / args.n, 2),
+        "runs": runs,
+        "cpus": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+        "uptime_before": before,
+        "uptime_after": after,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    print(
+        f"graded {args.n} submissions of the paths chapter (fast mode, --jobs {args.jobs}) in "
+        f"{seconds:.0f} s ({seconds / args.n:.1f} s a submission) on {os.cpu_count()} cores"
+    )
     print(f"how they ran: {runs}")
     if sum(runs.values()) != args.n:
         raise SystemExit(f"graded {sum(runs.values())} of {args.n} submissions")

@@ -83,17 +83,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", help="also write the results to this JSON file")
-    ap.add_argument("--quick", action="store_true", help="small sizes and one repeat (for the tests)")
+    ap.add_argument(
+        "--quick", action="store_true", help="small sizes and one repeat (for the tests)"
+    )
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error(f"--repeat must be >= 1, got {args.repeat}")
     # sizes: tokens n, width d, the big network (L, H) and the enumerated one (L, H)
-    n, d, (L_big, H_big), (L, H) = (16, 32, (4, 2), (3, 2)) if args.quick else (128, 768, (12, 12), (6, 3))
+    n, d, (L_big, H_big), (L, H) = (
+        (16, 32, (4, 2), (3, 2)) if args.quick else (128, 768, (12, 12), (6, 3))
+    )
     repeat = 1 if args.quick else args.repeat
 
     X = torch.randn(n, d, generator=torch.Generator().manual_seed(0))
-    results = {"machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
-               "quick": args.quick}
+    results = {
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "quick": args.quick,
+    }
 
     rate = matmul_rate(256 if args.quick else 2048)
     results["matmul_gflops"] = rate / 1e9
@@ -104,31 +110,55 @@ def main():
     flops = dp_flops(L_big, H_big, n, d, cfg.d_v)
     results.update(dp_L12_H12_seconds=t_dp, dp_L12_H12_gflop=flops / 1e9)
     print(f"matrix multiply rate: {rate / 1e9:.3g} GFLOP/s (float32, {results['machine']})")
-    print(f"decompose_by_length L={L_big} H={H_big} n={n} d={d} float32: {t_dp:.3f} s "
-          f"({flops / 1e9:.1f} GFLOP, {flops / rate:.2f} s at the rate above)   target < 2 s: "
-          f"{'met' if t_dp < 2 else 'MISSED'}")
+    print(
+        f"decompose_by_length L={L_big} H={H_big} n={n} d={d} float32: {t_dp:.3f} s "
+        f"({flops / 1e9:.1f} GFLOP, {flops / rate:.2f} s at the rate above)   target < 2 s: "
+        f"{'met' if t_dp < 2 else 'MISSED'}"
+    )
 
     cfg = rc.san.SANConfig(n_layers=L, n_heads=H, d_model=d, skip=True, dtype=torch.float32)
     small = rc.san.SAN(cfg, seed=0).requires_grad_(False)
     t_dp6, terms = timed(lambda: rc.paths.decompose_by_length(small, X), repeat)
-    t_en, paths = timed(lambda: rc.paths.enumerate_paths(small, X, max_bytes=ENUMERATION_BYTES), max(1, repeat // 2))
-    grouped = torch.stack([sum(t for p, t in paths.items() if rc.paths.path_length(p) == l) for l in range(L + 1)])
+    t_en, paths = timed(
+        lambda: rc.paths.enumerate_paths(small, X, max_bytes=ENUMERATION_BYTES), max(1, repeat // 2)
+    )
+    grouped = torch.stack(
+        [sum(t for p, t in paths.items() if rc.paths.path_length(p) == l) for l in range(L + 1)]
+    )
     t_tt, by_term = timed(lambda: term_by_term(small, X), 1)
-    err = max(float((grouped - terms).norm() / terms.norm()), float((by_term - terms).norm() / terms.norm()))
-    results.update(dp_L6_H3_seconds=t_dp6, enum_L6_H3_seconds=t_en, term_by_term_L6_H3_seconds=t_tt,
-                   ratio=t_tt / t_dp6, ratio_tree=t_en / t_dp6, agreement=err, paths=len(paths))
+    err = max(
+        float((grouped - terms).norm() / terms.norm()),
+        float((by_term - terms).norm() / terms.norm()),
+    )
+    results.update(
+        dp_L6_H3_seconds=t_dp6,
+        enum_L6_H3_seconds=t_en,
+        term_by_term_L6_H3_seconds=t_tt,
+        ratio=t_tt / t_dp6,
+        ratio_tree=t_en / t_dp6,
+        agreement=err,
+        paths=len(paths),
+    )
     tree_apps, dp_apps = sum(H * (H + 1) ** l for l in range(L)), H * L * (L + 1) // 2
-    print(f"L={L} H={H} ({len(paths):,} paths), per-length sums agree to {err:.1e}; dynamic programme {t_dp6:.3f} s")
-    print(f"  term-by-term enumeration {t_tt:.2f} s: ratio {t_tt / t_dp6:.0f}x   target >= 100x: "
-          f"{'met' if t_tt / t_dp6 >= 100 else 'MISSED'}")
-    print(f"  rc.paths.enumerate_paths (shared prefixes) {t_en:.2f} s: ratio {t_en / t_dp6:.0f}x "
-          f"(arithmetic ratio {tree_apps} / {dp_apps} = {tree_apps / dp_apps:.0f}x single-head applications)")
+    print(
+        f"L={L} H={H} ({len(paths):,} paths), per-length sums agree to {err:.1e}; dynamic programme {t_dp6:.3f} s"
+    )
+    print(
+        f"  term-by-term enumeration {t_tt:.2f} s: ratio {t_tt / t_dp6:.0f}x   target >= 100x: "
+        f"{'met' if t_tt / t_dp6 >= 100 else 'MISSED'}"
+    )
+    print(
+        f"  rc.paths.enumerate_paths (shared prefixes) {t_en:.2f} s: ratio {t_en / t_dp6:.0f}x "
+        f"(arithmetic ratio {tree_apps} / {dp_apps} = {tree_apps / dp_apps:.0f}x single-head applications)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
     if not err < AGREEMENT:
-        raise SystemExit(f"the enumerations and the dynamic programme disagree: relative error {err:.1e} "
-                         f">= {AGREEMENT:g}")
+        raise SystemExit(
+            f"the enumerations and the dynamic programme disagree: relative error {err:.1e} "
+            f">= {AGREEMENT:g}"
+        )
 
 
 if __name__ == "__main__":

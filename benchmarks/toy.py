@@ -64,8 +64,10 @@ def main():
         args.epochs, args.n_seq = 1, 2
     mode = "fast" if args.quick else "full"
     torch.set_num_threads(1)
-    out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
-           "quick": args.quick}
+    out = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "quick": args.quick,
+    }
 
     sizes = dict(rc.presets.PRESETS["toy_tasks"][mode]["tasks"]["sorting"], epochs=args.epochs)
     task = rc.toy.ToyTask("sorting", **sizes)
@@ -76,18 +78,26 @@ def main():
         out["train_sorting_seconds_per_epoch"] = (time.perf_counter() - t) / args.epochs
         official_sizes = dict(rc.toy.OFFICIAL["sorting"], epochs=args.epochs)
         if args.quick:  # the official optimiser on the fast-mode network and data
-            official_sizes.update({k: sizes[k] for k in ("n_layers", "d_model", "n_train", "n_eval")})
+            official_sizes.update(
+                {k: sizes[k] for k in ("n_layers", "d_model", "n_train", "n_eval")}
+            )
         official = rc.toy.ToyTask("sorting", **official_sizes)
         t = time.perf_counter()
         rc.toy.train(official, seed=0, progress=False)
         out["train_official_sorting_seconds_per_epoch"] = (time.perf_counter() - t) / args.epochs
-    print(f"training, sorting at {mode} size: {out['train_sorting_seconds_per_epoch']:.2f} s per epoch "
-          f"({tr.log['steps_per_epoch']} steps)")
+    print(
+        f"training, sorting at {mode} size: {out['train_sorting_seconds_per_epoch']:.2f} s per epoch "
+        f"({tr.log['steps_per_epoch']} steps)"
+    )
     full_epochs = rc.toy.OFFICIAL["sorting"]["epochs"]
-    out["train_official_sorting_seconds"] = out["train_official_sorting_seconds_per_epoch"] * full_epochs
-    print(f"training, sorting with the official optimiser: {out['train_official_sorting_seconds_per_epoch']:.2f} s "
-          f"per epoch, about {out['train_official_sorting_seconds']:.0f} s for its {full_epochs} epochs "
-          f"({rc.toy.official_steps('sorting'):,} steps)")
+    out["train_official_sorting_seconds"] = (
+        out["train_official_sorting_seconds_per_epoch"] * full_epochs
+    )
+    print(
+        f"training, sorting with the official optimiser: {out['train_official_sorting_seconds_per_epoch']:.2f} s "
+        f"per epoch, about {out['train_official_sorting_seconds']:.0f} s for its {full_epochs} epochs "
+        f"({rc.toy.official_steps('sorting'):,} steps)"
+    )
 
     hull_sizes = dict(rc.presets.PRESETS["toy_tasks"]["full"]["tasks"]["convex_hull"])
     if args.quick:  # 3 layers, 2 heads: 27 paths
@@ -108,9 +118,11 @@ def main():
     out["paths"] = len(ev.paths)
     out["speedup"] = out["one_by_one_seconds"] / out["all_paths_seconds"]
     out["agree"] = True
-    print(f"every path of a {hull.n_layers}-layer, {hull.n_heads}-head network ({out['paths']:,} paths, {args.n_seq} sequences): "
-          f"all at once {out['all_paths_seconds']:.2f} s, one by one {out['one_by_one_seconds']:.2f} s "
-          f"({out['speedup']:.1f}x)")
+    print(
+        f"every path of a {hull.n_layers}-layer, {hull.n_heads}-head network ({out['paths']:,} paths, {args.n_seq} sequences): "
+        f"all at once {out['all_paths_seconds']:.2f} s, one by one {out['one_by_one_seconds']:.2f} s "
+        f"({out['speedup']:.1f}x)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

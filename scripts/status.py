@@ -87,7 +87,7 @@ def load_average() -> float | None:
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 # --------------------------------------------------------------------------- measurements
@@ -114,15 +114,22 @@ def time_chapter(path: Path, mode: str) -> dict:
         return {"seconds": None, "ok": False, "error": last, "measured": now()}
     seconds = time.perf_counter() - t
     print(f" {seconds:.1f} s")
-    return {"seconds": round(seconds, 1), "ok": True, "measured": now(), "load": load_average(),
-            "claims": claims_of(nb)}
+    return {
+        "seconds": round(seconds, 1),
+        "ok": True,
+        "measured": now(),
+        "load": load_average(),
+        "claims": claims_of(nb),
+    }
 
 
 def claims_of(nb) -> dict[str, dict]:
     """The claims an executed chapter declared: name -> whether this run checked it and whether it
     held (a checked claim that does not hold stops the run, so a finished run's checked claims held)."""
-    return {r["name"]: {"checked": bool(r["checked"]), "holds": bool(r["holds"])}
-            for r in claim_records(glued_values(nb))}
+    return {
+        r["name"]: {"checked": bool(r["checked"]), "holds": bool(r["holds"])}
+        for r in claim_records(glued_values(nb))
+    }
 
 
 def time_book_build(mode: str) -> dict:
@@ -134,7 +141,13 @@ def time_book_build(mode: str) -> dict:
     seconds = time.perf_counter() - t
     ok = result.returncode == 0
     print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
-    return {"mode": mode, "seconds": round(seconds, 1), "ok": ok, "measured": now(), "load": load_average()}
+    return {
+        "mode": mode,
+        "seconds": round(seconds, 1),
+        "ok": ok,
+        "measured": now(),
+        "load": load_average(),
+    }
 
 
 def run_benchmark() -> dict:
@@ -142,11 +155,19 @@ def run_benchmark() -> dict:
     print("  benchmarks/paths.py ...", end="", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "paths.json"
-        result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "paths.py"), "--json", str(out)],
-                                cwd=ROOT, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "paths.py"), "--json", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         if result.returncode or not out.exists():
             print(" FAILED")
-            return {"ok": False, "error": (result.stderr.strip().splitlines() or ["?"])[-1], "measured": now()}
+            return {
+                "ok": False,
+                "error": (result.stderr.strip().splitlines() or ["?"])[-1],
+                "measured": now(),
+            }
         data = json.loads(out.read_text())
     print(" done")
     return {"ok": True, "measured": now(), "paths": data}
@@ -187,23 +208,36 @@ def render(status: dict) -> str:
         runs = entry.get("runs", {})
         dates = sorted({day(r.get("measured")) for r in runs.values()})
         # plain text, not a {doc} link: a chapter that leaves the toc must not break the build
-        lines.append(f"| {entry.get('title', key)} (`{key}.md`) | {fmt_seconds(runs.get('fast'))} "
-                     f"| {fmt_seconds(runs.get('full'))} | {', '.join(dates) or '?'} |")
+        lines.append(
+            f"| {entry.get('title', key)} (`{key}.md`) | {fmt_seconds(runs.get('fast'))} "
+            f"| {fmt_seconds(runs.get('full'))} | {', '.join(dates) or '?'} |"
+        )
     builds = status.get("book_builds", {})
     if builds:
         dates = sorted({day(b.get("measured")) for b in builds.values()})
-        lines.append(f"| *the whole book (clean `_build`, every chapter executed, HTML written)* "
-                     f"| {fmt_seconds(builds.get('fast'))} | {fmt_seconds(builds.get('full'))} | {', '.join(dates)} |")
+        lines.append(
+            f"| *the whole book (clean `_build`, every chapter executed, HTML written)* "
+            f"| {fmt_seconds(builds.get('fast'))} | {fmt_seconds(builds.get('full'))} | {', '.join(dates)} |"
+        )
     runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()]
     runs += list(builds.values())
-    busy = [r["load"] for r in runs if r.get("load") is not None and r["load"] > (m.get("cores") or 1)]
+    busy = [
+        r["load"] for r in runs if r.get("load") is not None and r["load"] > (m.get("cores") or 1)
+    ]
     if busy:
-        lines += ["", f"{len(busy)} of these runs ended while the machine was busy with other work (load average "
-                      f"up to {max(busy):.1f} on {m.get('cores', '?')} cores): those times are upper bounds."]
+        lines += [
+            "",
+            f"{len(busy)} of these runs ended while the machine was busy with other work (load average "
+            f"up to {max(busy):.1f} on {m.get('cores', '?')} cores): those times are upper bounds.",
+        ]
     if status.get("note"):
         lines += ["", status["note"]]
-    failures = [(k, mode, r.get("error", "")) for k, e in status.get("chapters", {}).items()
-                for mode, r in e.get("runs", {}).items() if not r.get("ok")]
+    failures = [
+        (k, mode, r.get("error", ""))
+        for k, e in status.get("chapters", {}).items()
+        for mode, r in e.get("runs", {}).items()
+        if not r.get("ok")
+    ]
     if failures:
         lines += ["", "Failed runs:", ""]
         lines += [f"- `{k}` in {mode} mode: `{err}`" for k, mode, err in failures]
@@ -249,15 +283,31 @@ def save(status: dict) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--chapters", nargs="+", metavar="NAME",
-                    help="only these chapters (file stems in _toc.yml, e.g. paths); default: all")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
+    ap.add_argument(
+        "--chapters",
+        nargs="+",
+        metavar="NAME",
+        help="only these chapters (file stems in _toc.yml, e.g. paths); default: all",
+    )
     ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    ap.add_argument("--build", action="store_true",
-                    help="time the whole book build in each of --modes (with --chapters: as well)")
-    ap.add_argument("--benchmark", action="store_true", help="run benchmarks/paths.py (with --chapters: as well)")
-    ap.add_argument("--render", action="store_true", help="only rewrite status/table.md from the JSON")
+    ap.add_argument(
+        "--build",
+        action="store_true",
+        help="time the whole book build in each of --modes (with --chapters: as well)",
+    )
+    ap.add_argument(
+        "--benchmark",
+        action="store_true",
+        help="run benchmarks/paths.py (with --chapters: as well)",
+    )
+    ap.add_argument(
+        "--render", action="store_true", help="only rewrite status/table.md from the JSON"
+    )
     args = ap.parse_args(argv)
 
     status = load()
@@ -272,7 +322,9 @@ def main(argv=None) -> int:
         by_name = {p.stem: p for p in toc} | {chapter_key(p): p for p in toc}
         unknown = [c for c in args.chapters if c not in by_name]
         if unknown:
-            ap.error(f"not a chapter in _toc.yml: {', '.join(unknown)} (known: {', '.join(p.stem for p in toc)})")
+            ap.error(
+                f"not a chapter in _toc.yml: {', '.join(unknown)} (known: {', '.join(p.stem for p in toc)})"
+            )
         chapters = [by_name[c] for c in args.chapters]
 
     status["machine"] = machine()
@@ -290,7 +342,9 @@ def main(argv=None) -> int:
         entry["title"] = chapter_title(path)
         for mode in args.modes:
             entry["runs"][mode] = run = time_chapter(path, mode)
-            entry["runs"][mode]["machine"] = f"{status['machine']['cpu']}, {status['machine']['cores']} cores"
+            entry["runs"][mode]["machine"] = (
+                f"{status['machine']['cpu']}, {status['machine']['cores']} cores"
+            )
             ok &= run["ok"]
             status["updated"] = now()
             save(status)  # after every run: an interrupted refresh keeps what it measured

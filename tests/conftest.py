@@ -10,7 +10,9 @@ import shutil
 from pathlib import Path
 
 # before booktools is imported (its build folders are read from the environment once)
-os.environ.setdefault("BOOKTOOLS_OUTPUT", str(Path(__file__).resolve().parents[1] / "_build" / "tests"))
+os.environ.setdefault(
+    "BOOKTOOLS_OUTPUT", str(Path(__file__).resolve().parents[1] / "_build" / "tests")
+)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -35,10 +37,12 @@ DECOYS = (
 # Which papermill runs (fast mode) each test reads: test -> (seed, student edition?) pairs. The
 # session makes every run its collected tests need once, up front, in parallel processes (one per
 # core, at most RUN_JOBS): see `runs`. Each test runs alone too (`pytest -k`): it then makes its own.
-RUNS_READ = {"test_chapter_executes_in_fast_mode": ((0, False),),
-             "test_chapter_shows_the_same_results_as_the_book_build": ((0, False),),
-             "test_another_seed_changes_the_random_quantities": ((0, False), (1, False)),
-             "test_student_chapter_executes_and_checks_say_not_attempted": ((0, True),)}
+RUNS_READ = {
+    "test_chapter_executes_in_fast_mode": ((0, False),),
+    "test_chapter_shows_the_same_results_as_the_book_build": ((0, False),),
+    "test_another_seed_changes_the_random_quantities": ((0, False), (1, False)),
+    "test_student_chapter_executes_and_checks_say_not_attempted": ((0, True),),
+}
 RUN_JOBS = 2
 
 
@@ -46,7 +50,9 @@ def _run_options(seed: int, student: bool) -> dict:
     """``booktools.execute.execute``'s options for a session run (fast mode, its own folder)."""
     from booktools.execute import EXECUTED
 
-    out_dir = EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
+    out_dir = (
+        EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
+    )
     return {"mode": "fast", "seed": seed, "out_dir": out_dir, "student": student}
 
 
@@ -68,17 +74,27 @@ def runs(request):
 
     from booktools.execute import execute
 
-    wanted = sorted({(item.callspec.params["path"], seed, student) for item in request.session.items
-                     if item.originalname in RUNS_READ and hasattr(item, "callspec")
-                     for seed, student in RUNS_READ[item.originalname]},
-                    key=lambda run: (run[1], run[2], str(run[0])))
+    wanted = sorted(
+        {
+            (item.callspec.params["path"], seed, student)
+            for item in request.session.items
+            if item.originalname in RUNS_READ and hasattr(item, "callspec")
+            for seed, student in RUNS_READ[item.originalname]
+        },
+        key=lambda run: (run[1], run[2], str(run[0])),
+    )
     jobs = max(1, min(RUN_JOBS, len(os.sched_getaffinity(0)), len(wanted)))
     made = {}
     if wanted:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_one_kernel_thread if jobs > 1 else None) as pool:
-            futures = {(path, seed, student): pool.submit(execute, path, **_run_options(seed, student))
-                       for path, seed, student in wanted}
+        with ProcessPoolExecutor(
+            jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_one_kernel_thread if jobs > 1 else None,
+        ) as pool:
+            futures = {
+                (path, seed, student): pool.submit(execute, path, **_run_options(seed, student))
+                for path, seed, student in wanted
+            }
         for key, future in futures.items():
             error = future.exception()
             made[key] = error if error is not None else future.result()
@@ -179,10 +195,16 @@ def built_book():
             shutil.rmtree(readers, ignore_errors=True)
     if code != 0:
         pytest.fail("jupyter-book build failed:\n" + report.getvalue())
-    touched = sorted(str(p.relative_to(readers)) for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    touched = sorted(
+        str(p.relative_to(readers))
+        for p in before.keys() | after.keys()
+        if before.get(p) != after.get(p)
+    )
     if touched:
-        pytest.fail(f"the tests' book build wrote into the reader's book ({readers}), not {BUILD}: "
-                    + ", ".join(touched[:5]))
+        pytest.fail(
+            f"the tests' book build wrote into the reader's book ({readers}), not {BUILD}: "
+            + ", ".join(touched[:5])
+        )
     return BUILD
 
 

@@ -18,8 +18,10 @@ def _mat(t):
 
 
 def _mm(A, B):
-    return [[mp.fsum(A[i][k] * B[k][j] for k in range(len(B))) for j in range(len(B[0]))]
-            for i in range(len(A))]
+    return [
+        [mp.fsum(A[i][k] * B[k][j] for k in range(len(B))) for j in range(len(B[0]))]
+        for i in range(len(A))
+    ]
 
 
 def _t(A):
@@ -112,11 +114,19 @@ def layer_constants(model, X):
             w1 = [norm_1(W) for _, W in heads]
             winf = [norm_inf(W) for _, W in heads]
             beta = max(qh * mp.sqrt(a * b) for qh, a, b in zip(q, w1, winf))
-            nu = mp.sqrt(max(qh * a for qh, a in zip(q, w1)) * max(qh * b for qh, b in zip(q, winf))) / beta
-            eps = max(abs(v) / mp.sqrt(dqk) for WQK, _ in heads for row in _mm(_mm(R, WQK), _t(R)) for v in row)
+            nu = (
+                mp.sqrt(max(qh * a for qh, a in zip(q, w1)) * max(qh * b for qh, b in zip(q, winf)))
+                / beta
+            )
+            eps = max(
+                abs(v) / mp.sqrt(dqk)
+                for WQK, _ in heads
+                for row in _mm(_mm(R, WQK), _t(R))
+                for v in row
+            )
             sinhc = mp.sinh(2 * eps) / (2 * eps) if eps > 0 else mp.mpf(1)
             col = max(norm_1(P) for P in Ps)
-            gamma = sinhc * mp.e ** eps * mp.sqrt(col) * nu
+            gamma = sinhc * mp.e**eps * mp.sqrt(col) * nu
             cs.append(4 * gamma * beta * H / mp.sqrt(dqk))
         return cs
 
@@ -128,7 +138,7 @@ def layerwise_bound(model, X):
         r0 = residuals([_mat(X)])[0]
         out = [r0]
         for l in range(1, len(cs) + 1):
-            b = r0 ** (3 ** l)
+            b = r0 ** (3**l)
             for k in range(l):
                 b *= cs[k] ** (3 ** (l - 1 - k))
             out.append(b)

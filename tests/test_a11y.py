@@ -5,6 +5,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import a11y  # noqa: E402  (_ext, on pytest's pythonpath)
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from docutils import nodes  # noqa: E402
@@ -12,7 +13,6 @@ from docutils.frontend import get_default_settings  # noqa: E402
 from docutils.parsers.rst import Parser  # noqa: E402
 from docutils.utils import new_document  # noqa: E402
 
-import a11y  # noqa: E402  (_ext, on pytest's pythonpath)
 import rankcollapse as rc  # noqa: E402
 
 
@@ -93,8 +93,12 @@ def test_every_figure_of_the_built_book_has_its_alt_text(built_book):
         parser.feed(page.read_text())
         for img in parser.found:
             src = urllib.parse.unquote(img.get("src", ""))
-            assert (img.get("alt") or "").strip(), f"{page.relative_to(html_dir)}: {src} has no alt text"
-            if "_images/" in src and src.endswith(".svg"):  # a figure (Sphinx copies them to _images)
+            assert (img.get("alt") or "").strip(), (
+                f"{page.relative_to(html_dir)}: {src} has no alt text"
+            )
+            if "_images/" in src and src.endswith(
+                ".svg"
+            ):  # a figure (Sphinx copies them to _images)
                 assert img["alt"] == a11y.svg_description(page.parent / src)
                 checked += 1
     assert checked >= 20, checked
@@ -102,4 +106,7 @@ def test_every_figure_of_the_built_book_has_its_alt_text(built_book):
 
 def test_bibliography_entries_are_list_items():
     body = '<div role="list" class="citation-list"><div class="citation" role="doc-biblioentry">x</div></div>'
-    assert a11y.list_items(body) == '<div role="list" class="citation-list"><div class="citation" role="listitem">x</div></div>'
+    assert (
+        a11y.list_items(body)
+        == '<div role="list" class="citation-list"><div class="citation" role="listitem">x</div></div>'
+    )

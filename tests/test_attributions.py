@@ -31,21 +31,30 @@ def test_every_page_was_read():
     assert {"intro.md", "notation.md", "status.md", "chapters/collapse.md"} <= names, names
     # a page with boxes yields box units: the reader does see them
     kinds = {u.kind for u in rc.claims.units((ROOT / "chapters/collapse.md").read_text())}
-    assert {"prf:theorem", "prf:lemma", "prf:definition", "prf:proof", "admonition", "prose"} <= kinds
+    assert {
+        "prf:theorem",
+        "prf:lemma",
+        "prf:definition",
+        "prf:proof",
+        "admonition",
+        "prose",
+    } <= kinds
 
 
 @pytest.mark.parametrize("result", rc.claims.BOOK_RESULTS, ids=lambda r: r.name)
 def test_book_results_are_where_the_list_says(result):
     text = (ROOT / result.chapter).read_text()
     assert any(re.search(m, text, flags=re.IGNORECASE) for m in result.markers), (
-        f"none of the markers of {result.name!r} occurs in {result.chapter}: the list is stale")
+        f"none of the markers of {result.name!r} occurs in {result.chapter}: the list is stale"
+    )
     if result.label is None:
         return
     boxes = [u for u in rc.claims.units(text) if f":label: {result.label}" in u.text]
     assert len(boxes) == 1, f"{result.chapter} has no box labelled {result.label}"
     assert "(this book" in boxes[0].title, (
         f"{result.label} is the book's own result, so its box title must say '(this book)': "
-        f"{boxes[0].title!r}")
+        f"{boxes[0].title!r}"
+    )
 
 
 def test_paper_result_labels_are_unnumbered_boxes_titled_as_the_papers():
@@ -65,13 +74,18 @@ def test_paper_result_labels_are_unnumbered_boxes_titled_as_the_papers():
 
 
 def test_the_paper_results_numbers_name_one_result_each():
-    """"Theorem 2.2" is the paper's (its title says so); the book numbers only its own theorems,
+    """ "Theorem 2.2" is the paper's (its title says so); the book numbers only its own theorems,
     so no theorem box of the book's collapse chapter is numbered 2.2 or 2.3: the chapter has a
     single numbered theorem, Theorem 2.1, the book's."""
     text = (ROOT / "chapters/collapse.md").read_text()
-    numbered = [u for u in rc.claims.units(text)
-                if u.kind == "prf:theorem" and not re.search(r"^:nonumber:", u.text, flags=re.MULTILINE)]
-    assert [u.title for u in numbered] == ["The collapse bound with a computable constant (this book)"]
+    numbered = [
+        u
+        for u in rc.claims.units(text)
+        if u.kind == "prf:theorem" and not re.search(r"^:nonumber:", u.text, flags=re.MULTILINE)
+    ]
+    assert [u.title for u in numbered] == [
+        "The collapse bound with a computable constant (this book)"
+    ]
     assert "Theorem 2.2" in rc.claims.PAPER_RESULTS["thm-collapse-single"]
 
 
@@ -80,10 +94,16 @@ def test_a_numbered_box_of_the_papers_is_caught():
     assert rc.claims.paper_box_problems(box)
     fixed = box.replace(":label: x\n", ":label: x\n:nonumber:\n")
     assert not rc.claims.paper_box_problems(fixed)
-    book = box.replace("(the paper's Theorem 2.2)", "(this book; the form of the paper's Theorem 2.2)")
+    book = box.replace(
+        "(the paper's Theorem 2.2)", "(this book; the form of the paper's Theorem 2.2)"
+    )
     assert not rc.claims.paper_box_problems(book)
-    mixed = box.replace("(the paper's Theorem 2.2)", "(the paper's argument; this statement and proof: this book)")
-    assert not rc.claims.paper_box_problems(mixed)  # the statement is the book's: the book numbers it
+    mixed = box.replace(
+        "(the paper's Theorem 2.2)", "(the paper's argument; this statement and proof: this book)"
+    )
+    assert not rc.claims.paper_box_problems(
+        mixed
+    )  # the statement is the book's: the book numbers it
     definition = box.replace("prf:theorem", "prf:definition")
     assert not rc.claims.paper_box_problems(definition)  # definitions carry no paper number
 
@@ -91,8 +111,9 @@ def test_a_numbered_box_of_the_papers_is_caught():
 def test_the_library_writes_no_credit_to_the_paper_into_a_page():
     """What the library writes into a page (the explorer's legend and notes) is read like the
     chapters: what it draws is the book's computation."""
-    grid = rc.explorer.skip_strength_grid(L=2, scales=(1.0,), strengths=(0.0, 1.0), n=4, d=4, H=1,
-                                          samples=1, seed=0)
+    grid = rc.explorer.skip_strength_grid(
+        L=2, scales=(1.0,), strengths=(0.0, 1.0), n=4, d=4, H=1, samples=1, seed=0
+    )
     html = rc.explorer.explorer_html(grid)
     assert not rc.claims.page_text_credits(html)
     for key, text in rc.explorer.TEXT.items():
@@ -112,16 +133,27 @@ def test_a_bare_reference_to_a_papers_result_reads_by_name(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        "import sys\nsys.path.insert(0, %r)\nextensions = ['myst_parser', 'sphinx_proof', 'paperrefs']\n"
-        "myst_enable_extensions = ['dollarmath']\n" % str(ROOT / "_ext"))
+        f"import sys\nsys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['myst_parser', 'sphinx_proof', 'paperrefs']\n"
+        "myst_enable_extensions = ['dollarmath']\n"
+    )
     (src / "index.md").write_text(
         "# Page\n\n````{prf:theorem} The paper's Theorem 2.2, as the reading note gives it\n"
         ":label: thm-collapse-single\n:nonumber:\n\nA bound.\n````\n\n"
         "```{prf:theorem} A bound (this book)\n:label: thm-book\n\nOurs.\n```\n\n"
         "Bare: {prf:ref}`thm-collapse-single`. {prf:ref}`thm-collapse-single` again.\n"
-        "With text: {prf:ref}`its bound <thm-collapse-single>`. Ours: {prf:ref}`thm-book`.\n")
-    app = Sphinx(str(src), str(src), str(tmp_path / "out"), str(tmp_path / "doctrees"), "html",
-                 status=None, warning=None, freshenv=True)
+        "With text: {prf:ref}`its bound <thm-collapse-single>`. Ours: {prf:ref}`thm-book`.\n"
+    )
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(tmp_path / "out"),
+        str(tmp_path / "doctrees"),
+        "html",
+        status=None,
+        warning=None,
+        freshenv=True,
+    )
     app.build()
     html = (tmp_path / "out" / "index.html").read_text()
     text = re.sub(r"<[^>]+>", "", html)
@@ -191,8 +223,10 @@ def test_checker_catches_the_issues_defects(name):
     assert rc.claims.misattributions(DEFECTS[name]), f"the checker missed: {name}"
 
 
-@pytest.mark.parametrize("title", ["One layer", "The constant $\\gamma$ of a layer",
-                                   "Three families that keep the residual"])
+@pytest.mark.parametrize(
+    "title",
+    ["One layer", "The constant $\\gamma$ of a layer", "Three families that keep the residual"],
+)
 def test_checker_catches_a_box_without_its_source(title):
     text = f"````{{prf:lemma}} {title}\n:label: x\n\nbody\n````\n"
     assert rc.claims.unsourced_boxes(text)
@@ -201,8 +235,10 @@ def test_checker_catches_a_box_without_its_source(title):
 
 
 def test_a_contrast_is_allowed_only_where_the_book_labels_it():
-    para = ("{prf:ref}`thm-collapse-book` has the form of the paper's Theorems 2.2 and 2.3 and a "
-            "$\\gamma$ of {prf:ref}`def-gamma`.\n")
+    para = (
+        "{prf:ref}`thm-collapse-book` has the form of the paper's Theorems 2.2 and 2.3 and a "
+        "$\\gamma$ of {prf:ref}`def-gamma`.\n"
+    )
     assert rc.claims.misattributions(para)  # in plain prose: flagged
     boxed = "```{admonition} This book's refinement\n:class: note\n\n" + para + "```\n"
     assert not rc.claims.misattributions(boxed)
@@ -217,13 +253,18 @@ def test_code_cells_are_not_prose():
 
 
 def test_the_framing_credited_to_the_note_passes():
-    text = ("The note records no measurement of that price. It does set the price against the account of "
-            "section 5: the MLP remedy, the note says, \"pulls against\" that account. That framing is the note's.\n")
+    text = (
+        "The note records no measurement of that price. It does set the price against the account of "
+        'section 5: the MLP remedy, the note says, "pulls against" that account. That framing is the note\'s.\n'
+    )
     assert not rc.claims.misattributions(text)
 
 
 def test_a_note_phrase_is_fine_when_the_note_is_credited():
-    text = '"Layer normalization cannot help" is the reading note\'s summary of the paper\'s argument.\n'
+    text = "\"Layer normalization cannot help\" is the reading note's summary of the paper's argument.\n"
     assert not rc.claims.misattributions(text)
-    assert rc.claims.misattributions(text.replace("the reading note's summary of", "the conclusion of"
-                                                  ).replace("the paper's argument", "the paper's conclusion"))
+    assert rc.claims.misattributions(
+        text.replace("the reading note's summary of", "the conclusion of").replace(
+            "the paper's argument", "the paper's conclusion"
+        )
+    )

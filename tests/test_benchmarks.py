@@ -19,9 +19,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_quick(script: str, tmp_path: Path, timeout: float = 300) -> dict:
     out = tmp_path / "figures.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{script} --quick failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, (
+        f"{script} --quick failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
     return json.loads(out.read_text())
 
 
@@ -34,7 +41,9 @@ def test_paths_quick(tmp_path):
 
 def test_toy_quick(tmp_path):
     figures = run_quick("toy.py", tmp_path)
-    assert figures["quick"] is True and figures["agree"] is True  # all at once == one by one, exactly
+    assert (
+        figures["quick"] is True and figures["agree"] is True
+    )  # all at once == one by one, exactly
     assert figures["paths"] == 27
 
 
@@ -58,6 +67,10 @@ def test_full_enumeration_fits_the_benchmark_guard():
     cfg = rc.san.SANConfig(n_layers=6, n_heads=3, d_model=768, skip=True, dtype=torch.float32)
     model = rc.san.SAN(cfg, seed=0)
     X = torch.zeros(128, 768)
-    with pytest.raises(ValueError, match="max_bytes"):  # the default guard refuses it (1.5 GiB > 1 GiB)
+    with pytest.raises(
+        ValueError, match="max_bytes"
+    ):  # the default guard refuses it (1.5 GiB > 1 GiB)
         _check_enumeration(model, X, rc.paths.MAX_PATHS, rc.paths.decompose.MAX_BYTES)
-    _check_enumeration(model, X, rc.paths.MAX_PATHS, bench.ENUMERATION_BYTES)  # the benchmark's is admitted
+    _check_enumeration(
+        model, X, rc.paths.MAX_PATHS, bench.ENUMERATION_BYTES
+    )  # the benchmark's is admitted

@@ -5,17 +5,29 @@ import rankcollapse as rc
 
 @pytest.mark.parametrize(
     "x, text",
-    [(3.2e-15, "3.2 × 10⁻¹⁵"), (1e-7, "1.0 × 10⁻⁷"), (0.85, "0.85"), (12345.0, "1.2 × 10⁴"), (0.0, "0"), (2.5, "2.5")],
+    [
+        (3.2e-15, "3.2 × 10⁻¹⁵"),
+        (1e-7, "1.0 × 10⁻⁷"),
+        (0.85, "0.85"),
+        (12345.0, "1.2 × 10⁴"),
+        (0.0, "0"),
+        (2.5, "2.5"),
+    ],
 )
 def test_fmt_sci(x, text):
     assert rc.book.fmt_sci(x) == text
 
 
 def test_fmt_sci_digits_and_markdown_table_header_are_checked():
-    assert rc.book.fmt_sci(3.2e-15, digits=1) == "3.2 × 10⁻¹⁵" and rc.book.fmt_sci(0.5, digits=3) == "0.5"
+    assert (
+        rc.book.fmt_sci(3.2e-15, digits=1) == "3.2 × 10⁻¹⁵"
+        and rc.book.fmt_sci(0.5, digits=3) == "0.5"
+    )
     # never e-notation in prose: where digits + 1 significant digits cannot show the value plainly
     assert rc.book.fmt_sci(1234.5, digits=0) == "1 × 10³" and rc.book.fmt_sci(123.0) == "1.2 × 10²"
-    assert rc.book.fmt_sci(999.96) == "1.0 × 10³" and rc.book.fmt_sci(9.996) == "10"  # rounding into the next decade
+    assert (
+        rc.book.fmt_sci(999.96) == "1.0 × 10³" and rc.book.fmt_sci(9.996) == "10"
+    )  # rounding into the next decade
     for digits, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError)):
         with pytest.raises(error, match="digits"):
             rc.book.fmt_sci(1.5, digits=digits)
@@ -64,14 +76,26 @@ def test_start_applies_the_mode_override_threads_and_style(monkeypatch, capsys):
     finally:
         torch.set_num_threads(before)
     assert "overrides mode='full'" in capsys.readouterr().out
-    assert tuple(mpl.rcParams["figure.figsize"]) == (rc.plotting.WIDTH, 3.4)  # the book's style (rc.plotting)
+    assert tuple(mpl.rcParams["figure.figsize"]) == (
+        rc.plotting.WIDTH,
+        3.4,
+    )  # the book's style (rc.plotting)
     monkeypatch.setenv("RANKCOLLAPSE_THREADS", "two")
     with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
         rc.book.start("skip", "full", 0)
 
 
-@pytest.mark.parametrize("seed, error", [(-2, ValueError), (2**32, ValueError), (2**70, ValueError),
-                                         (1.5, TypeError), ("0", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "seed, error",
+    [
+        (-2, ValueError),
+        (2**32, ValueError),
+        (2**70, ValueError),
+        (1.5, TypeError),
+        ("0", TypeError),
+        (True, TypeError),
+    ],
+)
 def test_start_refuses_a_bad_seed_before_seeding(seed, error, monkeypatch):
     import torch
 
@@ -91,10 +115,15 @@ def test_one_seed_range_for_presets_start_and_numpy(monkeypatch):
     monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
     top = SEED_LIMIT - 1
     np.random.seed(top)
-    assert rc.presets.get("paths", "fast", top).seed == top == rc.book.start("paths", "fast", top).seed
+    assert (
+        rc.presets.get("paths", "fast", top).seed == top == rc.book.start("paths", "fast", top).seed
+    )
     with pytest.raises(ValueError):
         np.random.seed(SEED_LIMIT)
-    for call in (lambda: check_seed("seed", SEED_LIMIT), lambda: rc.presets.get("paths", "fast", SEED_LIMIT)):
+    for call in (
+        lambda: check_seed("seed", SEED_LIMIT),
+        lambda: rc.presets.get("paths", "fast", SEED_LIMIT),
+    ):
         with pytest.raises(ValueError, match=r"seed must be <= 4294967295"):
             call()
     with pytest.raises(ValueError, match="mode"):
@@ -107,7 +136,9 @@ def test_glue_formats_and_hands_the_value_to_myst_nb(monkeypatch):
     import myst_nb
 
     seen = []
-    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: seen.append((name, repr(value), display)))
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display: seen.append((name, repr(value), display))
+    )
     rc.book.glue("a", 3.2e-15, "sci")
     rc.book.glue("b", 0.123456, "{:.2f}", display=True)
     assert seen == [("a", "3.2 × 10⁻¹⁵", False), ("b", "0.12", True)]
@@ -125,7 +156,9 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    monkeypatch.setitem(sys.modules, "myst_nb", None)  # `from myst_nb import ...` raises ImportError
+    monkeypatch.setitem(
+        sys.modules, "myst_nb", None
+    )  # `from myst_nb import ...` raises ImportError
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
     rc.book.glue("quiet", 1.5, "{:.1f}")
@@ -140,9 +173,16 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
     assert shown[-1].alt.startswith("A chart: x axis, from 0 to 1")
 
 
-@pytest.mark.parametrize("log10_value, text", [(-15.5, "3.2 × 10⁻¹⁶"), (-299.0, "1.0 × 10⁻²⁹⁹"),
-                                               (-300.0, "below 10⁻³⁰⁰"), (float("-inf"), "below 10⁻³⁰⁰"),
-                                               (float("nan"), "below 10⁻³⁰⁰")])
+@pytest.mark.parametrize(
+    "log10_value, text",
+    [
+        (-15.5, "3.2 × 10⁻¹⁶"),
+        (-299.0, "1.0 × 10⁻²⁹⁹"),
+        (-300.0, "below 10⁻³⁰⁰"),
+        (float("-inf"), "below 10⁻³⁰⁰"),
+        (float("nan"), "below 10⁻³⁰⁰"),
+    ],
+)
 def test_fmt_sci_log10_says_when_a_value_has_underflowed(log10_value, text):
     assert rc.book.fmt_sci_log10(log10_value) == text
 
@@ -154,7 +194,9 @@ def test_table_renders_as_markdown_html_and_text():
     t = rc.book.Table(["model", "layers", "a|b"], [["BERT", 12, "x"], ["GPT-3", 96, "y"]])
     md = t._repr_markdown_()
     assert md.splitlines()[:2] == ["| model | layers | a\\|b |", "|:--|--:|--:|"]
-    assert "<table>" in t._repr_html_() and "<td style=\"text-align:right\">96</td>" in t._repr_html_()
+    assert (
+        "<table>" in t._repr_html_() and '<td style="text-align:right">96</td>' in t._repr_html_()
+    )
     assert repr(t).splitlines()[2].startswith("BERT ")
     with pytest.raises(ValueError, match="3 cells"):
         rc.book.Table(["a", "b", "c"], [[1, 2]])
@@ -163,10 +205,16 @@ def test_table_renders_as_markdown_html_and_text():
 
 
 def test_a_transposed_table_reads_down_the_page():
-    t = rc.book.Table(["task", "paths", "length 0", "length 1"],
-                      [["sorting", "729", "0.275", "0.758"], ["convex hull", "4,096", "0.403", ""]])
+    t = rc.book.Table(
+        ["task", "paths", "length 0", "length 1"],
+        [["sorting", "729", "0.275", "0.758"], ["convex hull", "4,096", "0.403", ""]],
+    )
     turned = t.transpose()
     assert turned.header == ["task", "sorting", "convex hull"]
-    assert turned.rows == [["paths", "729", "4,096"], ["length 0", "0.275", "0.403"], ["length 1", "0.758", ""]]
+    assert turned.rows == [
+        ["paths", "729", "4,096"],
+        ["length 0", "0.275", "0.403"],
+        ["length 1", "0.758", ""],
+    ]
     assert turned.align == "lrr"
     assert turned.transpose().rows == t.rows  # turned twice: the same cells

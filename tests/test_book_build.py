@@ -62,7 +62,12 @@ def test_author_year_labels_disambiguate():
         "bibtex",
     )
     labels = list(bookext.AuthorYearLabels().format_labels(bib.entries.values()))
-    assert labels == ["Noci and Li, 2023a", "Noci and Li, 2023b", "Castin, 2024", "Brown et al., 2020"]
+    assert labels == [
+        "Noci and Li, 2023a",
+        "Noci and Li, 2023b",
+        "Castin, 2024",
+        "Brown et al., 2020",
+    ]
 
 
 def test_landing_page_maps_every_chapter():
@@ -71,7 +76,9 @@ def test_landing_page_maps_every_chapter():
     chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
     for path in toc_notebooks():
         name = chapter_key(path)
-        assert f"| {{doc}}`{name}` |" in chapter_map, f"intro.md's chapter map has no row for {name}"
+        assert f"| {{doc}}`{name}` |" in chapter_map, (
+            f"intro.md's chapter map has no row for {name}"
+        )
 
 
 @pytest.mark.build
@@ -80,8 +87,10 @@ def test_cross_references_do_not_double_their_label(built_book):
     write the word before it ("Theorem Theorem 1.1")."""
     import re
 
-    doubled = re.compile(r"\b(Theorem|Proposition|Definition|Lemma|Corollary|Exercise|Fig\.|Figure|Section|Equation)"
-                         r"\s*(?:<[^>]+>\s*)+\1\b")
+    doubled = re.compile(
+        r"\b(Theorem|Proposition|Definition|Lemma|Corollary|Exercise|Fig\.|Figure|Section|Equation)"
+        r"\s*(?:<[^>]+>\s*)+\1\b"
+    )
     found = []
     for f in toc_files():
         page = (built_book / "html" / (f.removesuffix(".md") + ".html")).read_text()
@@ -96,10 +105,19 @@ def test_each_inline_script_is_written_once():
     from sphinx.builders.html._assets import _JavaScript
 
     thebe = "const THEBE_JS_URL = 'x';"
-    scripts = [_JavaScript("a.js"), _JavaScript(None, body=thebe), _JavaScript("", priority=501, body=thebe),
-               _JavaScript("a.js"), _JavaScript(None, body="var y = 1;")]
+    scripts = [
+        _JavaScript("a.js"),
+        _JavaScript(None, body=thebe),
+        _JavaScript("", priority=501, body=thebe),
+        _JavaScript("a.js"),
+        _JavaScript(None, body="var y = 1;"),
+    ]
     kept = bookext.dedupe_scripts(scripts)
-    assert [(s.filename, s.attributes.get("body")) for s in kept] == [("a.js", None), (None, thebe), (None, "var y = 1;")]
+    assert [(s.filename, s.attributes.get("body")) for s in kept] == [
+        ("a.js", None),
+        (None, thebe),
+        (None, "var y = 1;"),
+    ]
 
 
 @pytest.mark.build
@@ -110,7 +128,9 @@ def test_pages_load_thebe_once_and_offer_the_student_notebook(built_book):
         page = (built_book / "html" / "chapters" / (path.stem + ".html")).read_text()
         assert page.count("const THEBE_JS_URL") <= 1, path.name
         assert f"../student/chapters/{path.stem}.ipynb" in page, path.name
-        student = json.loads((built_book / "html" / "student" / "chapters" / (path.stem + ".ipynb")).read_text())
+        student = json.loads(
+            (built_book / "html" / "student" / "chapters" / (path.stem + ".ipynb")).read_text()
+        )
         source = "".join("".join(c["source"]) for c in student["cells"])
         assert "solution-start" not in source and "exercise-start" in source, path.name
 

@@ -29,11 +29,18 @@ def test_tool_folders_are_excluded_by_rule(tmp_path):
     from sphinx.util.matching import get_matching_files
 
     files = [
-        "intro.md", "chapters/paths.md", "envelope/notes.md",  # sources ("envelope" is no venv)
+        "intro.md",
+        "chapters/paths.md",
+        "envelope/notes.md",  # sources ("envelope" is no venv)
         ".venv/lib/python3.11/site-packages/x/templates/card.md",
-        "venv/lib/python3.11/site-packages/x/card.md", "env/x.md", "tools-env/deep/x.md",
-        "conda/lib/x.md", "chapters/.ipynb_checkpoints/paths-checkpoint.md",
-        "chapters/__pycache__/x.md", "node_modules/pkg/CHANGELOG.md", ".mypy_cache/3.11/x.md",
+        "venv/lib/python3.11/site-packages/x/card.md",
+        "env/x.md",
+        "tools-env/deep/x.md",
+        "conda/lib/x.md",
+        "chapters/.ipynb_checkpoints/paths-checkpoint.md",
+        "chapters/__pycache__/x.md",
+        "node_modules/pkg/CHANGELOG.md",
+        ".mypy_cache/3.11/x.md",
     ]
     for f in files:
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
@@ -41,7 +48,12 @@ def test_tool_folders_are_excluded_by_rule(tmp_path):
     for env in ("venv", "env", "tools-env", ".venv"):
         (tmp_path / env / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (tmp_path / "conda" / "conda-meta").mkdir()
-    assert sorted(booksources.environment_folders(tmp_path)) == ["conda", "env", "tools-env", "venv"]
+    assert sorted(booksources.environment_folders(tmp_path)) == [
+        "conda",
+        "env",
+        "tools-env",
+        "venv",
+    ]
     patterns = booksources.tool_folder_patterns(tmp_path)
     kept = sorted(f for f in get_matching_files(tmp_path, ["**.md"], patterns))
     assert kept == ["chapters/paths.md", "envelope/notes.md", "intro.md"]
@@ -76,7 +88,9 @@ def test_decoys_left_by_an_interrupted_run_are_removed_by_the_next(tmp_path):
     mine = tmp_path / "node_modules" / "pkg" / "README.md"  # a reader's own, beside a decoy
     mine.parent.mkdir(parents=True)
     mine.write_text("mine")
-    own = tmp_path / "chapters" / ".ipynb_checkpoints" / "paths-checkpoint.md"  # a decoy's very path
+    own = (
+        tmp_path / "chapters" / ".ipynb_checkpoints" / "paths-checkpoint.md"
+    )  # a decoy's very path
     own.parent.mkdir(parents=True)
     own.write_text("the reader's checkpoint")
     plant_decoys(tmp_path)  # interrupted: never removed
@@ -85,8 +99,11 @@ def test_decoys_left_by_an_interrupted_run_are_removed_by_the_next(tmp_path):
     assert all((tmp_path / d).exists() for d in DECOYS)
     remove_decoys(plant_decoys(tmp_path), root=tmp_path)
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    assert left == ["chapters/.ipynb_checkpoints/paths-checkpoint.md",
-                    "chapters/.ipynb_checkpoints/skip-checkpoint.md", "node_modules/pkg/README.md"]
+    assert left == [
+        "chapters/.ipynb_checkpoints/paths-checkpoint.md",
+        "chapters/.ipynb_checkpoints/skip-checkpoint.md",
+        "node_modules/pkg/README.md",
+    ]
     assert own.read_text() == "the reader's checkpoint" and mine.read_text() == "mine"
     assert not (tmp_path / "my-env").exists() and not (tmp_path / ".mypy_cache").exists()
 
@@ -98,10 +115,16 @@ def test_tasks_runs_on_the_standard_library_alone():
     """tasks.py is what installs: it imports nothing outside the standard library, and runs (here:
     prints its usage) in a Python that sees no installed package at all (-S -I)."""
     tree = ast.parse((ROOT / "tasks.py").read_text())
-    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    modules = {
+        a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    modules |= {
+        n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+    }
     assert modules <= set(sys.stdlib_module_names) | {"__future__"}, modules
-    result = subprocess.run([sys.executable, "-S", "-I", str(ROOT / "tasks.py")], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-S", "-I", str(ROOT / "tasks.py")], capture_output=True, text=True
+    )
     assert result.returncode == 2 and "python tasks.py book" in result.stdout, result.stderr
 
 
@@ -140,7 +163,10 @@ def test_progress_of_a_build_whose_cell_fails_names_chapter_and_cell(tmp_path):
     assert lines[0] == "  chapters/bad ..."
     assert lines[1] == "FAILED: chapters/bad, code cell 2 (line 19 of chapters/bad.md):"
     assert "    np.zeros(3) @ np.zeros(4)" in lines
-    assert any(line.strip().startswith("ValueError: matmul: Input operand 1 has a mismatch") for line in lines)
+    assert any(
+        line.strip().startswith("ValueError: matmul: Input operand 1 has a mismatch")
+        for line in lines
+    )
     assert lines[-1] == f"The whole log: {tmp_path / 'build.log'}"
     # the report, not the log: no Sphinx traceback, no kernel warning
     assert len(lines) < 20 and "sphinx" not in shown.lower() and "IPKernelApp" not in shown
@@ -149,11 +175,13 @@ def test_progress_of_a_build_whose_cell_fails_names_chapter_and_cell(tmp_path):
 
 
 def test_progress_shows_each_warning_on_one_line(tmp_path):
-    lines = [f"{tmp_path}/chapters/paths.md: Executing notebook using local CWD [mystnb]\n",
-             f"{tmp_path}/chapters/paths.md:206: WARNING: No key 'paths-error' found in glue data "
-             "for this document. [mystnb.glue]\n",
-             f"{tmp_path}/chapters/paths.md: Executed notebook in 12.00 seconds [mystnb]\n",
-             "build finished with problems, 1 warning.\n"]
+    lines = [
+        f"{tmp_path}/chapters/paths.md: Executing notebook using local CWD [mystnb]\n",
+        f"{tmp_path}/chapters/paths.md:206: WARNING: No key 'paths-error' found in glue data "
+        "for this document. [mystnb.glue]\n",
+        f"{tmp_path}/chapters/paths.md: Executed notebook in 12.00 seconds [mystnb]\n",
+        "build finished with problems, 1 warning.\n",
+    ]
     progress = BuildProgress(root=tmp_path)
     shown = "".join(progress.feed(line) for line in lines) + progress.finish(1)
     assert shown.splitlines() == [
@@ -168,8 +196,11 @@ def test_progress_of_an_unexplained_failure_shows_the_log_tail(tmp_path):
     progress = BuildProgress(root=tmp_path, tail=2)
     for line in ["Running Sphinx\n", "Extension error:\n", "Could not import extension bookext\n"]:
         progress.feed(line)
-    assert progress.finish(2).splitlines() == ["FAILED; the log's last lines:", "    Extension error:",
-                                               "    Could not import extension bookext"]
+    assert progress.finish(2).splitlines() == [
+        "FAILED; the log's last lines:",
+        "    Extension error:",
+        "    Could not import extension bookext",
+    ]
 
 
 # --------------------------------------------------------------------------- a chapter's results
@@ -194,14 +225,29 @@ def hand_made_notebook(value="0.12", printed="residual 1.000000000000", color=0.
     png = base64.b64encode(buf.getvalue()).decode()
     v4 = nbformat.v4
     params = v4.new_code_cell("mode = 'fast'", metadata={"tags": ["injected-parameters"]})
-    cell = v4.new_code_cell("...", outputs=[
-        v4.new_output("stream", name="stdout", text=printed + "\nRANKCOLLAPSE_MODE=fast overrides mode='full' from x\n"),
-        v4.new_output("display_data", data={"application/papermill.record/text/plain": value},
-                      metadata={"scrapbook": {"name": "x-value", "mime_prefix": "application/papermill.record/"}}),
-        v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"},
-                      metadata={"scrapbook": {"name": "fig-x", "mime_prefix": ""}}),
-        v4.new_output("execute_result", data={"text/plain": "Run('x')"}, execution_count=1),
-    ])
+    cell = v4.new_code_cell(
+        "...",
+        outputs=[
+            v4.new_output(
+                "stream",
+                name="stdout",
+                text=printed + "\nRANKCOLLAPSE_MODE=fast overrides mode='full' from x\n",
+            ),
+            v4.new_output(
+                "display_data",
+                data={"application/papermill.record/text/plain": value},
+                metadata={
+                    "scrapbook": {"name": "x-value", "mime_prefix": "application/papermill.record/"}
+                },
+            ),
+            v4.new_output(
+                "display_data",
+                data={"image/png": png, "text/plain": "<Figure>"},
+                metadata={"scrapbook": {"name": "fig-x", "mime_prefix": ""}},
+            ),
+            v4.new_output("execute_result", data={"text/plain": "Run('x')"}, execution_count=1),
+        ],
+    )
     return v4.new_notebook(cells=[params, cell])
 
 
@@ -220,10 +266,14 @@ def test_differences_by_name_with_a_tolerance():
     # 1e-13 relative: within the default tolerance, not within 0
     b = results(hand_made_notebook(printed="residual 1.000000000000100"))
     assert differences(a, b) == []
-    assert differences(a, b, rtol=0) == ["text line 1: 'residual 1.000000000000' != 'residual 1.000000000000100'"]
+    assert differences(a, b, rtol=0) == [
+        "text line 1: 'residual 1.000000000000' != 'residual 1.000000000000100'"
+    ]
     c = results(hand_made_notebook(value="0.13", color=1.0))
-    assert differences(a, c) == ["glue 'x-value': '0.12' != '0.13'",
-                                 "figure 'fig-x': pixels differ (shape [100, 100, 4] vs [100, 100, 4])"]
+    assert differences(a, c) == [
+        "glue 'x-value': '0.12' != '0.13'",
+        "figure 'fig-x': pixels differ (shape [100, 100, 4] vs [100, 100, 4])",
+    ]
     d = results(hand_made_notebook(printed="residual 1.0 and more"))
     assert differences(a, d)[0].startswith("text line 1:")
 
@@ -234,7 +284,9 @@ def test_differences_of_svg_figures():
     png = {"format": "png", "shape": [1, 1, 4], "sha256": "1" * 64}
     a = {"figures": {"fig-x": svg}}
     assert differences(a, a) == []
-    assert differences(a, {"figures": {"fig-x": dict(svg, sha256="2" * 64)}}) == ["figure 'fig-x': SVG differs"]
+    assert differences(a, {"figures": {"fig-x": dict(svg, sha256="2" * 64)}}) == [
+        "figure 'fig-x': SVG differs"
+    ]
     assert differences(a, {"figures": {"fig-x": png}}) == ["figure 'fig-x': format svg vs png"]
 
 
@@ -245,16 +297,45 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
     for name, value in (("before", "0.12"), ("same", "0.12"), ("after", "0.13")):
         (tmp_path / name).mkdir()
         nbformat.write(hand_made_notebook(value=value), tmp_path / name / "paths.ipynb")
-        assert main(["record", str(tmp_path / f"{name}.json"), "--chapters", "paths",
-                     "--from", str(tmp_path / name)]) == 0
+        assert (
+            main(
+                [
+                    "record",
+                    str(tmp_path / f"{name}.json"),
+                    "--chapters",
+                    "paths",
+                    "--from",
+                    str(tmp_path / name),
+                ]
+            )
+            == 0
+        )
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "same.json")]) == 0
-    assert capsys.readouterr().out.startswith("0 difference(s) in 1 chapter(s), 4 values, lines and figures")
+    assert capsys.readouterr().out.startswith(
+        "0 difference(s) in 1 chapter(s), 4 values, lines and figures"
+    )
     assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "after.json")]) == 1
-    assert capsys.readouterr().out.splitlines()[0] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
+    assert (
+        capsys.readouterr().out.splitlines()[0]
+        == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
+    )
     # two seeds: compared all the same, the reader told first
-    assert main(["record", str(tmp_path / "seed1.json"), "--chapters", "paths", "--seed", "1",
-                 "--from", str(tmp_path / "after")]) == 0
+    assert (
+        main(
+            [
+                "record",
+                str(tmp_path / "seed1.json"),
+                "--chapters",
+                "paths",
+                "--seed",
+                "1",
+                "--from",
+                str(tmp_path / "after"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "seed1.json")]) == 1
     shown = capsys.readouterr().out.splitlines()
@@ -263,27 +344,66 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["record", str(tmp_path / "x.json"), "--chapters", "no-such-chapter"])
     # the script runs as a script, without any path set-up
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_outputs.py"), "compare",
-                             str(tmp_path / "before.json"), str(tmp_path / "after.json")],
-                            capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "compare_outputs.py"),
+            "compare",
+            str(tmp_path / "before.json"),
+            str(tmp_path / "after.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode == 1 and "x-value" in result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("content, args, words", [
-    (None, ["compare", "{d}/a.json", "{d}/b.json"], ("a.json", "no such file")),
-    ("{}", ["compare", "{d}/x.json", "{d}/x.json"], ("x.json", "not a record", "'mode'")),
-    ("[1, 2", ["compare", "{d}/x.json", "{d}/x.json"], ("x.json", "not a JSON file")),
-    ('{"mode": "fast", "seed": 0, "chapters": {}}', ["compare", "{d}/x.json", "{d}/x.json", "--rtol", "-1"],
-     ("--rtol", ">= 0")),
-    (None, ["record", "{d}/rec.json", "--chapters", "paths", "--from", "{d}/nodir"], ("--from", "nodir", "does not exist")),
-    (None, ["record", "{d}/rec.json", "--chapters", "paths", "--from", "{d}"], ("--from", "paths.ipynb")),
-], ids=["missing files", "not a record", "not JSON", "negative rtol", "missing --from folder", "notebook missing in --from"])
+@pytest.mark.parametrize(
+    "content, args, words",
+    [
+        (None, ["compare", "{d}/a.json", "{d}/b.json"], ("a.json", "no such file")),
+        ("{}", ["compare", "{d}/x.json", "{d}/x.json"], ("x.json", "not a record", "'mode'")),
+        ("[1, 2", ["compare", "{d}/x.json", "{d}/x.json"], ("x.json", "not a JSON file")),
+        (
+            '{"mode": "fast", "seed": 0, "chapters": {}}',
+            ["compare", "{d}/x.json", "{d}/x.json", "--rtol", "-1"],
+            ("--rtol", ">= 0"),
+        ),
+        (
+            None,
+            ["record", "{d}/rec.json", "--chapters", "paths", "--from", "{d}/nodir"],
+            ("--from", "nodir", "does not exist"),
+        ),
+        (
+            None,
+            ["record", "{d}/rec.json", "--chapters", "paths", "--from", "{d}"],
+            ("--from", "paths.ipynb"),
+        ),
+    ],
+    ids=[
+        "missing files",
+        "not a record",
+        "not JSON",
+        "negative rtol",
+        "missing --from folder",
+        "notebook missing in --from",
+    ],
+)
 def test_compare_outputs_refuses_bad_arguments_in_one_line(tmp_path, content, args, words):
     """A usage error (exit 2) naming the file or option, not a traceback."""
     if content is not None:
         (tmp_path / "x.json").write_text(content)
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_outputs.py"),
-                             *(a.format(d=tmp_path) for a in args)], capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "compare_outputs.py"),
+            *(a.format(d=tmp_path) for a in args),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     for word in words:
         assert word in result.stderr, result.stderr
@@ -300,10 +420,28 @@ def test_a_build_notebook_is_read_with_its_glue_file(tmp_path):
     glued = [o for o in cell.outputs if o.get("metadata", {}).get("scrapbook")]
     cell.outputs = [o for o in cell.outputs if o not in glued[:1]]  # as myst-nb saves it
     nbformat.write(nb, tmp_path / "paths.ipynb")
-    (tmp_path / "paths.glue.json").write_text(json.dumps({"x-value": {
-        "output_type": "display_data", "data": {"text/plain": "0.12"},
-        "metadata": {"scrapbook": {"name": "x-value", "mime_prefix": "application/papermill.record/"}}}}))
+    (tmp_path / "paths.glue.json").write_text(
+        json.dumps(
+            {
+                "x-value": {
+                    "output_type": "display_data",
+                    "data": {"text/plain": "0.12"},
+                    "metadata": {
+                        "scrapbook": {
+                            "name": "x-value",
+                            "mime_prefix": "application/papermill.record/",
+                        }
+                    },
+                }
+            }
+        )
+    )
     assert results(nbformat.read(tmp_path / "paths.ipynb", as_version=4))["glue"] == {}
     from booktools.outputs import read_executed
 
-    assert differences(results(read_executed(tmp_path / "paths.ipynb")), results(hand_made_notebook()), rtol=0) == []
+    assert (
+        differences(
+            results(read_executed(tmp_path / "paths.ipynb")), results(hand_made_notebook()), rtol=0
+        )
+        == []
+    )

@@ -22,10 +22,20 @@ def _gen(seed=0):
 def test_depth_numbers_on_hand_made_curves():
     def curves(c, tracked2, paper2, floor):
         tracked = np.array([[0.0, -1.0, tracked2, floor], [0.0, -1.0, tracked2 - 2, floor - 2]])
-        return {"size": np.array([[0.0, -1.0, -2.0, -3.0], [0.0, -1.5, -2.5, -3.5]]),
-                "forward": np.array([[0.0, -1.0, -5.0, floor]] * 2), "tracked": tracked,
-                "paper": np.array([[0.0, 0.0, paper2, -9.0]] * 2), "layerwise": tracked + 1.0, "c": np.array(c)}
-    study = bs.DepthStudy({1: curves([0.5, 0.25], -4.0, -2.0, -15.0), 4: curves([2.0, 3.0], -6.0, -3.0, -16.0)}, 0.2, 2)
+        return {
+            "size": np.array([[0.0, -1.0, -2.0, -3.0], [0.0, -1.5, -2.5, -3.5]]),
+            "forward": np.array([[0.0, -1.0, -5.0, floor]] * 2),
+            "tracked": tracked,
+            "paper": np.array([[0.0, 0.0, paper2, -9.0]] * 2),
+            "layerwise": tracked + 1.0,
+            "c": np.array(c),
+        }
+
+    study = bs.DepthStudy(
+        {1: curves([0.5, 0.25], -4.0, -2.0, -15.0), 4: curves([2.0, 3.0], -6.0, -3.0, -16.0)},
+        0.2,
+        2,
+    )
     g = study.numbers()
     assert g["H"] == 4 and g["samples"] == 2 and g["init_scale"] == 0.2
     assert g["c_max_1"] == 0.5 and g["c_max_H"] == 3.0
@@ -43,9 +53,16 @@ def test_depth_numbers_on_hand_made_curves():
 
 def test_regime_numbers_on_hand_made_rows():
     # (scale, log10 c_1, log10 max c, log10 relative, row max, targets)
-    rows = np.array([[0.1, -0.3, -0.2, -320.0, 0.1, 2.0], [0.1, -0.1, -0.1, -100.0, 0.1, 2.0],
-                     [1.0, 0.5, 0.6, -50.0, 0.2, 1.0], [10.0, 1.6, 9.0, -12.0, 0.4, 2.0],
-                     [20.0, 1.9, 30.0, -2.0, 0.8, 3.0], [30.0, 1.95, 40.0, -0.5, 0.9, 5.0]])
+    rows = np.array(
+        [
+            [0.1, -0.3, -0.2, -320.0, 0.1, 2.0],
+            [0.1, -0.1, -0.1, -100.0, 0.1, 2.0],
+            [1.0, 0.5, 0.6, -50.0, 0.2, 1.0],
+            [10.0, 1.6, 9.0, -12.0, 0.4, 2.0],
+            [20.0, 1.9, 30.0, -2.0, 0.8, 3.0],
+            [30.0, 1.95, 40.0, -0.5, 0.9, 5.0],
+        ]
+    )
     g = bs.RegimeStudy(rows, 6, 12).numbers()
     assert (g["L"], g["n"]) == (6, 12)
     assert g["holds_n"] == 2 and g["fails_n"] == 4 and g["holds_c1_below_one"]
@@ -65,8 +82,14 @@ def test_regime_numbers_on_hand_made_rows():
 
 def test_cubic_numbers_and_linear_curve_on_hand_made_results():
     depths = np.arange(1, 5)
-    cubic = cr.CubicRate(depths, np.zeros((2, 4)), [1.0, 1.2], [1.1, 1.1], np.array([0.1, 0.1]),
-                         np.array([2.0, np.nan]))
+    cubic = cr.CubicRate(
+        depths,
+        np.zeros((2, 4)),
+        [1.0, 1.2],
+        [1.1, 1.1],
+        np.array([0.1, 0.1]),
+        np.array([2.0, np.nan]),
+    )
     g = cubic.numbers()
     assert g["slope"] == pytest.approx(1.1) and g["slope_sd"] == pytest.approx(0.1)
     assert (g["slope_min"], g["slope_max"]) == (1.0, 1.2)
@@ -77,7 +100,11 @@ def test_cubic_numbers_and_linear_curve_on_hand_made_results():
 
 
 def test_tightness_numbers_and_bins_on_hand_made_gaps():
-    gaps = {"paper": np.arange(0.0, 101.0), "layerwise": np.array([1.0, 2.0, 3.0]), "step": np.array([0.5, 4.5])}
+    gaps = {
+        "paper": np.arange(0.0, 101.0),
+        "layerwise": np.array([1.0, 2.0, 3.0]),
+        "step": np.array([0.5, 4.5]),
+    }
     t = bs.Tightness(gaps, 1234, 0)
     g = t.numbers()
     assert g["instances"] == 1234 and g["violations"] == 0
@@ -87,7 +114,9 @@ def test_tightness_numbers_and_bins_on_hand_made_gaps():
 
 
 def test_centre_numbers_on_hand_made_rows():
-    rows = np.array([[0, 1.0, 0.5, 1.0, 0.5], [1, 0.1, 0.08, 0.2, 0.1], [2, 0.01, 0.01, 0.001, 0.004]])
+    rows = np.array(
+        [[0, 1.0, 0.5, 1.0, 0.5], [1, 0.1, 0.08, 0.2, 0.1], [2, 0.01, 0.01, 0.001, 0.004]]
+    )
     c = bs.CentreStudy(rows, 6, 4)
     g = c.numbers()
     np.testing.assert_allclose(c.ratio, [0.5, 0.8, 1.0])
@@ -112,12 +141,18 @@ def test_studies_on_tiny_networks_are_deterministic_and_never_beat_the_bound():
     assert set(depth.curves) == {1, 2} and depth.curves[2]["tracked"].shape == (2, 4)
     assert depth.numbers() == again.numbers()
     assert depth.numbers()["violations"] == 0
-    np.testing.assert_allclose(depth.curves[2]["relative"], depth.curves[2]["tracked"] - depth.curves[2]["size"])
+    np.testing.assert_allclose(
+        depth.curves[2]["relative"], depth.curves[2]["tracked"] - depth.curves[2]["size"]
+    )
 
     regime = bs.regime_study(scales=(0.2, 30.0), samples=2, n_heads=2, generator=_gen(), **SMALL)
     assert regime.rows.shape == (4, 6) and set(regime.rows[:, 0]) == {0.2, 30.0}
-    assert regime.rows[:2, 2].max() < 0 < regime.rows[2:, 1].min()  # the condition holds, then fails
-    assert np.all(regime.rows[:, 2] >= regime.rows[:, 1])  # the largest constant is at least the first
+    assert (
+        regime.rows[:2, 2].max() < 0 < regime.rows[2:, 1].min()
+    )  # the condition holds, then fails
+    assert np.all(
+        regime.rows[:, 2] >= regime.rows[:, 1]
+    )  # the largest constant is at least the first
     assert regime.rows[:2, 3].max() < -10  # where it holds, the network collapses
     assert regime.rows[:, 3].min() >= -300  # underflow floored at 1e-300
     assert np.all((regime.rows[:, 4] > 0) & (regime.rows[:, 4] <= 1))  # a row maximum of P
@@ -143,12 +178,18 @@ def test_studies_on_tiny_networks_are_deterministic_and_never_beat_the_bound():
 
 
 def test_delay_numbers_on_hand_made_rows_and_a_tiny_study():
-    rows = np.array([[20.0, 24, 5.0, 6.0], [30.0, 12, 9.0, 11.0], [30.0, 24, float("nan"), float("nan")]])
+    rows = np.array(
+        [[20.0, 24, 5.0, 6.0], [30.0, 12, 9.0, 11.0], [30.0, 24, float("nan"), float("nan")]]
+    )
     g = bs.DelayStudy(rows, 6).numbers()
     assert (g["n"], g["collapsed"], g["regime_L"]) == (3, 2, 6)
     assert (g["first_layer_min"], g["first_layer_max"], g["depth_min"]) == (6.0, 11.0, 12.0)
-    regime = bs.RegimeStudy(np.array([[0.2, -1, -1, -20.0, 0.3, 3], [30.0, 2, 3, -1.0, 0.9, 2]]), 3, 4)
-    delay = bs.delay_study(regime, samples=2, n_heads=1, d_model=4, depth=6, seed=0, generator=_gen())
+    regime = bs.RegimeStudy(
+        np.array([[0.2, -1, -1, -20.0, 0.3, 3], [30.0, 2, 3, -1.0, 0.9, 2]]), 3, 4
+    )
+    delay = bs.delay_study(
+        regime, samples=2, n_heads=1, d_model=4, depth=6, seed=0, generator=_gen()
+    )
     assert delay.rows.shape == (1, 4) and delay.rows[0, 0] == 30.0  # only the kept network
     assert 1 <= delay.rows[0, 1] <= 6
     with pytest.raises(TypeError, match="regime"):
@@ -163,13 +204,30 @@ def test_a_study_reads_the_generator_it_is_given():
     assert first.rows[0, 1] != second.rows[0, 1]  # log10 c_1 differs
 
 
-@pytest.mark.parametrize("call, error", [
-    (lambda: bs.depth_study(heads=(), init_scale=1.0, samples=1, generator=_gen(), **SMALL), ValueError),
-    (lambda: bs.depth_study(heads=(1,), init_scale=-1.0, samples=1, generator=_gen(), **SMALL), ValueError),
-    (lambda: bs.regime_study(scales=(1.0,), samples=1, n_heads=1, generator=0, **SMALL), TypeError),
-    (lambda: cr.cubic_rate_study(samples=0, n_heads=1, generator=_gen(), **SMALL), ValueError),
-    (lambda: bs.centre_study(samples=1, n_heads=1, generator=rc.presets.Draws(0), **SMALL), TypeError),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (
+            lambda: bs.depth_study(heads=(), init_scale=1.0, samples=1, generator=_gen(), **SMALL),
+            ValueError,
+        ),
+        (
+            lambda: bs.depth_study(
+                heads=(1,), init_scale=-1.0, samples=1, generator=_gen(), **SMALL
+            ),
+            ValueError,
+        ),
+        (
+            lambda: bs.regime_study(scales=(1.0,), samples=1, n_heads=1, generator=0, **SMALL),
+            TypeError,
+        ),
+        (lambda: cr.cubic_rate_study(samples=0, n_heads=1, generator=_gen(), **SMALL), ValueError),
+        (
+            lambda: bs.centre_study(samples=1, n_heads=1, generator=rc.presets.Draws(0), **SMALL),
+            TypeError,
+        ),
+    ],
+)
 def test_bad_arguments(call, error):
     with pytest.raises(error):
         call()
@@ -185,22 +243,29 @@ def test_delta_scaling_numbers_on_hand_made_results():
 
 
 def test_delta_scaling_study_measures_the_residual_it_sets_and_two_powers():
-    study = cr.delta_scaling_study(scales=(0.01, 0.1, 0.5), samples=2, d_model=6, n_tokens=5, seed=0,
-                                   generator=_gen())
+    study = cr.delta_scaling_study(
+        scales=(0.01, 0.1, 0.5), samples=2, d_model=6, n_tokens=5, seed=0, generator=_gen()
+    )
     assert study.residual_sq.shape == study.delta.shape == (2, 3)
     assert np.allclose(study.residual_sq, np.array([0.01, 0.1, 0.5]) ** 2)  # ||res X|| = t exactly
     assert np.all(np.abs(study.slopes - 1) < 0.1)  # Delta ~ ||res X||^2 at small residual
-    again = cr.delta_scaling_study(scales=(0.01, 0.1, 0.5), samples=2, d_model=6, n_tokens=5, seed=0,
-                                   generator=_gen())
+    again = cr.delta_scaling_study(
+        scales=(0.01, 0.1, 0.5), samples=2, d_model=6, n_tokens=5, seed=0, generator=_gen()
+    )
     assert np.array_equal(study.delta, again.delta)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(scales=(0.1,)), ValueError),
-    (dict(scales=(0.1, -1.0)), ValueError),
-    (dict(scales=(0.1, 1.0), generator=0), TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(scales=(0.1,)), ValueError),
+        (dict(scales=(0.1, -1.0)), ValueError),
+        (dict(scales=(0.1, 1.0), generator=0), TypeError),
+    ],
+)
 def test_delta_scaling_bad_arguments(kwargs, error):
-    args = dict(scales=(0.1, 1.0), samples=1, d_model=4, n_tokens=3, seed=0, generator=_gen()) | kwargs
+    args = (
+        dict(scales=(0.1, 1.0), samples=1, d_model=4, n_tokens=3, seed=0, generator=_gen()) | kwargs
+    )
     with pytest.raises(error):
         cr.delta_scaling_study(**args)

@@ -61,8 +61,19 @@ import pytest
 from booktools import BUILD
 from booktools.toc import toc_files
 
-CHROMIUM = next((p for p in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
-                             shutil.which("google-chrome")) if p), None)
+CHROMIUM = next(
+    (
+        p
+        for p in (
+            os.environ.get("CHROMIUM"),
+            shutil.which("chromium"),
+            shutil.which("chromium-browser"),
+            shutil.which("google-chrome"),
+        )
+        if p
+    ),
+    None,
+)
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
 
 # JavaScript errors we accept, each with the reason. A message matching any pattern is allowed.
@@ -74,16 +85,21 @@ ALLOWED_JS_ERRORS: dict[str, str] = {
 }
 
 # TeX that must never reach the reader as text (outside code blocks and MathJax output)
-RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\end\{|\\(?:frac|sum|lVert|rVert|mathbb|mathbf|operatorname"
-                     r"|res|SA|SAN|LN|softmax|sqrt|top|left|right|alpha|beta|gamma|lambda|sigma|le|ge|cdots|dots)\b")
+RAW_TEX = re.compile(
+    r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\end\{|\\(?:frac|sum|lVert|rVert|mathbb|mathbf|operatorname"
+    r"|res|SA|SAN|LN|softmax|sqrt|top|left|right|alpha|beta|gamma|lambda|sigma|le|ge|cdots|dots)\b"
+)
 
 SCREENSHOTS = BUILD / "screenshots"
 PAGE_TIMEOUT = 60  # seconds for a page to load and typeset
 
 
 def _pages(html_dir: Path) -> list[Path]:
-    return sorted(p for p in html_dir.rglob("*.html")
-                  if p.relative_to(html_dir).parts[0] not in ("_static", "_sources"))
+    return sorted(
+        p
+        for p in html_dir.rglob("*.html")
+        if p.relative_to(html_dir).parts[0] not in ("_static", "_sources")
+    )
 
 
 def _is_chapter(rel: str) -> bool:
@@ -103,7 +119,7 @@ class _Ids(html.parser.HTMLParser):
                 self.ids.add(v)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(path: Path) -> frozenset[str]:
     parser = _Ids()
     parser.feed(path.read_text(errors="replace"))
@@ -125,7 +141,9 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 def _serve(directory):
     """Serve ``directory`` over http on 127.0.0.1 at a free port: yields the base URL."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    httpd = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory))
+    )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
@@ -141,7 +159,9 @@ def server(html_dir):
 @pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM or not CHROMEDRIVER:
-        pytest.skip("Chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)")
+        pytest.skip(
+            "Chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)"
+        )
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -150,12 +170,24 @@ def browser():
     profile = tempfile.mkdtemp(prefix="rankcollapse-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--disable-extensions", "--hide-scrollbars",
-                 "--force-device-scale-factor=1", "--window-size=1280,900", f"--user-data-dir={profile}",
-                 # no network: every host but the local server fails to resolve
-                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        "--window-size=1280,900",
+        f"--user-data-dir={profile}",
+        # no network: every host but the local server fails to resolve
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # a Service with the driver's path: selenium never runs selenium-manager (which would download)
@@ -163,7 +195,10 @@ def browser():
     driver.set_page_load_timeout(PAGE_TIMEOUT)
     driver.set_script_timeout(PAGE_TIMEOUT)
     # collect uncaught errors, rejected promises and console.error from the first script on
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+    driver.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {
+            "source": """
         window.__errors = [];
         window.addEventListener('error', e => window.__errors.push('uncaught: ' + (e.message || e.type)
             + (e.filename ? ' (' + e.filename + ':' + e.lineno + ')' : '')), true);
@@ -171,7 +206,9 @@ def browser():
             + (e.reason && (e.reason.stack || e.reason.message) || e.reason)));
         const _error = console.error.bind(console);
         console.error = (...a) => { window.__errors.push('console.error: ' + a.map(String).join(' ')); _error(...a); };
-    """})
+    """
+        },
+    )
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
@@ -204,6 +241,7 @@ const done = arguments[arguments.length - 1];
 })();
 """
 
+
 def _wait(browser):
     """Wait for the page's images and MathJax (:data:`_WAIT_FOR_PAGE`). Headless Chromium now and
     then stalls in this wait on a loaded 2-core machine (a script timeout on a page that loads in a
@@ -216,7 +254,10 @@ def _wait(browser):
     try:
         return browser.execute_async_script(_WAIT_FOR_PAGE)
     except TimeoutException:
-        warnings.warn(f"{browser.current_url}: the wait for images and MathJax timed out; reloaded once")
+        warnings.warn(
+            f"{browser.current_url}: the wait for images and MathJax timed out; reloaded once",
+            stacklevel=2,
+        )
         browser.refresh()
         return browser.execute_async_script(_WAIT_FOR_PAGE)
 
@@ -367,11 +408,15 @@ def _screenshot(driver, path: Path, width: int = 1280) -> None:
 
     size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
     height = min(int(size["height"]), 16000)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )
     try:
-        driver.execute_async_script("const done = arguments[0];"
-                                    "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 200)));")
+        driver.execute_async_script(
+            "const done = arguments[0];"
+            "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 200)));"
+        )
         shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
@@ -381,7 +426,10 @@ def _screenshot(driver, path: Path, width: int = 1280) -> None:
 
 def _set_mode(driver, mode: str) -> None:
     """pydata-sphinx-theme's light/dark switch: localStorage 'mode', read on every page load."""
-    driver.execute_script("localStorage.setItem('mode', arguments[0]); localStorage.setItem('theme', arguments[0]);", mode)
+    driver.execute_script(
+        "localStorage.setItem('mode', arguments[0]); localStorage.setItem('theme', arguments[0]);",
+        mode,
+    )
 
 
 def _check_links(html_dir: Path, base: str, page_rel: str, links: list[str]) -> list[str]:
@@ -408,7 +456,10 @@ _REDIRECT = re.compile(r'<meta[^>]+http-equiv="refresh"[^>]+content="\d+;\s*url=
 
 # --------------------------------------------------------------------------- accessibility
 
-AXE_FAILING = ("serious", "critical")  # the impacts that fail the test; "minor" and "moderate" are reported
+AXE_FAILING = (
+    "serious",
+    "critical",
+)  # the impacts that fail the test; "minor" and "moderate" are reported
 AXE_REPORT = BUILD / "axe.json"
 # axe-core's result, reduced to what the report shows: each violated rule, its impact, its help
 # text, how many elements (the first five named by their CSS selector) and what axe says of the
@@ -455,7 +506,9 @@ def _alt_problems(html_dir: Path, rel: str, alts: list) -> list[str]:
             continue
         path = (html_dir / rel).parent / urllib.parse.unquote(src or "")
         if path.suffix == ".svg" and svg_description(path) != alt:
-            problems.append(f"{rel}: image {src}'s alt text is not its SVG's description: {alt[:80]!r}")
+            problems.append(
+                f"{rel}: image {src}'s alt text is not its SVG's description: {alt[:80]!r}"
+            )
     return problems
 
 
@@ -469,14 +522,35 @@ def report(browser, html_dir, server):
     from selenium.webdriver.support.wait import WebDriverWait
 
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    found = {"pages": [], "math": [], "images": [], "links": [], "js": [], "dark": [], "allowed_js": [], "shown": {},
-             "overflow": [], "wide": [], "small_figures": [], "figures": {}, "columns": {}, "explorer": {}, "measured": {},
-             "axe": {}, "tables": [], "alt": [], "nFigures": 0}
+    found = {
+        "pages": [],
+        "math": [],
+        "images": [],
+        "links": [],
+        "js": [],
+        "dark": [],
+        "allowed_js": [],
+        "shown": {},
+        "overflow": [],
+        "wide": [],
+        "small_figures": [],
+        "figures": {},
+        "columns": {},
+        "explorer": {},
+        "measured": {},
+        "axe": {},
+        "tables": [],
+        "alt": [],
+        "nFigures": 0,
+    }
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     browser.get(server + "/intro.html")  # a reader's first visit: nothing in localStorage yet
     _wait(browser)
-    found["js"] += [f"intro.html (first visit): {e['message']}" for e in browser.get_log("browser")
-                    if e["level"] == "SEVERE" and not _allowed(e["message"])]
+    found["js"] += [
+        f"intro.html (first visit): {e['message']}"
+        for e in browser.get_log("browser")
+        if e["level"] == "SEVERE" and not _allowed(e["message"])
+    ]
     for mode in ("light", "dark"):
         _set_mode(browser, mode)  # kept in localStorage for every later page of the site
         for rel in pages:
@@ -487,14 +561,21 @@ def report(browser, html_dir, server):
                 target = urllib.parse.urljoin(server + "/" + rel, redirect.group(1))
                 # arrived, and the page it landed on loaded (the address changes before its body exists)
                 WebDriverWait(browser, PAGE_TIMEOUT).until(
-                    lambda d: d.current_url.split("#")[0] == target
-                    and d.execute_script("return document.readyState") == "complete")
+                    lambda d: (
+                        d.current_url.split("#")[0] == target
+                        and d.execute_script("return document.readyState") == "complete"
+                    )
+                )
                 found["links"] += _check_links(html_dir, server, rel, [target])
             waited = _wait(browser)
             seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
             found["axe"][(rel, mode)] = _axe(browser)
             messages = list(seen["errors"]) + list(waited["errors"])
-            messages += [f"{e['level']}: {e['message']}" for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            messages += [
+                f"{e['level']}: {e['message']}"
+                for e in browser.get_log("browser")
+                if e["level"] == "SEVERE"
+            ]
             for m in dict.fromkeys(messages):
                 (found["allowed_js"] if _allowed(m) else found["js"]).append(f"{rel} ({mode}): {m}")
             if mode == "light":
@@ -506,26 +587,40 @@ def report(browser, html_dir, server):
                 found["links"] += _check_links(html_dir, server, rel, seen["links"])
                 found["shown"][rel] = seen["shown"]
                 found["overflow"] += [f"{rel}: {line!r}" for line in seen["overflowing"]]
-                found["tables"] += [f"{rel}: a table without header cells: {t!r}" for t in seen["headless"]]
+                found["tables"] += [
+                    f"{rel}: a table without header cells: {t!r}" for t in seen["headless"]
+                ]
                 found["alt"] += _alt_problems(html_dir, rel, seen["alts"])
                 found["nFigures"] += len(seen["alts"])
             else:
-                if browser.execute_script("return document.documentElement.dataset.theme") != "dark":
+                if (
+                    browser.execute_script("return document.documentElement.dataset.theme")
+                    != "dark"
+                ):
                     found["dark"].append(f"{rel}: the theme did not switch to dark mode")
                 for src, background in browser.execute_script(_FIGURE_BACKING):
                     if background in ("rgba(0, 0, 0, 0)", "transparent"):
                         found["dark"].append(f"{rel}: figure {src} has no backing in dark mode")
             if mode == "light" or _is_chapter(rel):
-                _screenshot(browser, SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"))
+                _screenshot(
+                    browser,
+                    SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"),
+                )
     _set_mode(browser, "light")
     # every page at both widths: what is wider than the column, how large figures are shown
     for width in WIDTHS:
         try:
             for rel in pages:
                 # per page: the screenshot below resets the emulated size when it is done
-                browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                        {"width": width, "height": PHONE_HEIGHT if width < 600 else 900,
-                                         "deviceScaleFactor": 1, "mobile": False})
+                browser.execute_cdp_cmd(
+                    "Emulation.setDeviceMetricsOverride",
+                    {
+                        "width": width,
+                        "height": PHONE_HEIGHT if width < 600 else 900,
+                        "deviceScaleFactor": 1,
+                        "mobile": False,
+                    },
+                )
                 browser.get(server + "/" + rel)
                 _wait(browser)
                 layout = browser.execute_script(_LAYOUT)
@@ -534,23 +629,35 @@ def report(browser, html_dir, server):
                 if width >= 1280:
                     found["wide"] += [f"{rel} at {width} px: {t}" for t in layout["tables"]]
                 found["wide"] += [f"{rel} at {width} px: {m}" for m in layout["math"]]
-                found["measured"][width] = [a + b for a, b in zip(found["measured"].get(width, (0, 0)),
-                                                                  (layout["nTables"], layout["nMath"]))]
+                found["measured"][width] = [
+                    a + b
+                    for a, b in zip(
+                        found["measured"].get(width, (0, 0)), (layout["nTables"], layout["nMath"])
+                    )
+                ]
                 if layout["pageScroll"] > 1:
-                    found["wide"].append(f"{rel} at {width} px: the page itself scrolls sideways by "
-                                         f"{layout['pageScroll']} px")
+                    found["wide"].append(
+                        f"{rel} at {width} px: the page itself scrolls sideways by "
+                        f"{layout['pageScroll']} px"
+                    )
                 for fig in layout["figures"]:
                     found["figures"][(rel, width, fig["src"])] = fig
                     if fig["shown"] < 0.9 * fig["natural"]:
                         found["small_figures"].append(
                             f"{rel} at {width} px: {fig['src']} shown at {fig['shown'] / fig['natural']:.0%} "
-                            f"of its natural size ({fig['natural']} px)")
+                            f"of its natural size ({fig['natural']} px)"
+                        )
                 moved = browser.execute_script(_MOVE_EXPLORER)
                 if moved is not None:
                     found["explorer"][(rel, width)] = moved
                 if width != 1280 and _is_chapter(rel):
-                    _screenshot(browser, SCREENSHOTS / f"w{width}" / (rel.removesuffix(".html").replace("/", "__") + ".png"),
-                                width=width)
+                    _screenshot(
+                        browser,
+                        SCREENSHOTS
+                        / f"w{width}"
+                        / (rel.removesuffix(".html").replace("/", "__") + ".png"),
+                        width=width,
+                    )
         finally:
             browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     return found
@@ -571,7 +678,12 @@ def test_chapter_pages_show_math_figures_and_theorem_boxes(report):
     """What the screenshots must show on every chapter page, counted in the rendered page."""
     chapters = {rel: shown for rel, shown in report["shown"].items() if _is_chapter(rel)}
     assert len(chapters) == len([f for f in toc_files() if f.startswith("chapters/")])
-    empty = [f"{rel}: no {what}" for rel, shown in chapters.items() for what, n in shown.items() if n == 0]
+    empty = [
+        f"{rel}: no {what}"
+        for rel, shown in chapters.items()
+        for what, n in shown.items()
+        if n == 0
+    ]
     assert not empty, "\n".join(empty)
 
 
@@ -606,15 +718,30 @@ def test_axe_finds_no_serious_or_critical_violation(report, student_report):
     a violation of impact serious or critical fails."""
     import json
 
-    results = {**report["axe"], **{(f"student/{rel}", mode): v for (rel, mode), v in student_report["axe"].items()}}
+    results = {
+        **report["axe"],
+        **{(f"student/{rel}", mode): v for (rel, mode), v in student_report["axe"].items()},
+    }
     assert len(results) == 2 * (len(report["pages"]) + len(student_report["pages"]))
-    AXE_REPORT.write_text(json.dumps({f"{rel} ({mode})": v for (rel, mode), v in sorted(results.items())}, indent=1))
+    AXE_REPORT.write_text(
+        json.dumps({f"{rel} ({mode})": v for (rel, mode), v in sorted(results.items())}, indent=1)
+    )
     print("\n".join(_axe_lines(results)))
-    failing = {key: [v for v in violations if v["impact"] in AXE_FAILING] for key, violations in results.items()}
+    failing = {
+        key: [v for v in violations if v["impact"] in AXE_FAILING]
+        for key, violations in results.items()
+    }
     failing = {key: v for key, v in failing.items() if v}
-    details = [f"{rel} ({mode}): {v['id']} ({v['impact']}): {v['help']}; {v['count']} element(s): "
-               + "; ".join(v["nodes"]) + f"; {v['says']}" for (rel, mode), vs in sorted(failing.items()) for v in vs]
-    assert not failing, f"{len(failing)} page(s) with serious or critical violations:\n" + "\n".join(details)
+    details = [
+        f"{rel} ({mode}): {v['id']} ({v['impact']}): {v['help']}; {v['count']} element(s): "
+        + "; ".join(v["nodes"])
+        + f"; {v['says']}"
+        for (rel, mode), vs in sorted(failing.items())
+        for v in vs
+    ]
+    assert not failing, (
+        f"{len(failing)} page(s) with serious or critical violations:\n" + "\n".join(details)
+    )
 
 
 @pytest.mark.build
@@ -622,9 +749,11 @@ def test_axe_catches_violations(browser):
     """A control: an image without alt text (critical) and grey on grey text (serious) are found."""
     import urllib.parse as up
 
-    page = ('<html lang="en"><head><title>t</title></head><body><main><h1>t</h1>'
-            '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'
-            '<p style="color:#777;background:#888">faint</p></main></body></html>')
+    page = (
+        '<html lang="en"><head><title>t</title></head><body><main><h1>t</h1>'
+        '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'
+        '<p style="color:#777;background:#888">faint</p></main></body></html>'
+    )
     browser.get("data:text/html," + up.quote(page))
     found = {v["id"]: v["impact"] for v in _axe(browser)}
     assert found.get("image-alt") == "critical" and found.get("color-contrast") == "serious", found
@@ -644,19 +773,29 @@ def test_the_explorer_works_from_the_keyboard(browser, server):
         const root = document.querySelector('.rc-explorer');
         const mark = document.createElement('span'); mark.tabIndex = 0; mark.id = 'rc-test-mark';
         root.parentNode.insertBefore(mark, root); mark.focus();""")
-    state = ("const r = document.querySelector('.rc-explorer'), a = document.activeElement, s = getComputedStyle(a);"
-             "return {name: a.name || a.id, curve: r.querySelector('path.rc-measured').getAttribute('d'),"
-             "note: r.querySelector('.rc-note').textContent, text: a.getAttribute('aria-valuetext'),"
-             "ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 || s.boxShadow !== 'none'};")
-    for name, key in (("depth", Keys.ARROW_LEFT), ("scale", Keys.ARROW_LEFT), ("strength", Keys.ARROW_RIGHT)):
+    state = (
+        "const r = document.querySelector('.rc-explorer'), a = document.activeElement, s = getComputedStyle(a);"
+        "return {name: a.name || a.id, curve: r.querySelector('path.rc-measured').getAttribute('d'),"
+        "note: r.querySelector('.rc-note').textContent, text: a.getAttribute('aria-valuetext'),"
+        "ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 || s.boxShadow !== 'none'};"
+    )
+    for name, key in (
+        ("depth", Keys.ARROW_LEFT),
+        ("scale", Keys.ARROW_LEFT),
+        ("strength", Keys.ARROW_RIGHT),
+    ):
         ActionChains(browser).send_keys(Keys.TAB).perform()
         before = browser.execute_script(state)
         assert before["name"] == name, f"Tab reached {before['name']!r}, not the {name} slider"
         assert before["ring"], f"the {name} slider shows no focus ring"
         ActionChains(browser).send_keys(key).perform()
         after = browser.execute_script(state)
-        assert after["curve"] != before["curve"] and after["note"] != before["note"], f"{name}: nothing moved"
-        assert after["text"] and after["text"] != before["text"], f"{name}: its spoken value did not follow"
+        assert after["curve"] != before["curve"] and after["note"] != before["note"], (
+            f"{name}: nothing moved"
+        )
+        assert after["text"] and after["text"] != before["text"], (
+            f"{name}: its spoken value did not follow"
+        )
 
 
 @pytest.mark.build
@@ -664,7 +803,9 @@ def test_nothing_is_wider_than_the_column_unless_it_scrolls_in_its_own_box(repor
     """At 1280 and 390 px: no figure, table, output area or display equation runs past the
     text column, unless it sits in a box of its own that fits and scrolls (_static/book.css)."""
     assert report["columns"], "no page was measured"
-    for width, (tables, formulas) in report["measured"].items():  # the checks had something to check
+    for width, (tables, formulas) in report[
+        "measured"
+    ].items():  # the checks had something to check
         assert tables > 20 and formulas > 500, (width, tables, formulas)
     assert not report["wide"], "\n".join(report["wide"])
 
@@ -688,7 +829,9 @@ def test_the_column_is_as_wide_as_the_figures_are_drawn(report):
     """rc.plotting draws figures 7 inches wide for a column at least that wide at 1280 px."""
     import rankcollapse as rc
 
-    widths = {w for (rel, width), w in report["columns"].items() if width == 1280 and _is_chapter(rel)}
+    widths = {
+        w for (rel, width), w in report["columns"].items() if width == 1280 and _is_chapter(rel)
+    }
     print("text column at 1280 px:", sorted(widths))
     assert widths and min(widths) >= rc.plotting.WIDTH * 96 - 1, widths
 
@@ -701,7 +844,9 @@ def test_the_explorer_responds_to_its_controls(report):
     for (rel, width), moved in report["explorer"].items():
         assert set(moved) == {"depth", "scale", "strength"}, moved
         for name, change in moved.items():
-            assert change["after"] != change["before"], f"{rel} at {width} px: moving {name} changed nothing"
+            assert change["after"] != change["before"], (
+                f"{rel} at {width} px: moving {name} changed nothing"
+            )
 
 
 @pytest.mark.build
@@ -725,14 +870,19 @@ def test_the_checks_catch_problems(browser):
     """A control: on a page with raw TeX, untypeset math and a missing image, the checks fire."""
     import urllib.parse as up
 
-    page = ('<html><body><p>$$x^2$$ and \\(y\\)</p><span class="math">\\(z\\)</span>'
-            '<img src="data:image/png;base64,broken"><a href="#nowhere">a</a>'
-            '<div class="cell_input"><div class="highlight"><pre style="width:300px;overflow:auto">'
-            + "x" * 200 + '</pre></div></div></body></html>')
+    page = (
+        '<html><body><p>$$x^2$$ and \\(y\\)</p><span class="math">\\(z\\)</span>'
+        '<img src="data:image/png;base64,broken"><a href="#nowhere">a</a>'
+        '<div class="cell_input"><div class="highlight"><pre style="width:300px;overflow:auto">'
+        + "x" * 200
+        + "</pre></div></div></body></html>"
+    )
     browser.get("data:text/html," + up.quote(page))
     browser.execute_async_script(_WAIT_FOR_PAGE)
     seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
-    assert len(seen["rawTex"]) == 2 and seen["untypeset"] == ["\\(z\\)"] and len(seen["images"]) == 1
+    assert (
+        len(seen["rawTex"]) == 2 and seen["untypeset"] == ["\\(z\\)"] and len(seen["images"]) == 1
+    )
     assert seen["overflowing"] == ["x" * 100]
 
 
@@ -744,9 +894,11 @@ def test_search_snippets_show_no_raw_tex(browser, server):
 
     browser.get(server + "/search.html?q=residual")
     WebDriverWait(browser, PAGE_TIMEOUT).until(
-        lambda d: len(d.find_elements("css selector", "#search-results li p.context")) >= 3)
+        lambda d: len(d.find_elements("css selector", "#search-results li p.context")) >= 3
+    )
     snippets = browser.execute_script(
-        "return Array.from(document.querySelectorAll('#search-results li p.context')).map(p => p.textContent)")
+        "return Array.from(document.querySelectorAll('#search-results li p.context')).map(p => p.textContent)"
+    )
     raw = [t[:160] for t in snippets if RAW_TEX.search(t)]
     assert not raw, "\n".join(raw)
 
@@ -754,9 +906,17 @@ def test_search_snippets_show_no_raw_tex(browser, server):
 @pytest.mark.build
 def test_the_link_check_catches_broken_links(html_dir):
     base = "http://127.0.0.1:1"
-    problems = _check_links(html_dir, base, "control", [
-        base + "/intro.html", base + "/intro.html#no-such-anchor", base + "/no-such-page.html",
-        "https://example.org/not-checked"])
+    problems = _check_links(
+        html_dir,
+        base,
+        "control",
+        [
+            base + "/intro.html",
+            base + "/intro.html#no-such-anchor",
+            base + "/no-such-page.html",
+            "https://example.org/not-checked",
+        ],
+    )
     assert len(problems) == 2, problems
 
 
@@ -800,9 +960,16 @@ def student_report(browser, student_book, student_server):
                 problems.append(f"{rel}: {seen['solutions']} solution element(s)")
             problems += [f"{rel}: link to the guide {href}" for href in seen["guide"]]
             problems += [f"{rel}: image did not load: {src}" for src in seen["images"]]
-            problems += [f"{rel}: {m}" for m in list(seen["errors"]) + list(waited["errors"]) if not _allowed(m)]
-            problems += [f"{rel}: {e['message']}" for e in browser.get_log("browser")
-                         if e["level"] == "SEVERE" and not _allowed(e["message"])]
+            problems += [
+                f"{rel}: {m}"
+                for m in list(seen["errors"]) + list(waited["errors"])
+                if not _allowed(m)
+            ]
+            problems += [
+                f"{rel}: {e['message']}"
+                for e in browser.get_log("browser")
+                if e["level"] == "SEVERE" and not _allowed(e["message"])
+            ]
             problems += _check_links(student_book, student_server, rel, seen["links"])
             if _is_chapter(rel) and seen["exercises"] == 0:
                 problems.append(f"{rel}: no exercise shown")

@@ -61,11 +61,31 @@ def textbook_lp_optimum(X: np.ndarray) -> float:
     r = np.arange(nd)
     i, j = r // d, r % d
     N = d + nd + 2
-    rows = np.concatenate([r, r, nd + r, nd + r, 2 * nd + j, 2 * nd + np.arange(d), 2 * nd + d + i,
-                           2 * nd + d + np.arange(n)])
+    rows = np.concatenate(
+        [
+            r,
+            r,
+            nd + r,
+            nd + r,
+            2 * nd + j,
+            2 * nd + np.arange(d),
+            2 * nd + d + i,
+            2 * nd + d + np.arange(n),
+        ]
+    )
     cols = np.concatenate([j, d + r, j, d + r, d + r, np.full(d, N - 2), d + r, np.full(n, N - 1)])
-    vals = np.concatenate([-np.ones(nd), -np.ones(nd), np.ones(nd), -np.ones(nd), np.ones(nd), -np.ones(d),
-                           np.ones(nd), -np.ones(n)])
+    vals = np.concatenate(
+        [
+            -np.ones(nd),
+            -np.ones(nd),
+            np.ones(nd),
+            -np.ones(nd),
+            np.ones(nd),
+            -np.ones(d),
+            np.ones(nd),
+            -np.ones(n),
+        ]
+    )
     A = sp.csr_matrix((vals, (rows, cols)), shape=(2 * nd + d + n, N))
     b_ub = np.concatenate([-Y.ravel(), Y.ravel(), np.zeros(d + n)])
 
@@ -73,9 +93,14 @@ def textbook_lp_optimum(X: np.ndarray) -> float:
         c = np.zeros(N)
         c[-2:] = w1, w2
         bounds = [(None, None)] * d + [(0, None)] * nd + [(0, a_max), (0, b_max)]
-        res = scipy_optimize.linprog(c, A_ub=A, b_ub=b_ub, bounds=bounds, method="highs",
-                                     options={"primal_feasibility_tolerance": 1e-10,
-                                              "dual_feasibility_tolerance": 1e-10})
+        res = scipy_optimize.linprog(
+            c,
+            A_ub=A,
+            b_ub=b_ub,
+            bounds=bounds,
+            method="highs",
+            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        )
         assert res.status == 0, res.message
         return fg(Y, res.x[:d])
 
@@ -114,8 +139,10 @@ def test_one_feature_matches_grid_and_breakpoints(n, seed):
     vals = values_on(X, grid)
     k = int(np.argmin(vals))
     ref = scipy_optimize.minimize_scalar(
-        lambda t: value(X, np.array([t])), bounds=(grid[max(k - 1, 0), 0], grid[min(k + 1, len(grid) - 1), 0]),
-        method="bounded", options={"xatol": 1e-13},
+        lambda t: value(X, np.array([t])),
+        bounds=(grid[max(k - 1, 0), 0], grid[min(k + 1, len(grid) - 1), 0]),
+        method="bounded",
+        options={"xatol": 1e-13},
     )
     grid_best = min(vals[k], ref.fun)
     assert opt <= grid_best + 1e-9
@@ -145,8 +172,12 @@ def test_two_features_matches_grid_search(n, seed):
     vals = values_on(X, P)
     grid_best = float(vals.min())
     refined = min(
-        scipy_optimize.minimize(lambda z: value(X, z), P[k], method="Nelder-Mead",
-                                options={"xatol": 1e-12, "fatol": 1e-14, "maxiter": 4000}).fun
+        scipy_optimize.minimize(
+            lambda z: value(X, z),
+            P[k],
+            method="Nelder-Mead",
+            options={"xatol": 1e-12, "fatol": 1e-14, "maxiter": 4000},
+        ).fun
         for k in np.argsort(vals)[:5]
     )
     assert opt <= min(grid_best, refined) + 1e-9
@@ -184,8 +215,12 @@ def test_never_beaten_by_nelder_mead_mean_or_median():
         starts = [X.mean(axis=0), np.median(X, axis=0)]
         starts += [rng.uniform(X.min(axis=0), X.max(axis=0)) for _ in range(4)]
         best_nm = min(
-            scipy_optimize.minimize(lambda z: value(X, z), z0, method="Nelder-Mead",
-                                    options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 3000 * d}).fun
+            scipy_optimize.minimize(
+                lambda z: value(X, z),
+                z0,
+                method="Nelder-Mead",
+                options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 3000 * d},
+            ).fun
             for z0 in starts
         )
         assert opt <= best_nm * (1 + 1e-9), (k, opt, best_nm)
@@ -264,7 +299,9 @@ def test_batched_equals_loop_and_keeps_dtype_device():
     X = torch.randn(2, 3, 6, 4, generator=g)
     out = optimal_center(X)
     assert out.shape == (2, 3, 4) and out.dtype == torch.float32 and out.device == X.device
-    looped = torch.stack([torch.stack([optimal_center(X[a, b]) for b in range(3)]) for a in range(2)])
+    looped = torch.stack(
+        [torch.stack([optimal_center(X[a, b]) for b in range(3)]) for a in range(2)]
+    )
     assert torch.equal(out, looped)
     X64 = X.double()
     out64 = optimal_center(X64)

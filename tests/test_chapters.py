@@ -40,10 +40,14 @@ def test_chapter_executes_in_fast_mode(path, runs):
 def test_chapter_shows_the_same_results_as_the_book_build(path, built_book, runs):
     """Same seed, same mode: the papermill run and the book build's run glue the same values,
     print the same text and draw the same pixels."""
-    theirs = read_executed(built_book / "jupyter_execute" / path.relative_to(ROOT).with_suffix(".ipynb"))
+    theirs = read_executed(
+        built_book / "jupyter_execute" / path.relative_to(ROOT).with_suffix(".ipynb")
+    )
     ours = results(runs(path))
     assert ours["glue"], f"{path.name}: no glued value found"
-    assert len(ours["figures"]) >= path.read_text().count("{glue:figure}"), f"{path.name}: a figure is missing"
+    assert len(ours["figures"]) >= path.read_text().count("{glue:figure}"), (
+        f"{path.name}: a figure is missing"
+    )
     assert differences(ours, results(theirs), rtol=0) == []
 
 
@@ -57,12 +61,16 @@ def test_another_seed_changes_the_random_quantities(path, runs):
     assert set(seed0) == set(seed1), "the same glue names whatever the seed"
     changed = sorted(name for name in seed0 if seed0[name] != seed1[name])
     if path.stem in NO_RANDOM_DRAW:
-        assert not changed, f"{path.stem} is listed as drawing no random number, yet {changed} changed"
+        assert not changed, (
+            f"{path.stem} is listed as drawing no random number, yet {changed} changed"
+        )
     else:
         assert changed, f"{path.stem}: no glued value changed between seed 0 and seed 1"
 
 
-CODE_WIDTH = 80  # what a code box shows on a 1280-pixel window (_static/book.css; tests/test_browser.py)
+CODE_WIDTH = (
+    80  # what a code box shows on a 1280-pixel window (_static/book.css; tests/test_browser.py)
+)
 HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
 
@@ -71,10 +79,16 @@ def test_visible_code_fits_the_page(path):
     """Code a reader sees on the page (cells not hidden by a tag) has no line wider than the box."""
     import jupytext
 
-    long = [f"{len(line)}: {line}" for cell in jupytext.read(path).cells
-            if cell.cell_type == "code" and not HIDDEN & set(cell.metadata.get("tags", []))
-            for line in cell.source.splitlines() if len(line) > CODE_WIDTH]
-    assert not long, f"{path.name}: visible code lines over {CODE_WIDTH} characters:\n" + "\n".join(long)
+    long = [
+        f"{len(line)}: {line}"
+        for cell in jupytext.read(path).cells
+        if cell.cell_type == "code" and not HIDDEN & set(cell.metadata.get("tags", []))
+        for line in cell.source.splitlines()
+        if len(line) > CODE_WIDTH
+    ]
+    assert not long, f"{path.name}: visible code lines over {CODE_WIDTH} characters:\n" + "\n".join(
+        long
+    )
 
 
 # What a chapter may import: the library, numpy and matplotlib (and two standard-library modules
@@ -105,13 +119,20 @@ def chapter_imports(path):
         in_exercises = in_section or in_block
         if cell.cell_type != "code":
             continue
-        source = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
+        source = "\n".join(
+            l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!"))
+        )
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
                 found += [(a.name.split(".")[0], in_exercises, a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                found.append(((node.module or "").split(".")[0] if not node.level else ".", in_exercises,
-                              node.module or "."))
+                found.append(
+                    (
+                        (node.module or "").split(".")[0] if not node.level else ".",
+                        in_exercises,
+                        node.module or ".",
+                    )
+                )
     return found
 
 
@@ -120,9 +141,14 @@ def test_chapter_imports_only_the_library_numpy_and_matplotlib(path):
     """Outside its exercises a chapter imports nothing but rankcollapse, numpy and matplotlib
     (math, itertools); the exercises (and their solutions) may add torch."""
     imports = chapter_imports(path)
-    assert any(top == "rankcollapse" for top, _, _ in imports), f"{path.name} does not import the library"
-    bad = [f"{name}{' (in the exercises)' if ex else ''}" for top, ex, name in imports
-           if top not in (EXERCISE_IMPORTS if ex else CHAPTER_IMPORTS)]
+    assert any(top == "rankcollapse" for top, _, _ in imports), (
+        f"{path.name} does not import the library"
+    )
+    bad = [
+        f"{name}{' (in the exercises)' if ex else ''}"
+        for top, ex, name in imports
+        if top not in (EXERCISE_IMPORTS if ex else CHAPTER_IMPORTS)
+    ]
     assert not bad, f"{path.name} imports {', '.join(bad)}: use the library (rc.*) instead"
 
 
@@ -131,14 +157,19 @@ def test_the_import_check_finds_a_forbidden_import(tmp_path):
     chapter = tmp_path / "c.md"
     header = "---\n" + CHAPTERS[0].read_text().split("---\n", 2)[1] + "---\n"  # a real chapter's
     chapter.write_text(
-        header +
-        "# C\n\n```{code-cell} ipython3\nimport rankcollapse as rc\n```\n\n## 1. Body\n\n"
+        header + "# C\n\n```{code-cell} ipython3\nimport rankcollapse as rc\n```\n\n## 1. Body\n\n"
         "```{code-cell} ipython3\nif True:\n    import torch.nn\n```\n\n"
         "````{exercise-start}\n:label: ex-c\n````\n\n```{code-cell} ipython3\nimport torch.linalg\n```\n\n"
         "````{exercise-end}\n````\n\n```{code-cell} ipython3\nimport torch.fft\n```\n\n## Exercises\n\n"
-        "```{code-cell} ipython3\nimport torch\nfrom scipy import linalg\n```\n")
-    assert chapter_imports(chapter) == [("rankcollapse", False, "rankcollapse"), ("torch", False, "torch.nn"),
-                                        ("torch", True, "torch.linalg"), ("torch", False, "torch.fft"),
-                                        ("torch", True, "torch"), ("scipy", True, "scipy")]
+        "```{code-cell} ipython3\nimport torch\nfrom scipy import linalg\n```\n"
+    )
+    assert chapter_imports(chapter) == [
+        ("rankcollapse", False, "rankcollapse"),
+        ("torch", False, "torch.nn"),
+        ("torch", True, "torch.linalg"),
+        ("torch", False, "torch.fft"),
+        ("torch", True, "torch"),
+        ("scipy", True, "scipy"),
+    ]
     with pytest.raises(AssertionError, match="torch.nn, torch.fft, scipy \\(in the exercises\\)"):
         test_chapter_imports_only_the_library_numpy_and_matplotlib(chapter)

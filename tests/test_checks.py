@@ -15,11 +15,14 @@ QUESTIONS = sorted(rc.checks.QUESTIONS)
 # (an Exercise), predict then measure (a Question of kind "predict"), read a figure (a Question of
 # kind "read"), and explain (an exercise with a model answer and no check)
 MINIMUM = 4
-EXERCISE_START = re.compile(r"^````\{exercise-start\}\n:label: (\S+)\n````\n\n(.*?)^````\{exercise-end\}",
-                            re.M | re.S)
+EXERCISE_START = re.compile(
+    r"^````\{exercise-start\}\n:label: (\S+)\n````\n\n(.*?)^````\{exercise-end\}", re.M | re.S
+)
 # "**Title** (difficulty 2/3, importance 3/3, 15 minutes)": every statement opens with its ratings
 # (difficulty and importance, 1 to 3) and a time estimate
-RATINGS = re.compile(r"\*\*([^*]+)\*\* \(difficulty ([123])/3, importance ([123])/3, (\d+) minutes\)")
+RATINGS = re.compile(
+    r"\*\*([^*]+)\*\* \(difficulty ([123])/3, importance ([123])/3, (\d+) minutes\)"
+)
 RATINGS_FORM = "**Title** (difficulty d/3, importance i/3, N minutes)"
 
 
@@ -35,16 +38,26 @@ def test_every_chapter_has_its_exercises():
         text = path.read_text()
         blocks = exercise_blocks(text)
         assert len(blocks) >= MINIMUM, f"{path.stem}: {[label for label, _ in blocks]}"
-        assert text.count("{exercise-start}") == len(blocks), f"{path.name}: an exercise-start block is malformed"
+        assert text.count("{exercise-start}") == len(blocks), (
+            f"{path.name}: an exercise-start block is malformed"
+        )
         for label, statement in blocks:
-            assert RATINGS.match(statement.lstrip()), f"{label}: open with the ratings, {RATINGS_FORM}"
+            assert RATINGS.match(statement.lstrip()), (
+                f"{label}: open with the ratings, {RATINGS_FORM}"
+            )
         ids = [e for e in EXERCISES if e.split(".")[0] == path.stem]
         questions = [q for q in QUESTIONS if q.split(".")[0] == path.stem]
         assert ids, f"{path.stem} has no function to implement"
         kinds = {rc.checks.QUESTIONS[q].kind for q in questions}
-        assert kinds >= {"predict", "read"}, f"{path.stem}: a prediction and a figure reading are owed, has {questions}"
-        explain = [label for label, statement in blocks if re.match(r"\*\*Explain: ", statement.lstrip())]
-        assert explain, f"{path.stem}: an explain question (**Explain: ...**) with a model answer is owed"
+        assert kinds >= {"predict", "read"}, (
+            f"{path.stem}: a prediction and a figure reading are owed, has {questions}"
+        )
+        explain = [
+            label for label, statement in blocks if re.match(r"\*\*Explain: ", statement.lstrip())
+        ]
+        assert explain, (
+            f"{path.stem}: an explain question (**Explain: ...**) with a model answer is owed"
+        )
         for eid in ids + questions:  # and the chapter calls each check
             assert f'rc.checks.check("{eid}"' in text, f"{eid} is never checked in {path.name}"
 
@@ -61,11 +74,15 @@ def test_a_prediction_is_checked_before_its_measurement():
             cell_start = text.rindex("```{code-cell}", 0, call)
             before = text[:cell_start]
             # the exercise (statement, stub, solution) ends just before the check cell
-            assert before.rstrip().endswith("````{solution-end}\n````"), f"{qid}: the check must follow its solution"
+            assert before.rstrip().endswith("````{solution-end}\n````"), (
+                f"{qid}: the check must follow its solution"
+            )
             if rc.checks.QUESTIONS[qid].kind == "predict":
                 after = text[call:]
                 nxt = after.index("```{code-cell}")
-                assert "rc." in after[nxt:after.index("\n```\n", nxt)], f"{qid}: the measurement follows the check"
+                assert "rc." in after[nxt : after.index("\n```\n", nxt)], (
+                    f"{qid}: the measurement follows the check"
+                )
 
 
 def test_explain_questions_have_a_model_answer():
@@ -77,8 +94,10 @@ def test_explain_questions_have_a_model_answer():
             if not statement.lstrip().startswith("**Explain: "):
                 continue
             start = text.index(f"````{{solution-start}} {label}\n")
-            answer = text[start:text.index("````{solution-end}", start)]
-            assert "model answer" in answer and len(answer.split()) > 60, f"{label}: the model answer is missing"
+            answer = text[start : text.index("````{solution-end}", start)]
+            assert "model answer" in answer and len(answer.split()) > 60, (
+                f"{label}: the model answer is missing"
+            )
 
 
 def exercise_kinds(path):
@@ -94,7 +113,7 @@ def exercise_kinds(path):
         elif title.startswith("Prove: "):
             kind = "prove"
         else:
-            rest = text[text.index(f":label: {label}\n") + 1:]
+            rest = text[text.index(f":label: {label}\n") + 1 :]
             eid = re.search(r'rc\.checks\.check\("([^"]+)"', rest).group(1)
             kind = rc.checks.QUESTIONS[eid].kind if eid in rc.checks.QUESTIONS else "implement"
         out[label] = (title, kind, f"{difficulty}/3", f"{importance}/3", minutes)
@@ -111,7 +130,9 @@ def test_the_exercise_map_lists_every_exercise_as_its_chapter_states_it():
     assert "```{code-cell" not in text
     tables = re.split(r"^\*\*\{ref\}`(chap-[\w-]+)`\*\*$", text, flags=re.M)[1:]
     chapters = [path for path in toc_notebooks() if exercise_blocks(path.read_text())]
-    labels = [re.search(r"^\((chap-[\w-]+)\)=$", path.read_text(), re.M).group(1) for path in chapters]
+    labels = [
+        re.search(r"^\((chap-[\w-]+)\)=$", path.read_text(), re.M).group(1) for path in chapters
+    ]
     assert tables[0::2] == labels, "one table per chapter, in the order of _toc.yml"
     for path, table in zip(chapters, tables[1::2]):
         rows = {}
@@ -121,9 +142,13 @@ def test_the_exercise_map_lists_every_exercise_as_its_chapter_states_it():
             label = cells[0].strip("`")
             rows[label] = (cells[1], cells[2], cells[3], cells[4], cells[5].removesuffix(" min"))
         want = exercise_kinds(path)
-        assert list(rows) == list(want), f"{path.stem}: the map's rows are not the chapter's exercises, in order"
+        assert list(rows) == list(want), (
+            f"{path.stem}: the map's rows are not the chapter's exercises, in order"
+        )
         for label in want:
-            assert rows[label] == want[label], f"{label}: the map says {rows[label]}, the chapter {want[label]}"
+            assert rows[label] == want[label], (
+                f"{label}: the map says {rows[label]}, the chapter {want[label]}"
+            )
 
 
 @pytest.mark.parametrize("eid", EXERCISES)
@@ -157,7 +182,9 @@ def test_stub_is_not_attempted_and_errors_are_reported(eid):
 
 def test_an_unknown_wrong_answer_gets_the_general_hint():
     result = rc.checks.check("paths.count", lambda L, H, l: 7, quiet=True)
-    assert result.status == "incorrect" and rc.checks.EXERCISES["paths.count"].hint in result.message
+    assert (
+        result.status == "incorrect" and rc.checks.EXERCISES["paths.count"].hint in result.message
+    )
 
 
 def test_check_bad_arguments():
@@ -198,8 +225,11 @@ def _in_float32(fn):
     return lambda *case: fn(*_to_float32(case))
 
 
-TENSOR_EXERCISES = [e for e in EXERCISES
-                    if any(isinstance(a, rc.checks.torch.Tensor) for c in rc.checks.EXERCISES[e].cases() for a in c)]
+TENSOR_EXERCISES = [
+    e
+    for e in EXERCISES
+    if any(isinstance(a, rc.checks.torch.Tensor) for c in rc.checks.EXERCISES[e].cases() for a in c)
+]
 
 
 def _carries_float32(answer) -> bool:
@@ -252,10 +282,15 @@ def test_float32_answer_that_is_a_known_mistake_gets_both_hints(eid):
 
 def test_float32_note_names_the_tail_where_float32_loses_it():
     # a ratio of small differences (relative gain at 1e-3 perturbations) loses digits in float32
-    r = rc.checks.check("mlp.relative_gain",
-                        _in_float32(rc.checks.EXERCISES["mlp.relative_gain"].reference), quiet=True)
+    r = rc.checks.check(
+        "mlp.relative_gain",
+        _in_float32(rc.checks.EXERCISES["mlp.relative_gain"].reference),
+        quiet=True,
+    )
     assert r.message == "in float32; float64 would show the tail"
-    r = rc.checks.check("collapse.beta", _in_float32(rc.checks.EXERCISES["collapse.beta"].reference), quiet=True)
+    r = rc.checks.check(
+        "collapse.beta", _in_float32(rc.checks.EXERCISES["collapse.beta"].reference), quiet=True
+    )
     assert r.message == "in float32"
 
 
@@ -290,17 +325,27 @@ def test_every_theory_chapter_has_a_proof_with_a_model_proof_and_a_rubric():
     assert set(PROVE_CHAPTERS) <= set(by_stem)
     for stem, path in by_stem.items():
         text = path.read_text()
-        proofs = [(label, s) for label, s in exercise_blocks(text) if s.lstrip().startswith("**Prove: ")]
+        proofs = [
+            (label, s) for label, s in exercise_blocks(text) if s.lstrip().startswith("**Prove: ")
+        ]
         if stem in PROVE_CHAPTERS:
             assert proofs, f"{stem}: a derivation exercise (**Prove: ...**) is owed"
         for label, statement in proofs:
-            assert RATINGS.match(statement.lstrip()).group(2) in "23", f"{label}: a proof is not difficulty 1"
+            assert RATINGS.match(statement.lstrip()).group(2) in "23", (
+                f"{label}: a proof is not difficulty 1"
+            )
             start = text.index(f"````{{solution-start}} {label}\n")
-            answer = text[start:text.index("````{solution-end}", start)]
-            assert "model proof" in answer and len(answer.split()) > 150, f"{label}: the model proof is missing"
+            answer = text[start : text.index("````{solution-end}", start)]
+            assert "model proof" in answer and len(answer.split()) > 150, (
+                f"{label}: the model proof is missing"
+            )
             rubric = rc.checks.RUBRICS.get(label)
-            assert rubric is not None, f"{label}: register its Rubric in rankcollapse/checks/{stem}.py"
-            assert len(rubric.criteria) >= 3 and rubric.wrong_turns, f"{label}: points per step and wrong turns"
+            assert rubric is not None, (
+                f"{label}: register its Rubric in rankcollapse/checks/{stem}.py"
+            )
+            assert len(rubric.criteria) >= 3 and rubric.wrong_turns, (
+                f"{label}: points per step and wrong turns"
+            )
             # no check follows a proof: it is graded by hand, not taken for the next check's exercise
             following = text[start:]
             nxt = following.find("{exercise-start}")
@@ -308,18 +353,31 @@ def test_every_theory_chapter_has_a_proof_with_a_model_proof_and_a_rubric():
 
 
 def test_every_rubric_belongs_to_an_exercise_graded_by_hand():
-    kinds = {label: kind for p in _toc_chapters() for label, (_, kind, *_) in exercise_kinds(p).items()}
+    kinds = {
+        label: kind for p in _toc_chapters() for label, (_, kind, *_) in exercise_kinds(p).items()
+    }
     for label in rc.checks.RUBRICS:
-        assert kinds.get(label) in ("explain", "prove"), f"{label}: a rubric for {kinds.get(label)!r}"
+        assert kinds.get(label) in ("explain", "prove"), (
+            f"{label}: a rubric for {kinds.get(label)!r}"
+        )
 
 
-@pytest.mark.parametrize("stem", [
-    pytest.param(p.stem, marks=pytest.mark.xfail(strict=True, reason=AWAITING_DIFFICULTY_3[p.stem]))
-    if p.stem in AWAITING_DIFFICULTY_3 else p.stem
-    for p in _toc_chapters()])
+@pytest.mark.parametrize(
+    "stem",
+    [
+        pytest.param(
+            p.stem, marks=pytest.mark.xfail(strict=True, reason=AWAITING_DIFFICULTY_3[p.stem])
+        )
+        if p.stem in AWAITING_DIFFICULTY_3
+        else p.stem
+        for p in _toc_chapters()
+    ],
+)
 def test_every_chapter_has_an_exercise_of_difficulty_3(stem):
     from booktools.toc import toc_notebooks
 
     path = next(p for p in toc_notebooks() if p.stem == stem)
-    difficulties = [RATINGS.match(s.lstrip()).group(2) for _, s in exercise_blocks(path.read_text())]
+    difficulties = [
+        RATINGS.match(s.lstrip()).group(2) for _, s in exercise_blocks(path.read_text())
+    ]
     assert "3" in difficulties, f"{stem}: difficulties {difficulties}"

@@ -30,8 +30,12 @@ def test_attention_layer_mistakes_each_get_their_own_hint():
 def _frozen_weights(model, X):
     out = model(X)
     Ps = torch.stack(out.attentions).detach()
-    Ws = torch.stack([torch.stack([b.W_V[h] @ b.W_O[h] for h in range(model.config.n_heads)])
-                      for b in model.layers]).detach()
+    Ws = torch.stack(
+        [
+            torch.stack([b.W_V[h] @ b.W_O[h] for h in range(model.config.n_heads)])
+            for b in model.layers
+        ]
+    ).detach()
     return Ps, Ws
 
 
@@ -48,7 +52,9 @@ def test_residual_reference_is_the_librarys():
     ref = rc.checks.EXERCISES["collapse.residual"].reference
     for (X,) in rc.checks.EXERCISES["collapse.residual"].cases():
         got = ref(X)
-        assert torch.allclose(got["res"].mean(dim=0), torch.zeros(X.shape[1], dtype=X.dtype), atol=1e-12)
+        assert torch.allclose(
+            got["res"].mean(dim=0), torch.zeros(X.shape[1], dtype=X.dtype), atol=1e-12
+        )
         R = X - X.mean(dim=0)
         by_hand = math.sqrt(R.abs().sum(0).max() * R.abs().sum(1).max())
         assert math.isclose(float(got["norm"]), by_hand, rel_tol=1e-12)
@@ -62,7 +68,9 @@ def test_two_layers_reference_is_the_librarys_enumeration():
         (P1, P2), (W1, W2) = _frozen_weights(model, X)
         want = rc.paths.enumerate_paths(model, X)
         got = ref(X, P1, P2, W1, W2, skip)
-        assert set(got) == set(want) and all(torch.allclose(got[k], want[k], atol=1e-12) for k in want)
+        assert set(got) == set(want) and all(
+            torch.allclose(got[k], want[k], atol=1e-12) for k in want
+        )
 
 
 def test_circuit_groups_add_up_and_name_the_lengths():
@@ -81,8 +89,10 @@ def test_circuit_groups_of_a_network_are_its_paths_of_length_0_1_2_and_more():
     X = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     g = rc.paths.circuit_groups(rc.paths.decompose_by_length(model, X))
     terms = rc.paths.enumerate_paths(model, X)
-    by = {k: sum(t for p, t in terms.items() if min(rc.paths.path_length(p), 3) == i)
-          for i, k in enumerate(rc.paths.CIRCUITS)}
+    by = {
+        k: sum(t for p, t in terms.items() if min(rc.paths.path_length(p), 3) == i)
+        for i, k in enumerate(rc.paths.CIRCUITS)
+    }
     assert all(torch.allclose(g[k], by[k], atol=1e-12) for k in g)
 
 

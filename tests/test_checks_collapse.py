@@ -44,7 +44,10 @@ def test_step3_bounds_hold_on_the_random_instances_the_check_draws():
         m = step3_measure(a, E)
         row, col = (float(x) for x in ex.reference(m["eps"], m["p1"]))
         assert 0 < m["delta_inf"] <= row and 0 < m["delta_1"] <= col, m
-    right = lambda eps, p1: (2 * math.sinh(2 * eps), 2 * math.sinh(2 * eps) * math.exp(2 * eps) * p1)  # noqa: E731
+    right = lambda eps, p1: (
+        2 * math.sinh(2 * eps),
+        2 * math.sinh(2 * eps) * math.exp(2 * eps) * p1,
+    )  # noqa: E731
     assert rc.checks.check("collapse.step3_bounds", right, quiet=True).status == "correct"
     forgot = lambda eps, p1: (2 * math.sinh(2 * eps), 2 * math.sinh(2 * eps))  # noqa: E731  the columns like the rows
     result = rc.checks.check("collapse.step3_bounds", forgot, quiet=True)

@@ -31,6 +31,7 @@ def test_the_questions_answers_follow_the_chapters_setting():
     assert rc.checks.QUESTIONS["lower_bound.read_gap"].answer() == 8
     full = rc.presets.PRESETS["lower_bound"]["full"]
     from rankcollapse.checks.lower_bound import _SETTING
+
     assert all(full[k] == v for k, v in _SETTING.items())
 
 
@@ -47,7 +48,11 @@ def test_ratio_bound_holds_on_the_random_pairs_and_is_attained_on_the_last():
     pairs = ratio_instances()
     gaps = []
     for u, v in pairs:
-        assert torch.isclose(u.sum(), torch.tensor(1.0, dtype=u.dtype)) and (u > 0).all() and (v > 0).all()
+        assert (
+            torch.isclose(u.sum(), torch.tensor(1.0, dtype=u.dtype))
+            and (u > 0).all()
+            and (v > 0).all()
+        )
         measured, bound = float((u - v).abs().sum()), float(ex.reference(u, v))
         assert measured <= bound * (1 + 1e-12), (u, v)
         gaps.append(measured / bound)

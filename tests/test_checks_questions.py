@@ -24,8 +24,14 @@ def registered():
 
 
 def test_a_numeric_reading_within_tolerance_is_correct(registered):
-    registered(id="demo.read", kind="read", answer=lambda: 4.0, hint="look again", rtol=0.1,
-               mistakes=[(8.0, "that is the width, not the depth")])
+    registered(
+        id="demo.read",
+        kind="read",
+        answer=lambda: 4.0,
+        hint="look again",
+        rtol=0.1,
+        mistakes=[(8.0, "that is the width, not the depth")],
+    )
     assert rc.checks.check("demo.read", 4.3, quiet=True).status == "correct"
     wrong = rc.checks.check("demo.read", 5, quiet=True)
     assert wrong.status == "incorrect" and "look again" in wrong.message
@@ -38,8 +44,13 @@ def test_a_numeric_reading_within_tolerance_is_correct(registered):
 
 def test_a_prediction_is_compared_with_the_measurement(registered):
     measured = {"value": "faster"}
-    registered(id="demo.predict", kind="predict", answer=lambda: measured["value"], hint="measure it",
-               choices=("faster", "slower"))
+    registered(
+        id="demo.predict",
+        kind="predict",
+        answer=lambda: measured["value"],
+        hint="measure it",
+        choices=("faster", "slower"),
+    )
     assert rc.checks.check("demo.predict", " Faster ", quiet=True).status == "correct"
     assert rc.checks.check("demo.predict", "slower", quiet=True).status == "incorrect"
     r = rc.checks.check("demo.predict", "sideways", quiet=True)
@@ -70,10 +81,14 @@ def test_every_question_accepts_its_answer_and_refuses_its_mistakes(qid):
     q = rc.checks.QUESTIONS[qid]
     assert rc.checks.check(qid, q.answer(), quiet=True).status == "correct"
     assert rc.checks.check(qid, None, quiet=True).status == "not attempted"
-    assert len(q.mistakes) >= 2, f"{qid} needs at least two plausible wrong answers, each with its hint"
+    assert len(q.mistakes) >= 2, (
+        f"{qid} needs at least two plausible wrong answers, each with its hint"
+    )
     for wrong, hint in q.mistakes:
         r = rc.checks.check(qid, wrong, quiet=True)
         assert r.status == "incorrect" and hint in r.message
     if q.choices:
         others = [c for c in q.choices if not q.same(c, q.answer())]
-        assert others and all(rc.checks.check(qid, c, quiet=True).status == "incorrect" for c in others)
+        assert others and all(
+            rc.checks.check(qid, c, quiet=True).status == "incorrect" for c in others
+        )

@@ -9,7 +9,9 @@ def test_path_product_reference_passes_and_reversed_order_fails():
     ex = rc.checks.EXERCISES["real_models.path_product"]
     assert rc.checks.check("real_models.path_product", ex.reference, quiet=True).passed
 
-    def official_order(A, path):  # what the paper's code computed: P = P @ A_l in increasing layer order
+    def official_order(
+        A, path
+    ):  # what the paper's code computed: P = P @ A_l in increasing layer order
         P = torch.eye(A.shape[-1], dtype=A.dtype)
         for layer, head in path:
             P = P @ A[layer, head]

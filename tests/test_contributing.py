@@ -1,7 +1,6 @@
 """CONTRIBUTING.md's architecture table names modules that exist."""
 
 import re
-from pathlib import Path
 
 from booktools import ROOT
 
@@ -16,16 +15,26 @@ def _exists(parts) -> bool:
 def test_every_module_in_the_architecture_table_exists():
     text = (ROOT / "CONTRIBUTING.md").read_text()
     table = text.split("## Architecture", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|") for line in table.splitlines() if line.startswith("| core") or line.startswith("| above")]
+    rows = [
+        line.split("|")
+        for line in table.splitlines()
+        if line.startswith("| core") or line.startswith("| above")
+    ]
     assert len(rows) >= 10
     named = 0
     for row in rows:
         modules = re.findall(r"`([a-z_]+)`", row[2])
         for m in modules:
-            assert _exists([m]), f"CONTRIBUTING.md names a module {m!r} that lib/rankcollapse does not have"
+            assert _exists([m]), (
+                f"CONTRIBUTING.md names a module {m!r} that lib/rankcollapse does not have"
+            )
             named += 1
         # a package's row names its submodules in the third column: each must exist
-        if len(modules) == 1 and (LIB / modules[0]).is_dir() and modules[0] in {"real", "toy", "theory"}:
+        if (
+            len(modules) == 1
+            and (LIB / modules[0]).is_dir()
+            and modules[0] in {"real", "toy", "theory"}
+        ):
             for sub in re.findall(r"`([a-z_]+)`", row[3]):
                 assert _exists([modules[0], sub]), f"{modules[0]}.{sub} is named but missing"
                 named += 1
@@ -33,9 +42,14 @@ def test_every_module_in_the_architecture_table_exists():
 
 
 def test_the_table_lists_every_module():
-    text = (ROOT / "CONTRIBUTING.md").read_text().split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    text = (
+        (ROOT / "CONTRIBUTING.md").read_text().split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    )
     named = set(re.findall(r"\| (?:core|above) \| ([^|]*)\|", text))
     names = {m for cell in named for m in re.findall(r"`([a-z_]+)`", cell)}
     actual = {p.stem for p in LIB.glob("*.py") if p.stem != "__init__"} | {
-        p.name for p in LIB.iterdir() if (p / "__init__.py").is_file()}
-    assert actual - names == set(), f"modules the architecture table does not name: {sorted(actual - names)}"
+        p.name for p in LIB.iterdir() if (p / "__init__.py").is_file()
+    }
+    assert actual - names == set(), (
+        f"modules the architecture table does not name: {sorted(actual - names)}"
+    )

@@ -19,14 +19,18 @@ def test_stripping_cells_removes_what_stripping_the_source_removes(path):
     by_cells = student.strip_notebook(jupytext.read(path))
     by_source = student.student_notebook(text)
     code = lambda nb: [c.source for c in nb.cells if c.cell_type == "code"]  # noqa: E731
-    prose = lambda nb: " ".join(" ".join(c.source for c in nb.cells if c.cell_type == "markdown").split())  # noqa: E731
+    prose = lambda nb: " ".join(
+        " ".join(c.source for c in nb.cells if c.cell_type == "markdown").split()
+    )  # noqa: E731
     assert code(by_cells) == code(by_source) and prose(by_cells) == prose(by_source)
     assert len(code(by_cells)) < len(code(jupytext.read(path)))
     assert "solution-start" not in prose(by_cells) and "exercise-start" in prose(by_cells)
 
 
 def test_a_malformed_solution_in_a_notebook_is_refused():
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("````{solution-start} e\n````\nno end")])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("````{solution-start} e\n````\nno end")]
+    )
     with pytest.raises(ValueError, match="malformed"):
         student.strip_notebook(nb)
 
@@ -47,12 +51,22 @@ def test_a_link_to_the_guide_becomes_text():
 
 
 def test_glued_values_are_put_back_under_their_prefix():
-    glue = {"a": {"output_type": "display_data", "metadata": {"scrapbook": {"name": "a", "mime_prefix": "x/"}},
-                  "data": {"text/plain": "1"}},
-            "fig": {"output_type": "display_data", "metadata": {"scrapbook": {"name": "fig", "mime_prefix": ""}},
-                    "data": {"image/svg+xml": "<svg/>"}}}
+    glue = {
+        "a": {
+            "output_type": "display_data",
+            "metadata": {"scrapbook": {"name": "a", "mime_prefix": "x/"}},
+            "data": {"text/plain": "1"},
+        },
+        "fig": {
+            "output_type": "display_data",
+            "metadata": {"scrapbook": {"name": "fig", "mime_prefix": ""}},
+            "data": {"image/svg+xml": "<svg/>"},
+        },
+    }
     cell = edition.glue_cell(glue)
-    assert [o["data"] for o in cell.outputs] == [{"x/text/plain": "1"}] and cell.metadata["tags"] == ["remove-cell"]
+    assert [o["data"] for o in cell.outputs] == [{"x/text/plain": "1"}] and cell.metadata[
+        "tags"
+    ] == ["remove-cell"]
 
 
 @pytest.mark.build
@@ -67,16 +81,25 @@ def test_the_student_edition_holds_no_solution_and_no_guide(student_book):
         nb = jupytext.read(path)
         kept = {c.source for c in student.strip_notebook(nb).cells if c.cell_type == "code"}
         solutions += [c.source for c in nb.cells if c.cell_type == "code" and c.source not in kept]
-    kept_lines = {line.strip() for path in CHAPTERS for c in student.student_notebook(path.read_text()).cells
-                  for line in c.source.splitlines()}  # a stub's signature is the solution's too
-    lines = {line.strip() for s in solutions for line in s.splitlines() if len(line.strip()) > 30} - kept_lines
+    kept_lines = {
+        line.strip()
+        for path in CHAPTERS
+        for c in student.student_notebook(path.read_text()).cells
+        for line in c.source.splitlines()
+    }  # a stub's signature is the solution's too
+    lines = {
+        line.strip() for s in solutions for line in s.splitlines() if len(line.strip()) > 30
+    } - kept_lines
     assert len(lines) > 20
     found = []
     for file in student_book.rglob("*"):
         if file.is_file() and file.suffix in (".html", ".ipynb", ".md", ".txt", ".js", ".json"):
             text = file.read_text(errors="replace")
-            found += [f"{file.relative_to(student_book)}: {line}" for line in lines
-                      if line in text or json.dumps(line)[1:-1] in text]
+            found += [
+                f"{file.relative_to(student_book)}: {line}"
+                for line in lines
+                if line in text or json.dumps(line)[1:-1] in text
+            ]
             assert "instructors.html" not in text, file
     assert not found, "\n".join(found[:20])
 
@@ -89,9 +112,14 @@ def test_the_student_edition_shows_the_book_builds_numbers(built_book, student_b
         page = (student_book / rel).read_text()
         assert "{glue" not in page and 'class="solution' not in page, rel
         book = (built_book / "html" / rel).read_text()
-        glue = json.loads((built_book / "jupyter_execute" / (chapter_key(path) + ".glue.json")).read_text())
-        shown = [d["data"].get("text/markdown") or d["data"].get("text/plain", "").strip("'") for d in glue.values()
-                 if d["metadata"]["scrapbook"]["mime_prefix"]]
+        glue = json.loads(
+            (built_book / "jupyter_execute" / (chapter_key(path) + ".glue.json")).read_text()
+        )
+        shown = [
+            d["data"].get("text/markdown") or d["data"].get("text/plain", "").strip("'")
+            for d in glue.values()
+            if d["metadata"]["scrapbook"]["mime_prefix"]
+        ]
         shown = [v for v in shown if v and len(v) > 3 and v in book]
         assert len(shown) >= 5, rel
         missing = [v for v in shown if v not in page]

@@ -41,10 +41,17 @@ def test_grid_shapes_and_values(grid):
     assert np.all(m[:, 2, -1] > m[:, 0, -1])
     # the same numbers as the theory module's tracked residual, averaged in log10 over samples
     gen = torch.Generator().manual_seed(SIZES["seed"])
-    Xs = [rc.theory.unit_residual_tokens(SIZES["n"], SIZES["d"], generator=gen) for _ in range(SIZES["samples"])]
-    cfg = rc.san.SANConfig(n_layers=SIZES["L"], n_heads=SIZES["H"], d_model=SIZES["d"], init_scale=1.0)
-    logs = [rc.theory.tracked_residual(rc.san.SAN(cfg, seed=SIZES["seed"] + s), X, log10=True).numpy()
-            for s, X in enumerate(Xs)]
+    Xs = [
+        rc.theory.unit_residual_tokens(SIZES["n"], SIZES["d"], generator=gen)
+        for _ in range(SIZES["samples"])
+    ]
+    cfg = rc.san.SANConfig(
+        n_layers=SIZES["L"], n_heads=SIZES["H"], d_model=SIZES["d"], init_scale=1.0
+    )
+    logs = [
+        rc.theory.tracked_residual(rc.san.SAN(cfg, seed=SIZES["seed"] + s), X, log10=True).numpy()
+        for s, X in enumerate(Xs)
+    ]
     assert np.allclose(m[1, 0], np.clip(np.mean(logs, axis=0), -320, None), atol=1e-3)
     json.dumps(grid, allow_nan=False)  # embeddable as JSON
 

@@ -25,21 +25,48 @@ import pytest
 from booktools import ROOT, grade
 from booktools.grade_export import CANVAS_COLUMNS, gradescope_autograder, score, student_of
 from booktools.grade_pack import pack_namespace, plain_value, unpack
-from booktools.samples import (CRASH, EXAMPLE, GOOD_ANSWER, MISTAKE, PROOF_ANSWER, RIGHT, SAMPLES, STUB,
-                                WEAK_ANSWER, WEAK_PROOF, _student, example_sheet, grade_samples, stale, to_ipynb)
+from booktools.samples import (
+    EXAMPLE,
+    GOOD_ANSWER,
+    PROOF_ANSWER,
+    RIGHT,
+    SAMPLES,
+    STUB,
+    WEAK_ANSWER,
+    WEAK_PROOF,
+    _student,
+    example_sheet,
+    grade_samples,
+    stale,
+    to_ipynb,
+)
 
-IDS = ["paths.count", "paths.two_layer", "paths.mean_length", "paths.predict_length", "paths.read_diagram"]
-POINTS = {"paths.count": 1, "paths.two_layer": 2, "paths.mean_length": 1, "paths.predict_length": 1,
-          "paths.read_diagram": 1}
+IDS = [
+    "paths.count",
+    "paths.two_layer",
+    "paths.mean_length",
+    "paths.predict_length",
+    "paths.read_diagram",
+]
+POINTS = {
+    "paths.count": 1,
+    "paths.two_layer": 2,
+    "paths.mean_length": 1,
+    "paths.predict_length": 1,
+    "paths.read_diagram": 1,
+}
 EXPLAIN, EXPLAIN_POINTS = "ex-paths-explain", 3  # its Rubric in rankcollapse/checks/paths.py
 PROVE, PROVE_POINTS = "ex-paths-prove", 5  # a proof, graded by hand with its Rubric's points
 # the build-it-yourself exercises, which the samples leave unanswered (not attempted)
 UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 2}
 MAX = sum(POINTS.values()) + sum(UNANSWERED.values()) + EXPLAIN_POINTS + PROVE_POINTS
 
+
 def test_the_samples_are_the_current_student_version():
     old = stale()
-    assert not old, f"stale sample submissions {old}: run python3 scripts/samples.py and commit them"
+    assert not old, (
+        f"stale sample submissions {old}: run python3 scripts/samples.py and commit them"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +96,17 @@ def test_the_samples_get_their_outcomes_and_points(samples_graded):
     rows = list(csv.DictReader(open(out / "grades.csv")))
     assert [r["submission"] for r in rows] == sorted(subs)
     totals = {r["submission"]: (r["correct"], r["points"], r["max points"]) for r in rows}
-    assert totals == {"correct.md": ("5", "6", str(MAX)), "crashes.md": ("1", "1", str(MAX)),
-                      "mistake.md": ("3", "3", str(MAX)), "untouched.md": ("0", "0", str(MAX))}
+    assert totals == {
+        "correct.md": ("5", "6", str(MAX)),
+        "crashes.md": ("1", "1", str(MAX)),
+        "mistake.md": ("3", "3", str(MAX)),
+        "untouched.md": ("0", "0", str(MAX)),
+    }
     assert rows[0]["paths.two_layer points"] == "2" and rows[0][f"{EXPLAIN} points"] == ""
-    assert all(r["out of"] == str(len(IDS) + len(UNANSWERED)) and (out / r["report"]).exists() for r in rows)
+    assert all(
+        r["out of"] == str(len(IDS) + len(UNANSWERED)) and (out / r["report"]).exists()
+        for r in rows
+    )
     report = (out / "mistake.md.md").read_text()
     assert "| `paths.count` | ✘ incorrect | 0 of 1 |" in report and f"points: 3 of {MAX}" in report
     # the hand-graded exercises are listed, each with its kind and its rubric's points, not left out
@@ -86,7 +120,8 @@ def test_the_samples_get_their_outcomes_and_points(samples_graded):
 def test_the_example_grade_sheet_is_current(samples_graded):
     _, out = samples_graded
     assert EXAMPLE.exists() and EXAMPLE.read_text() == example_sheet(out), (
-        f"{EXAMPLE.relative_to(ROOT)} is stale: run python3 scripts/samples.py and commit it")
+        f"{EXAMPLE.relative_to(ROOT)} is stale: run python3 scripts/samples.py and commit it"
+    )
 
 
 # --- the gradebooks' formats ------------------------------------------------------------------
@@ -96,14 +131,28 @@ def test_the_example_grade_sheet_is_current(samples_graded):
 # visibility (one of four), an optional status
 VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
 GRADESCOPE_SCHEMA = {
-    "type": "object", "required": ["tests"],
+    "type": "object",
+    "required": ["tests"],
     "properties": {
-        "score": {"type": "number"}, "output": {"type": "string"}, "visibility": {"enum": VISIBILITY},
-        "tests": {"type": "array", "items": {
-            "type": "object", "required": ["name", "score", "max_score", "output", "visibility"],
-            "properties": {"name": {"type": "string"}, "score": {"type": "number"},
-                           "max_score": {"type": "number"}, "output": {"type": "string"},
-                           "visibility": {"enum": VISIBILITY}, "status": {"enum": ["passed", "failed"]}}}}},
+        "score": {"type": "number"},
+        "output": {"type": "string"},
+        "visibility": {"enum": VISIBILITY},
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "score", "max_score", "output", "visibility"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "score": {"type": "number"},
+                    "max_score": {"type": "number"},
+                    "output": {"type": "string"},
+                    "visibility": {"enum": VISIBILITY},
+                    "status": {"enum": ["passed", "failed"]},
+                },
+            },
+        },
+    },
 }
 
 
@@ -127,14 +176,22 @@ def test_the_exports_validate_against_the_gradebooks_formats(samples_graded):
     subs, out = samples_graded
     students = validate_canvas(out / "canvas.csv", 1)
     assert {r["SIS Login ID"]: r["The path decomposition"] for r in students} == {
-        "correct": "6", "crashes": "1", "mistake": "3", "untouched": "0"}
+        "correct": "6",
+        "crashes": "1",
+        "mistake": "3",
+        "untouched": "0",
+    }
     for name in subs:
         results = json.loads((out / "gradescope" / f"{name}.json").read_text())
         jsonschema.validate(results, GRADESCOPE_SCHEMA)
         assert results["score"] == sum(t["score"] for t in results["tests"])
-        assert sum(t["max_score"] for t in results["tests"]) == MAX - EXPLAIN_POINTS - PROVE_POINTS  # not scored yet
-        assert (f"Graded by hand, not here: {EXPLAIN} (explain, {EXPLAIN_POINTS} points), "
-                f"{PROVE} (prove, {PROVE_POINTS} points)") in results["output"]
+        assert (
+            sum(t["max_score"] for t in results["tests"]) == MAX - EXPLAIN_POINTS - PROVE_POINTS
+        )  # not scored yet
+        assert (
+            f"Graded by hand, not here: {EXPLAIN} (explain, {EXPLAIN_POINTS} points), "
+            f"{PROVE} (prove, {PROVE_POINTS} points)"
+        ) in results["output"]
     with pytest.raises(jsonschema.ValidationError):  # the schema can fail
         jsonschema.validate({"tests": [{"name": "x", "score": "1"}]}, GRADESCOPE_SCHEMA)
 
@@ -145,7 +202,9 @@ def test_hand_sheets_collect_every_answer_with_the_model_answer_and_the_rubric(s
     assert "A model answer, for the instructor." in sheet and "shared attention" in sheet
     assert "1 point**: Says why the shares can add up" in sheet
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "hand" / f"{EXPLAIN}.csv"))}
-    assert rows["correct.md"]["answer"] == GOOD_ANSWER and rows["mistake.md"]["answer"] == WEAK_ANSWER
+    assert (
+        rows["correct.md"]["answer"] == GOOD_ANSWER and rows["mistake.md"]["answer"] == WEAK_ANSWER
+    )
     assert rows["untouched.md"]["answer"] == "" and rows["correct.md"]["max points"] == "3"
     proof = (out / "hand" / f"{PROVE}.md").read_text()
     assert f"({PROVE_POINTS} points)" in proof and "a prove question" in proof
@@ -155,8 +214,10 @@ def test_hand_sheets_collect_every_answer_with_the_model_answer_and_the_rubric(s
     assert proofs["correct.md"]["answer"] == PROOF_ANSWER and proofs["untouched.md"]["answer"] == ""
     assert proofs["mistake.md"]["answer"] == WEAK_PROOF  # written at the notebook's end
     assert proofs["correct.md"]["max points"] == str(PROVE_POINTS)
-    predictions = {r["submission"]: r["answer"] for r in csv.DictReader(
-        open(out / "hand" / "ex-paths-predict-length.csv"))}
+    predictions = {
+        r["submission"]: r["answer"]
+        for r in csv.DictReader(open(out / "hand" / "ex-paths-predict-length.csv"))
+    }
     assert predictions["correct.md"].startswith("prediction: 6 (the check: correct)")
     assert predictions["untouched.md"].startswith("prediction: None")
 
@@ -176,12 +237,24 @@ def test_hand_scores_round_trip_into_the_totals_and_the_exports(samples_graded, 
         w.writeheader()
         w.writerows(rows)
         # a predict question scored by hand replaces the check's point
-        w.writerow({"question": "ex-paths-predict-length", "submission": "mistake.md", "score": "0"})
-    shutil.copy(sheet, out / "hand" / "filled.csv")  # merged from where the sheets are: no folder named
+        w.writerow(
+            {"question": "ex-paths-predict-length", "submission": "mistake.md", "score": "0"}
+        )
+    shutil.copy(
+        sheet, out / "hand" / "filled.csv"
+    )  # merged from where the sheets are: no folder named
     assert grade.main(["--merge", str(out / "hand" / "filled.csv")]) == 0
     totals = {r["submission"]: r["points"] for r in csv.DictReader(open(out / "grades.csv"))}
-    assert totals == {"correct.md": "8.5", "crashes.md": "1", "mistake.md": "2.5", "untouched.md": "0"}
-    canvas = {r["SIS Login ID"]: r["The path decomposition"] for r in validate_canvas(out / "canvas.csv", 1)}
+    assert totals == {
+        "correct.md": "8.5",
+        "crashes.md": "1",
+        "mistake.md": "2.5",
+        "untouched.md": "0",
+    }
+    canvas = {
+        r["SIS Login ID"]: r["The path decomposition"]
+        for r in validate_canvas(out / "canvas.csv", 1)
+    }
     assert canvas == {"correct": "8.5", "crashes": "1", "mistake": "2.5", "untouched": "0"}
     results = json.loads((out / "gradescope" / "correct.md.json").read_text())
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
@@ -189,19 +262,31 @@ def test_hand_scores_round_trip_into_the_totals_and_the_exports(samples_graded, 
     assert "| `ex-paths-explain` | explain | 2.5 of 3 |" in (out / "correct.md.md").read_text()
     assert "ex-paths-explain` | paths | ran" not in (out / "grades.md").read_text()
     # the prediction scored 0 by hand reads as scored by hand, beside what its check said
-    predicted = next(t for t in json.loads((out / "gradescope" / "mistake.md.json").read_text())["tests"]
-                     if t["name"] == "paths.predict_length")
+    predicted = next(
+        t
+        for t in json.loads((out / "gradescope" / "mistake.md.json").read_text())["tests"]
+        if t["name"] == "paths.predict_length"
+    )
     assert predicted["score"] == 0 and predicted["status"] == "failed"
     assert predicted["output"].startswith("Scored by hand: 0 of 1. The check said: ")
     assert "scored by hand (0/1); the check: " in (out / "grades.md").read_text()
 
 
-@pytest.mark.parametrize("row, message", [
-    ({"question": "ex-paths-nothing", "submission": "correct.md", "score": "1"}, "unknown question"),
-    ({"question": EXPLAIN, "submission": "nobody.md", "score": "1"}, "no submission 'nobody.md'"),
-    ({"question": EXPLAIN, "submission": "correct.md", "score": "4"}, "not between 0 and 3"),
-    ({"question": EXPLAIN, "submission": "correct.md", "score": "good"}, "is not a number"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (
+            {"question": "ex-paths-nothing", "submission": "correct.md", "score": "1"},
+            "unknown question",
+        ),
+        (
+            {"question": EXPLAIN, "submission": "nobody.md", "score": "1"},
+            "no submission 'nobody.md'",
+        ),
+        ({"question": EXPLAIN, "submission": "correct.md", "score": "4"}, "not between 0 and 3"),
+        ({"question": EXPLAIN, "submission": "correct.md", "score": "good"}, "is not a number"),
+    ],
+)
 def test_bad_hand_scores_are_refused_naming_the_line(samples_graded, tmp_path, row, message):
     _, graded = samples_graded
     sheet = tmp_path / "scores.csv"
@@ -220,16 +305,24 @@ def test_the_gradescope_autograder_grades_one_upload(tmp_path):
     root = tmp_path / "ag"
     (root / "submission").mkdir(parents=True)
     shutil.copy(SAMPLES / "mistake.md", root / "submission" / "homework.md")
-    env = {**__import__("os").environ, "AUTOGRADER_ROOT": str(root), "GRADE_OUT": str(tmp_path / "out")}
-    subprocess.run([sys.executable, str(written[1])], env=env, check=True, capture_output=True, cwd=ROOT)
+    env = {
+        **__import__("os").environ,
+        "AUTOGRADER_ROOT": str(root),
+        "GRADE_OUT": str(tmp_path / "out"),
+    }
+    subprocess.run(
+        [sys.executable, str(written[1])], env=env, check=True, capture_output=True, cwd=ROOT
+    )
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 3 and len(results["tests"]) == len(IDS) + len(UNANSWERED)
 
 
 # --- tampering, crashes, loops, copied keys: small notebooks around the chapter's check cells -----
 
-HEADER = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
-          "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n")
+HEADER = (
+    "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+    "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n"
+)
 
 
 def _check_cells() -> dict[str, str]:
@@ -273,64 +366,129 @@ KEY = "used the reference"
 
 CASES = {
     # the check function, the references, the comparison, torch itself replaced in the kernel
-    "monkeypatch.md": (notebook({"count": PATCH_EVERYTHING + "def path_count(L, H, length):\n    return 0",
-                                 "mean": "def mean_length(L, H):\n    return L / 2",
-                                 "predict": "prediction = 0"}),
-                       ["incorrect", "not attempted", "incorrect", "incorrect", "not attempted"], "ran"),
+    "monkeypatch.md": (
+        notebook(
+            {
+                "count": PATCH_EVERYTHING + "def path_count(L, H, length):\n    return 0",
+                "mean": "def mean_length(L, H):\n    return L / 2",
+                "predict": "prediction = 0",
+            }
+        ),
+        ["incorrect", "not attempted", "incorrect", "incorrect", "not attempted"],
+        "ran",
+    ),
     # check cells edited to pass: an alias import, a wrapper, one replaced by a print
-    "edited.ipynb": (notebook(RIGHT, checks={
-        "count": 'from rankcollapse import checks as c\nc.check("paths.count", path_count);',
-        "two": 'rc.checks.check("paths.two_layer", lambda *a: None) or True',
-        "mean": 'print("✔ paths.mean_length: correct.")'}),
-        ["edited", "edited", "missing", "correct", "correct"], "ran"),
+    "edited.ipynb": (
+        notebook(
+            RIGHT,
+            checks={
+                "count": 'from rankcollapse import checks as c\nc.check("paths.count", path_count);',
+                "two": 'rc.checks.check("paths.two_layer", lambda *a: None) or True',
+                "mean": 'print("✔ paths.mean_length: correct.")',
+            },
+        ),
+        ["edited", "edited", "missing", "correct", "correct"],
+        "ran",
+    ),
     # an answer that changes the reference while it is checked; one that is the reference;
     # a value whose == is always true; sys.exit in a cell
-    "cheat.md": (notebook({"count": HIDDEN_TAMPER, "two": RIGHT["two"],
-                           "mean": 'mean_length = rc.checks.EXERCISES["paths.mean_length"].reference',
-                           "predict": 'prediction = type("Any", (), {"__eq__": lambda s, o: True})()',
-                           "read": "answer = None\nimport sys\nsys.exit(0)\nanswer = 5"}),
-                 ["tampered", "correct", KEY, "incorrect", "not attempted"], "ran"),
+    "cheat.md": (
+        notebook(
+            {
+                "count": HIDDEN_TAMPER,
+                "two": RIGHT["two"],
+                "mean": 'mean_length = rc.checks.EXERCISES["paths.mean_length"].reference',
+                "predict": 'prediction = type("Any", (), {"__eq__": lambda s, o: True})()',
+                "read": "answer = None\nimport sys\nsys.exit(0)\nanswer = 5",
+            }
+        ),
+        ["tampered", "correct", KEY, "incorrect", "not attempted"],
+        "ran",
+    ),
     # the checks' own code, reached without naming it: called while the answer runs
-    "checkscall.md": (notebook({"count": "def path_count(L, H, length):\n"
-                                         "    mod = __import__('rankcollapse.' + 'che' + 'cks.paths', fromlist=['x'])\n"
-                                         "    getattr(mod, '_count_' + 'cases')()\n"
-                                         "    return __import__('math').comb(L, length) * H**length",
-                                "read": "import rankcollapse.checks as c\n"
-                                        "answer = getattr(c, 'QUEST' + 'IONS')['paths.read_diagram'].answer()"}),
-                      [KEY, "not attempted", "not attempted", "not attempted", KEY], "ran"),
+    "checkscall.md": (
+        notebook(
+            {
+                "count": "def path_count(L, H, length):\n"
+                "    mod = __import__('rankcollapse.' + 'che' + 'cks.paths', fromlist=['x'])\n"
+                "    getattr(mod, '_count_' + 'cases')()\n"
+                "    return __import__('math').comb(L, length) * H**length",
+                "read": "import rankcollapse.checks as c\n"
+                "answer = getattr(c, 'QUEST' + 'IONS')['paths.read_diagram'].answer()",
+            }
+        ),
+        [KEY, "not attempted", "not attempted", "not attempted", KEY],
+        "ran",
+    ),
     # answers that return what the library computes: the library is the answer key
-    "copykey.md": (notebook({"count": "def path_count(L, H, length):\n    return rc.paths.path_count(L, H, length)",
-                             "two": RIGHT["two"],
-                             "mean": "def mean_length(L, H):\n    return rc.paths.mean_path_length(L, H)",
-                             "predict": "prediction = int(rc.paths.length_distribution(12, 1).argmax())",
-                             "read": "answer = rc.paths.path_count(3, 2, 1)"}),
-                   [KEY, "correct", KEY, KEY, KEY], "ran"),
+    "copykey.md": (
+        notebook(
+            {
+                "count": "def path_count(L, H, length):\n    return rc.paths.path_count(L, H, length)",
+                "two": RIGHT["two"],
+                "mean": "def mean_length(L, H):\n    return rc.paths.mean_path_length(L, H)",
+                "predict": "prediction = int(rc.paths.length_distribution(12, 1).argmax())",
+                "read": "answer = rc.paths.path_count(3, 2, 1)",
+            }
+        ),
+        [KEY, "correct", KEY, KEY, KEY],
+        "ran",
+    ),
     # the same through an alias, functools.partial, a notebook helper and getattr
-    "copyalias.ipynb": (notebook({
-        "count": "from rankcollapse.paths import path_count as count\n\ndef path_count(L, H, length):\n"
-                 "    return count(L, H, length)",
-        "mean": "import functools\nmean_length = functools.partial(rc.paths.mean_path_length)",
-        "predict": "dist = getattr(rc.paths, 'length_' + 'distribution')(12, 1)\nprediction = int(dist.argmax())",
-        "read": "def lookup():\n    return rc.paths.path_count(3, 2, 1)\n\nanswer = lookup()"}),
-        [KEY, "not attempted", KEY, KEY, KEY], "ran"),
+    "copyalias.ipynb": (
+        notebook(
+            {
+                "count": "from rankcollapse.paths import path_count as count\n\ndef path_count(L, H, length):\n"
+                "    return count(L, H, length)",
+                "mean": "import functools\nmean_length = functools.partial(rc.paths.mean_path_length)",
+                "predict": "dist = getattr(rc.paths, 'length_' + 'distribution')(12, 1)\nprediction = int(dist.argmax())",
+                "read": "def lookup():\n    return rc.paths.path_count(3, 2, 1)\n\nanswer = lookup()",
+            }
+        ),
+        [KEY, "not attempted", KEY, KEY, KEY],
+        "ran",
+    ),
     # turning the tracer off: in the function checked, and in the cell that computes a value
-    "untrace.md": (notebook({"count": "import sys\n\ndef path_count(L, H, length):\n    sys.setprofile(None)\n"
-                                      "    return rc.paths.path_count(L, H, length)",
-                             "read": "import sys\nsys.setprofile(None)\nanswer = rc.paths.path_count(3, 2, 1)"}),
-                   ["tampered", "not attempted", "not attempted", "not attempted", "tampered"], "ran"),
-    "loop.md": (notebook({"count": RIGHT["count"]}, extra={"count": "while True:\n    pass"}),
-                ["correct"] + ["timed out"] * 4, "timed out in code cell 4"),
-    "same.md": (notebook({"count": RIGHT["count"]}, extra={"count": "import os\nos._exit(3)"}),
-                ["correct"] + ["crashed"] * 4, "crashed in code cell 4"),
+    "untrace.md": (
+        notebook(
+            {
+                "count": "import sys\n\ndef path_count(L, H, length):\n    sys.setprofile(None)\n"
+                "    return rc.paths.path_count(L, H, length)",
+                "read": "import sys\nsys.setprofile(None)\nanswer = rc.paths.path_count(3, 2, 1)",
+            }
+        ),
+        ["tampered", "not attempted", "not attempted", "not attempted", "tampered"],
+        "ran",
+    ),
+    "loop.md": (
+        notebook({"count": RIGHT["count"]}, extra={"count": "while True:\n    pass"}),
+        ["correct"] + ["timed out"] * 4,
+        "timed out in code cell 4",
+    ),
+    "same.md": (
+        notebook({"count": RIGHT["count"]}, extra={"count": "import os\nos._exit(3)"}),
+        ["correct"] + ["crashed"] * 4,
+        "crashed in code cell 4",
+    ),
     # a kernel that ends itself with status 0 has not run to its end either
-    "exit0.md": (notebook(RIGHT, extra={"two": "import os\nos._exit(0)"}),
-                 ["correct", "correct"] + ["crashed"] * 3, "crashed in code cell 6"),
+    "exit0.md": (
+        notebook(RIGHT, extra={"two": "import os\nos._exit(0)"}),
+        ["correct", "correct"] + ["crashed"] * 3,
+        "crashed in code cell 6",
+    ),
     "same.ipynb": (notebook(RIGHT), ["correct"] * 5, "ran"),
     # a function that loops or kills the process only when it is called (by the grader)
-    "late.md": (notebook({"count": "def path_count(L, H, length):\n    while True:\n        pass",
-                          "mean": "def mean_length(L, H):\n    import os\n    os._exit(1)",
-                          "two": RIGHT["two"]}),
-                ["timed out", "correct", "crashed", "not attempted", "not attempted"], "ran"),
+    "late.md": (
+        notebook(
+            {
+                "count": "def path_count(L, H, length):\n    while True:\n        pass",
+                "mean": "def mean_length(L, H):\n    import os\n    os._exit(1)",
+                "two": RIGHT["two"],
+            }
+        ),
+        ["timed out", "correct", "crashed", "not attempted", "not attempted"],
+        "ran",
+    ),
 }
 
 
@@ -344,7 +502,9 @@ def tampered_graded(tmp_path_factory):
     (folder / "notes").mkdir()
     (folder / "notes" / "unrelated.md").write_text(HEADER + "```{code-cell} ipython3\n1 + 1\n```\n")
     (folder / "broken.ipynb").write_text("{not json")
-    subs = grade.grade(folder, timeout=40, jobs=2, echo=lambda *a: None)  # room for a loaded machine
+    subs = grade.grade(
+        folder, timeout=40, jobs=2, echo=lambda *a: None
+    )  # room for a loaded machine
     return {s.rel: s for s in subs}, folder / "graded"
 
 
@@ -369,20 +529,32 @@ def test_what_the_reports_say(tampered_graded):
     assert "the answer itself: correct" in copied["paths.count"][1]
     assert "length_distribution" in copied["paths.predict_length"][1]
     assert "tracing" in subs["untrace.md"].outcomes["paths.read_diagram"][1]
-    assert "the checks' own `rankcollapse.checks.paths._count_cases`" in subs["checkscall.md"].outcomes["paths.count"][1]
-    assert "rankcollapse.checks.paths.<lambda>" in subs["checkscall.md"].outcomes["paths.read_diagram"][1]
-    assert subs["notes/unrelated.md"].run == "unknown chapter" and not subs["notes/unrelated.md"].outcomes
+    assert (
+        "the checks' own `rankcollapse.checks.paths._count_cases`"
+        in subs["checkscall.md"].outcomes["paths.count"][1]
+    )
+    assert (
+        "rankcollapse.checks.paths.<lambda>"
+        in subs["checkscall.md"].outcomes["paths.read_diagram"][1]
+    )
+    assert (
+        subs["notes/unrelated.md"].run == "unknown chapter"
+        and not subs["notes/unrelated.md"].outcomes
+    )
     assert subs["broken.ipynb"].run.startswith("unreadable")
     # x.md and x.ipynb: two reports, neither overwriting the other
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "grades.csv"))}
     assert rows["same.md"]["report"] != rows["same.ipynb"]["report"]
     assert "crashed in code cell 4" in (out / rows["same.md"]["report"]).read_text()
     assert f"points: 6 of {MAX}" in (out / rows["same.ipynb"]["report"]).read_text()
-    checks = list(UNANSWERED) + IDS  # the chapter's order: the build-it-yourself exercises come first
-    assert list(rows["same.md"])[4:4 + 2 * len(checks):2] == checks
+    checks = (
+        list(UNANSWERED) + IDS
+    )  # the chapter's order: the build-it-yourself exercises come first
+    assert list(rows["same.md"])[4 : 4 + 2 * len(checks) : 2] == checks
 
 
 # --- the bugs of issue 28 -----------------------------------------------------------------------
+
 
 def test_grading_twice_from_a_relative_path_grades_the_same_submissions(tmp_path):
     subs = tmp_path / "subs"
@@ -391,14 +563,26 @@ def test_grading_twice_from_a_relative_path_grades_the_same_submissions(tmp_path
         (subs / where).write_text(HEADER + "```{code-cell} ipython3\n1 + 1\n```\n")
     graded = []
     for _ in range(2):
-        run = subprocess.run([sys.executable, "-m", "booktools.grade", "subs"], cwd=tmp_path,
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            [sys.executable, "-m", "booktools.grade", "subs"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
         assert run.returncode == 0, run.stderr
-        graded.append([r["submission"] for r in csv.DictReader(open(subs / "graded" / "grades.csv"))])
+        graded.append(
+            [r["submission"] for r in csv.DictReader(open(subs / "graded" / "grades.csv"))]
+        )
     assert graded == [["a.md", "alice/b.md"]] * 2
     # nor are the outputs of an earlier grading with another --out
-    assert subprocess.run([sys.executable, "-m", "booktools.grade", "subs", "--out", "subs/other"],
-                          cwd=tmp_path, capture_output=True).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "booktools.grade", "subs", "--out", "subs/other"],
+            cwd=tmp_path,
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     from booktools.grade_plan import find_submissions
 
     assert [p.name for p in find_submissions(subs, subs / "graded")] == ["a.md", "b.md"]
@@ -408,31 +592,53 @@ def test_out_naming_a_file_fails_before_anything_is_graded(tmp_path):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "a.md").write_text(HEADER)
     (tmp_path / "taken.csv").write_text("mine")
-    run = subprocess.run([sys.executable, "-m", "booktools.grade", "subs", "--out", "taken.csv"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "booktools.grade", "subs", "--out", "taken.csv"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "--out 'taken.csv' is a file" in run.stderr and "graded" not in run.stdout
-    assert (tmp_path / "taken.csv").read_text() == "mine" and not (tmp_path / "subs" / "graded").exists()
+    assert (tmp_path / "taken.csv").read_text() == "mine" and not (
+        tmp_path / "subs" / "graded"
+    ).exists()
 
 
 # --- the pieces, and bad arguments (nothing executed) ------------------------------------------
+
 
 def test_partial_credit_is_the_share_of_cases_passed():
     import rankcollapse as rc
     from booktools.grade_plan import CheckSpec
     from rankcollapse.checks import Exercise
 
-    ex = rc.checks.register(Exercise(id="demo.partial", reference=lambda n: n * n, cases=lambda: [(0,), (1,), (2,), (3,)],
-                                     hint="square it", partial=True, points=4))
+    ex = rc.checks.register(
+        Exercise(
+            id="demo.partial",
+            reference=lambda n: n * n,
+            cases=lambda: [(0,), (1,), (2,), (3,)],
+            hint="square it",
+            partial=True,
+            points=4,
+        )
+    )
     try:
         r = rc.checks.check("demo.partial", lambda n: n, quiet=True)  # right for 0 and 1
         assert r.status == "incorrect" and r.credit == 0.5 and "2 of 4 cases right" in r.message
-        crashing = rc.checks.check("demo.partial", lambda n: 1 / n, quiet=True)  # raises on 0, right on 1
+        crashing = rc.checks.check(
+            "demo.partial", lambda n: 1 / n, quiet=True
+        )  # raises on 0, right on 1
         assert crashing.status == "error" and crashing.credit == 0.25
         ex.partial = False
         assert rc.checks.check("demo.partial", lambda n: n, quiet=True).credit == 0.0
-        sub = grade.Submission(path=None, rel="x.md", chapter="demo",
-                               outcomes={"demo.partial": grade.Outcome("incorrect", "", 0.5)})
+        sub = grade.Submission(
+            path=None,
+            rel="x.md",
+            chapter="demo",
+            outcomes={"demo.partial": grade.Outcome("incorrect", "", 0.5)},
+        )
         spec = grade.chapter_specs()["paths"]
         spec.checks = [CheckSpec("demo.partial", "f", "function", "", "ex-demo", 4.0)]
         spec.hand = []
@@ -466,13 +672,20 @@ def test_the_reference_functions_are_found_by_tracing_the_reference():
     copy = packed("def f(L, H, l):\n    return rc.paths.path_count(L, H, l)", "f")
     assert _verdict(rc, "paths.count", copy, {})["status"] == KEY
     # collapse.beta's reference calls norm_1 on a product it made: calling norm_1 is allowed
-    beta = packed("def f(Q, K, V, O):\n    from rankcollapse.residual import norm_1, norm_inf\n"
-                  "    W = V @ O\n    return norm_1(Q @ K.T) * (norm_1(W) * norm_inf(W)) ** 0.5", "f")
+    beta = packed(
+        "def f(Q, K, V, O):\n    from rankcollapse.residual import norm_1, norm_inf\n"
+        "    W = V @ O\n    return norm_1(Q @ K.T) * (norm_1(W) * norm_inf(W)) ** 0.5",
+        "f",
+    )
     assert _verdict(rc, "collapse.beta", beta, {})["status"] == "correct"
     # a value answer: the calls its cells made (recorded in the kernel) against answer()'s
     value = {"value": 6}
-    assert _verdict(rc, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
-                    )["status"] == KEY
+    assert (
+        _verdict(
+            rc, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
+        )["status"]
+        == KEY
+    )
     assert _verdict(rc, "paths.read_diagram", value, {"calls": []})["status"] == "correct"
     ex = rc.checks.EXERCISES["paths.count"]
     ex.allow_reference = True
@@ -487,7 +700,10 @@ def test_the_student_comes_from_the_file_name():
     canvas = student_of("doejane_late_123456_7890123_paths.ipynb")
     assert (canvas["Student"], canvas["ID"], canvas["SIS Login ID"]) == ("doejane", "123456", "")
     assert student_of("alice/paths.ipynb")["SIS Login ID"] == "alice"
-    assert student_of("bob_paths.md")["SIS Login ID"] == "bob" and student_of("carol.md")["Student"] == "carol"
+    assert (
+        student_of("bob_paths.md")["SIS Login ID"] == "bob"
+        and student_of("carol.md")["Student"] == "carol"
+    )
     mine = student_of("s1234567-paths.md", r"^s(?P<sis_user_id>\d+)-")
     assert mine["SIS User ID"] == "1234567" and mine["Student"] == "1234567"
     with pytest.raises(ValueError, match="groups"):
@@ -500,12 +716,15 @@ def test_pack_carries_code_helpers_closures_and_fresh_modules():
     import rankcollapse as rc
 
     ns = {"__name__": "__main__"}
-    exec("import math, types\nrc = types.ModuleType('rankcollapse')  # a fake, named as the real\n"
-         "scale = 3\n"
-         "def helper(n):\n    return 1 if n <= 1 else n * helper(n - 1)\n"
-         "def make(k):\n    def inner(n, m=2):\n        return helper(n) * k * m + scale + math.floor(0.5)\n"
-         "    return inner\nf = make(10)\n"
-         "def g():\n    return rc.paths.path_count(3, 2, 1)\n", ns)
+    exec(
+        "import math, types\nrc = types.ModuleType('rankcollapse')  # a fake, named as the real\n"
+        "scale = 3\n"
+        "def helper(n):\n    return 1 if n <= 1 else n * helper(n - 1)\n"
+        "def make(k):\n    def inner(n, m=2):\n        return helper(n) * k * m + scale + math.floor(0.5)\n"
+        "    return inner\nf = make(10)\n"
+        "def g():\n    return rc.paths.path_count(3, 2, 1)\n",
+        ns,
+    )
     fn, suspect = unpack(pack_namespace(ns, "f"))
     assert fn(4) == 24 * 10 * 2 + 3 and fn(4, m=1) == 243 and suspect == []
     assert fn.__globals__["math"] is math and fn.__globals__ is not ns
@@ -525,8 +744,10 @@ def test_plain_values_only():
 def test_edited_check_cells_are_found_by_syntax_not_spelling():
     specs = grade.chapter_specs()["paths"]
     original = _check_cells()["paths.count"]
-    cells = [{"source": "# a comment\n" + original.rstrip(";") + "  ", "tags": []},
-             {"source": original.replace("path_count", "path_count2"), "tags": []}]
+    cells = [
+        {"source": "# a comment\n" + original.rstrip(";") + "  ", "tags": []},
+        {"source": original.replace("path_count", "path_count2"), "tags": []},
+    ]
     _, status, _ = grade.plan(cells, specs, "fast")
     assert status["paths.count"] is None and status["paths.mean_length"] == "missing"
     _, status, _ = grade.plan(cells[1:], specs, "fast")
@@ -544,17 +765,28 @@ def test_bad_arguments(tmp_path):
     empty.mkdir()
     with pytest.raises(ValueError, match="no .ipynb or .md"):
         grade.grade(empty)
-    for kwargs, word in (({"timeout": 0}, "timeout"), ({"jobs": 0}, "jobs"), ({"mode": "slow"}, "mode"),
-                         ({"formats": ["moodle"]}, "--format 'moodle'"), ({"assignments": ["paths"]}, "CHAPTER=HEADER"),
-                         ({"assignments": ["nope=X"]}, "no chapter 'nope'"),
-                         ({"student_pattern": "(unclosed"}, "--student-pattern")):
+    for kwargs, word in (
+        ({"timeout": 0}, "timeout"),
+        ({"jobs": 0}, "jobs"),
+        ({"mode": "slow"}, "mode"),
+        ({"formats": ["moodle"]}, "--format 'moodle'"),
+        ({"assignments": ["paths"]}, "CHAPTER=HEADER"),
+        ({"assignments": ["nope=X"]}, "no chapter 'nope'"),
+        ({"student_pattern": "(unclosed"}, "--student-pattern"),
+    ):
         with pytest.raises(ValueError, match=word):
             grade.grade(tmp_path, **kwargs)
     with pytest.raises(ValueError, match="no earlier grading"):
         grade.merge(tmp_path, tmp_path / "graded", [tmp_path / "file.md"])
-    run = subprocess.run([sys.executable, "-m", "booktools.grade", str(tmp_path / "nowhere")],
-                         capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode == 2 and "SUBMISSIONS_DIR" in run.stderr and "does not exist" in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "booktools.grade", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert (
+        run.returncode == 2 and "SUBMISSIONS_DIR" in run.stderr and "does not exist" in run.stderr
+    )
 
 
 def test_tasks_py_passes_grade_on(monkeypatch):
@@ -567,4 +799,7 @@ def test_tasks_py_passes_grade_on(monkeypatch):
     monkeypatch.setattr(tasks, "install", lambda: calls.append("install"))
     monkeypatch.setattr(tasks, "step", lambda title, *cmd: calls.append(cmd))
     tasks.main(["grade", "subs", "--out", "o", "--merge", "h.csv"])
-    assert calls == ["install", (tasks.PY, "-m", "booktools.grade", "subs", "--out", "o", "--merge", "h.csv")]
+    assert calls == [
+        "install",
+        (tasks.PY, "-m", "booktools.grade", "subs", "--out", "o", "--merge", "h.csv"),
+    ]

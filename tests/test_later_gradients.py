@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import random_tokens
 
 import rankcollapse as rc
-from conftest import random_tokens
 
 G = rc.later.gradients
 
@@ -77,8 +77,15 @@ def test_gradient_matches_a_finite_difference(gen):
 
 @pytest.fixture(scope="module")
 def study():
-    return G.gradient_study(n_layers=12, n_heads=2, d_model=16, n_tokens=8, samples=2, seed=0,
-                            generator=torch.Generator().manual_seed(1))
+    return G.gradient_study(
+        n_layers=12,
+        n_heads=2,
+        d_model=16,
+        n_tokens=8,
+        samples=2,
+        seed=0,
+        generator=torch.Generator().manual_seed(1),
+    )
 
 
 def test_study_pure_attention_starves_and_scaled_branches_keep_the_gradient(study):
@@ -93,7 +100,9 @@ def test_study_pure_attention_starves_and_scaled_branches_keep_the_gradient(stud
     assert v["depth"] == 12 and v["branch_scale"] == pytest.approx(1 / math.sqrt(12))
     assert v["qv_pure_last"] == pytest.approx(pure_ratio[-1]) and v["qv_pure_last"] < G.VANISHED
     assert v["vanished_layer"] == rc.stats.first_below(pure_ratio, G.VANISHED) + 1
-    assert v["res_at_vanished"] == pytest.approx(study.typical("pure", "residual")[v["vanished_layer"] - 1])
+    assert v["res_at_vanished"] == pytest.approx(
+        study.typical("pure", "residual")[v["vanished_layer"] - 1]
+    )
     assert v["value_pure_last"] > 0.1  # the values keep their gradient
     assert v["qv_scaled_min"] == pytest.approx(study.typical("scaled", "query/value").min())
     assert v["res_skip_last"] < v["res_skip_first"]  # skips alone: the residual still falls
@@ -102,15 +111,29 @@ def test_study_pure_attention_starves_and_scaled_branches_keep_the_gradient(stud
 
 def test_summary_without_a_vanished_layer():
     """A shallow network keeps its query gradient: no vanished layer, and no residual there."""
-    st = G.gradient_study(n_layers=1, n_heads=2, d_model=16, n_tokens=8, samples=1, seed=0,
-                          generator=torch.Generator().manual_seed(1))
+    st = G.gradient_study(
+        n_layers=1,
+        n_heads=2,
+        d_model=16,
+        n_tokens=8,
+        samples=1,
+        seed=0,
+        generator=torch.Generator().manual_seed(1),
+    )
     v = st.summary()
     assert v["vanished_layer"] is None and math.isnan(v["res_at_vanished"])
 
 
 def test_study_is_deterministic(study):
-    again = G.gradient_study(n_layers=12, n_heads=2, d_model=16, n_tokens=8, samples=2, seed=0,
-                             generator=torch.Generator().manual_seed(1))
+    again = G.gradient_study(
+        n_layers=12,
+        n_heads=2,
+        d_model=16,
+        n_tokens=8,
+        samples=2,
+        seed=0,
+        generator=torch.Generator().manual_seed(1),
+    )
     for arch in G.ARCHITECTURES:
         for k, v in study.curves[arch].items():
             assert np.array_equal(v, again.curves[arch][k])

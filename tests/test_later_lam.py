@@ -71,13 +71,26 @@ def test_constants_scale_with_lambda_for_fixed_attention():
 
 
 def _study(seed=0):
-    return lm.lambda_study(lambdas=np.logspace(-2, 1, 7), n_layers=6, n_heads=2, d_model=8, n_tokens=6,
-                           samples=3, seed=seed, generator=torch.Generator().manual_seed(seed))
+    return lm.lambda_study(
+        lambdas=np.logspace(-2, 1, 7),
+        n_layers=6,
+        n_heads=2,
+        d_model=8,
+        n_tokens=6,
+        samples=3,
+        seed=seed,
+        generator=torch.Generator().manual_seed(seed),
+    )
 
 
 def test_the_study_residual_falls_with_lambda_and_the_threshold_is_where_g_reaches_one():
     r = _study()
-    assert r.lambdas[0] == 0 and r.rho.shape == (3, 8, 7) and r.g.shape == (3, 8, 6) and r.violations() == 0
+    assert (
+        r.lambdas[0] == 0
+        and r.rho.shape == (3, 8, 7)
+        and r.g.shape == (3, 8, 6)
+        and r.violations() == 0
+    )
     last = r.median()[:, -1]
     assert last[0] == pytest.approx(r.median()[0, 0])  # lambda = 0: the input's relative residual
     assert r.falls() and last[-1] < 1e-2 * last[0]
@@ -95,8 +108,16 @@ def test_the_threshold_of_a_shallower_network_is_read_from_its_first_layers():
     """The first l layers are the network of depth l: its threshold is that of a study of depth l,
     and a deeper network's can only be lower."""
     r = _study()
-    short = lm.lambda_study(lambdas=np.logspace(-2, 1, 7), n_layers=3, n_heads=2, d_model=8, n_tokens=6,
-                            samples=3, seed=0, generator=torch.Generator().manual_seed(0))
+    short = lm.lambda_study(
+        lambdas=np.logspace(-2, 1, 7),
+        n_layers=3,
+        n_heads=2,
+        d_model=8,
+        n_tokens=6,
+        samples=3,
+        seed=0,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert np.allclose(r.rho[..., :4], short.rho) and np.allclose(r.g[..., :3], short.g)
     assert np.allclose(r.thresholds(3), short.thresholds())
     assert r.kept(3) == short.kept() and r.falls(3) == short.falls()
@@ -120,9 +141,14 @@ def test_the_trend_and_the_bound_gap_on_hand_made_curves():
     bound[0, 1, 1] = 0.5
     g = np.array([[[0.0], [0.5], [5.0], [50.0]]])
     r = lm.LambdaResult(lams, rho, bound, g, 1, 1)
-    assert r.threshold == pytest.approx(0.2)  # g crosses 1 between 0.1 and 1 (log-log: 0.1 * 10**log10(2))
+    assert r.threshold == pytest.approx(
+        0.2
+    )  # g crosses 1 between 0.1 and 1 (log-log: 0.1 * 10**log10(2))
     assert r.kept() == (0.95, 0.95) and r.falls()
-    assert r.bound_gap() == (0.1, pytest.approx(0.5 / 0.95))  # the largest lambda below the threshold
+    assert r.bound_gap() == (
+        0.1,
+        pytest.approx(0.5 / 0.95),
+    )  # the largest lambda below the threshold
     r.rho[0, -1, 1] = 0.2  # the residual kept at the largest lambda: no collapse
     assert not r.falls()
     r.g[0, 1, 0] = 2.0  # every lambda above the threshold: nothing is kept, no gap to read
@@ -132,7 +158,7 @@ def test_the_trend_and_the_bound_gap_on_hand_made_curves():
 
 
 def test_threshold_interpolation():
-    assert lm._threshold([0, 0.1, 1.0], [0, 0.1, 10.0]) == pytest.approx(10 ** -0.5)
+    assert lm._threshold([0, 0.1, 1.0], [0, 0.1, 10.0]) == pytest.approx(10**-0.5)
     assert lm._threshold([0, 0.1, 1.0], [0, 0.01, 0.1]) == float("inf")
     assert np.isnan(lm._threshold([0, 0.1, 1.0], [0, 2.0, 20.0]))
 
@@ -141,6 +167,7 @@ def test_figure_has_two_panels():
     fig = _study().figure([2, 6])
     assert len(fig.axes) == 2 and len(fig.axes[0].get_lines()) >= 2
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
@@ -152,7 +179,24 @@ def test_bad_input():
     with pytest.raises(ValueError, match="lambda-skip"):
         lm.layer_constants(rc.san.SAN(CFG, seed=0), _x())
     with pytest.raises(TypeError, match="generator"):
-        lm.lambda_study(lambdas=[1.0], n_layers=2, n_heads=1, d_model=4, n_tokens=3, samples=1, seed=0, generator=0)
+        lm.lambda_study(
+            lambdas=[1.0],
+            n_layers=2,
+            n_heads=1,
+            d_model=4,
+            n_tokens=3,
+            samples=1,
+            seed=0,
+            generator=0,
+        )
     with pytest.raises(ValueError, match="lambdas"):
-        lm.lambda_study(lambdas=[0.0], n_layers=2, n_heads=1, d_model=4, n_tokens=3, samples=1, seed=0,
-                        generator=torch.Generator())
+        lm.lambda_study(
+            lambdas=[0.0],
+            n_layers=2,
+            n_heads=1,
+            d_model=4,
+            n_tokens=3,
+            samples=1,
+            seed=0,
+            generator=torch.Generator(),
+        )

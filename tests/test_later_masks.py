@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import random_tokens
 
 import rankcollapse as rc
-from conftest import random_tokens
 
 M = rc.later.masks
 
@@ -22,24 +22,37 @@ def test_causal_first_token_never_depends_on_later_tokens(gen):
         for a, b in zip(m(X).hidden_states, m(Y).hidden_states):
             assert torch.equal(a[0], b[0])
         # and a causal window of w: token i depends on tokens i-(w-1)(l)..i only after l layers
-        w = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=8, **M.mask_options("causal window", 2)), seed=1)
+        w = rc.san.SAN(
+            rc.san.SANConfig(
+                n_layers=2, n_heads=2, d_model=8, **M.mask_options("causal window", 2)
+            ),
+            seed=1,
+        )
         Z = X.clone()
-        Z[:4] = random_tokens(gen, 4, 8)  # tokens 0..3 changed: token 6 sees back to token 4 after two layers
+        Z[:4] = random_tokens(
+            gen, 4, 8
+        )  # tokens 0..3 changed: token 6 sees back to token 4 after two layers
         assert torch.equal(w(X).last_hidden_state[6], w(Z).last_hidden_state[6])
         assert not torch.equal(w(X).last_hidden_state[5], w(Z).last_hidden_state[5])
 
 
 def test_a_window_of_n_is_full_attention():
     kw = dict(n_layers=6, n_heads=2, d_model=8, n_tokens=5, samples=2, seed=0)
-    st = M.mask_study(masks=("full", "window", "causal", "causal window"), window=5,
-                      generator=torch.Generator().manual_seed(2), **kw)
+    st = M.mask_study(
+        masks=("full", "window", "causal", "causal window"),
+        window=5,
+        generator=torch.Generator().manual_seed(2),
+        **kw,
+    )
     assert np.array_equal(st.curves["window"], st.curves["full"])
     assert np.array_equal(st.curves["causal window"], st.curves["causal"])
 
 
 def test_fitted_rate_of_a_geometric_curve():
     L = np.arange(31)
-    curve = 10.0 ** (-0.5 * L)  # falls to the float64 floor: only the part above FIT_FLOOR is fitted
+    curve = 10.0 ** (
+        -0.5 * L
+    )  # falls to the float64 floor: only the part above FIT_FLOOR is fitted
     curve = np.maximum(curve, 1e-16)
     st = M.MaskStudy({"full": np.array([curve, curve])}, window=2, n_tokens=4, samples=2)
     assert math.isclose(st.rate("full"), -0.5, rel_tol=1e-9)
@@ -50,8 +63,16 @@ def test_fitted_rate_of_a_geometric_curve():
 
 @pytest.fixture(scope="module")
 def study():
-    return M.mask_study(window=2, n_layers=16, n_heads=2, d_model=16, n_tokens=12, samples=2, seed=0,
-                        generator=torch.Generator().manual_seed(3))
+    return M.mask_study(
+        window=2,
+        n_layers=16,
+        n_heads=2,
+        d_model=16,
+        n_tokens=12,
+        samples=2,
+        seed=0,
+        generator=torch.Generator().manual_seed(3),
+    )
 
 
 def test_masks_slow_collapse_but_none_stops_it(study):
@@ -60,7 +81,11 @@ def test_masks_slow_collapse_but_none_stops_it(study):
     assert study.depth_to_collapse("window") is None and not study.collapses_everywhere()
     assert study.depth_to_collapse("full") is not None and study.collapsed()[0] == "full"
     r = {m: -study.rate(m) for m in M.MASKS}
-    assert r["full"] > 3 * r["causal"] and r["causal"] > r["window"] > 0 and r["causal"] > r["causal window"]
+    assert (
+        r["full"] > 3 * r["causal"]
+        and r["causal"] > r["window"] > 0
+        and r["causal"] > r["causal window"]
+    )
     # full attention's decline accelerates layer by layer (doubly exponential) before the floor
     drops = study.drops("full")
     assert len(drops) >= 2 and np.all(np.diff(drops) > 0)
@@ -71,7 +96,9 @@ def test_cube_tokens_are_layernorm_fixed_and_of_their_rank(gen):
         X = M.cube_tokens(k, 8, gen)
         assert X.shape == (2**k, 8)
         assert torch.allclose(X.mean(-1), torch.zeros(2**k, dtype=torch.float64), atol=1e-13)
-        assert torch.allclose(X.var(-1, unbiased=False), torch.ones(2**k, dtype=torch.float64), atol=1e-12)
+        assert torch.allclose(
+            X.var(-1, unbiased=False), torch.ones(2**k, dtype=torch.float64), atol=1e-12
+        )
         assert M.numerical_rank(X) == k == int(torch.linalg.matrix_rank(X))
 
 
@@ -89,16 +116,32 @@ def test_the_cube_is_an_equilibrium_with_layernorm_and_collapses_without(gen):
         once = M.sharp_attention_network(8, 1, 8.0, layernorm=True)(X).last_hidden_state
     # LN(c X) = c X / sqrt(c^2 + eps): the equilibrium up to eps
     assert torch.allclose(once, X * c / math.sqrt(c * c + eps), atol=1e-12)
-    ln = M.ln_counterexample(ranks=(3, 4), d_model=8, n_layers=40, beta=8.0, noise=0.1,
-                             generator=torch.Generator().manual_seed(4))
+    ln = M.ln_counterexample(
+        ranks=(3, 4),
+        d_model=8,
+        n_layers=40,
+        beta=8.0,
+        noise=0.1,
+        generator=torch.Generator().manual_seed(4),
+    )
     assert ln.holds() and ln.kept() == [3, 4]
     for r in ln.rows:
         assert r["defect"] < 1e-5 and r["ln_random_value"][0] == 1
         # without LayerNorm: the residual (the paper's measure) collapses, the shape does not
-        assert r["no_ln_shrink"] < M.LEVEL and r["no_ln_shape"] > 0.999 and 0 < r["no_ln_depth"] <= 40
+        assert (
+            r["no_ln_shrink"] < M.LEVEL and r["no_ln_shape"] > 0.999 and 0 < r["no_ln_depth"] <= 40
+        )
     S = ln.summary()
-    assert S["ranks"] == [3, 4] and S["kept"] == [3, 4] and S["defect"] == max(r["defect"] for r in ln.rows)
-    assert S["random_rank_max"] == 1 and S["no_ln_shape"] > 0.999 and S["eps"] == rc.san.SANConfig().ln_eps
+    assert (
+        S["ranks"] == [3, 4]
+        and S["kept"] == [3, 4]
+        and S["defect"] == max(r["defect"] for r in ln.rows)
+    )
+    assert (
+        S["random_rank_max"] == 1
+        and S["no_ln_shape"] > 0.999
+        and S["eps"] == rc.san.SANConfig().ln_eps
+    )
     assert S["no_ln_depth"] == max(r["no_ln_depth"] for r in ln.rows)
 
 
@@ -135,12 +178,19 @@ def test_the_window_exercise_reference_is_the_core_mask(gen):
 
 def test_collapse_and_rates_on_hand_made_curves():
     """Straight lines in log10: the fitted rate, the per-layer drops, which masks reach LEVEL."""
+
     def study(rates):
-        return M.MaskStudy({m: np.array([10.0 ** (-r * np.arange(25))]) for m, r in rates.items()},
-                           window=2, n_tokens=4, samples=1)
+        return M.MaskStudy(
+            {m: np.array([10.0 ** (-r * np.arange(25))]) for m, r in rates.items()},
+            window=2,
+            n_tokens=4,
+            samples=1,
+        )
 
     st = study({"full": 1, "causal": 0.3, "window": 0.01, "causal window": 0.02})
-    assert st.collapsed() == ["full", "causal"] and st.depth_to_collapse("causal") == 21  # 10^-6.3 < 1e-6
+    assert (
+        st.collapsed() == ["full", "causal"] and st.depth_to_collapse("causal") == 21
+    )  # 10^-6.3 < 1e-6
     assert st.falls_everywhere() and st.ordering_holds() and not st.collapses_everywhere()
     assert np.allclose(st.drops("causal"), 0.3) and len(st.drops("causal")) == 24
     assert len(st.drops("full")) == 12  # the layers above FIT_FLOOR = 1e-12 only

@@ -14,7 +14,9 @@ def test_tokens_stay_on_the_sphere():
     for beta in (0.0, 1.0, 9.0):
         traj = pt.attention_flow(X0, beta, dt=0.05, steps=200, every=10)
         assert traj.shape == (21, 12, 3)
-        assert torch.allclose(traj.norm(dim=-1), torch.ones(21, 12, dtype=torch.float64), atol=1e-14, rtol=0)
+        assert torch.allclose(
+            traj.norm(dim=-1), torch.ones(21, 12, dtype=torch.float64), atol=1e-14, rtol=0
+        )
     assert torch.equal(traj[0], X0)
 
 
@@ -52,7 +54,9 @@ def test_cluster_count_does_not_rise_in_the_long_run():
     assert r.counts[:, 0].tolist() == [16, 16]
     assert r.non_increasing_tail()
     assert r.counts[0, -1] == 1 and math.isfinite(r.merge_time(0))
-    assert r.counts[1, len(r.times) // 4] >= r.counts[0, len(r.times) // 4]  # larger beta: slower merging
+    assert (
+        r.counts[1, len(r.times) // 4] >= r.counts[0, len(r.times) // 4]
+    )  # larger beta: slower merging
     assert np.all(r.counts[:, -1] <= r.counts[:, len(r.times) // 2])
 
 

@@ -19,9 +19,13 @@ def _x(seed=0, n=7, d=8):
 
 def test_entropy_of_uniform_and_one_hot_rows():
     n = 6
-    assert torch.allclose(ph.attention_entropy(torch.full((n, n), 1 / n, dtype=torch.float64)),
-                          torch.full((n,), math.log(n), dtype=torch.float64))
-    assert torch.equal(ph.attention_entropy(torch.eye(n, dtype=torch.float64)), torch.zeros(n, dtype=torch.float64))
+    assert torch.allclose(
+        ph.attention_entropy(torch.full((n, n), 1 / n, dtype=torch.float64)),
+        torch.full((n,), math.log(n), dtype=torch.float64),
+    )
+    assert torch.equal(
+        ph.attention_entropy(torch.eye(n, dtype=torch.float64)), torch.zeros(n, dtype=torch.float64)
+    )
     P = torch.softmax(_x(1, 5, 5), dim=-1)
     assert torch.allclose(ph.attention_entropy(P), -(P * P.log()).sum(dim=-1))  # parity, no zeros
 
@@ -32,7 +36,9 @@ def test_entropy_is_log_n_at_zero_query_key_weights():
     for strength in (0.0, 1.0):
         _, atts = ph.post_ln_states(model, X, strength)
         for P in atts:
-            assert torch.allclose(ph.attention_entropy(P), torch.full((2, 7), math.log(7), dtype=torch.float64))
+            assert torch.allclose(
+                ph.attention_entropy(P), torch.full((2, 7), math.log(7), dtype=torch.float64)
+            )
 
 
 def test_first_layer_entropy_falls_with_scale_to_zero():
@@ -71,8 +77,17 @@ def test_uniform_attention_without_skip_collapses_in_one_layer():
 
 
 def _study():
-    return ph.phase_study(scales=[0.0, 1.0, 16.0], strengths=[0.0, 1.0, 4.0], n_layers=8, n_heads=2, d_model=16,
-                          n_tokens=8, samples=3, seed=0, generator=torch.Generator().manual_seed(0))
+    return ph.phase_study(
+        scales=[0.0, 1.0, 16.0],
+        strengths=[0.0, 1.0, 4.0],
+        n_layers=8,
+        n_heads=2,
+        d_model=16,
+        n_tokens=8,
+        samples=3,
+        seed=0,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 def test_the_phase_picture_has_both_collapses():
@@ -106,9 +121,18 @@ def test_crossing():
 
 
 def _depths(**kw):
-    args = dict(depths=(2, 4, 8), scales=(0.0, 16.0), strengths=(0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0),
-                ratios=(0.1, 0.3, 1.0, 3.0), n_heads=2, d_model=16, n_tokens=8, samples=3, seed=0,
-                generator=torch.Generator().manual_seed(0))
+    args = dict(
+        depths=(2, 4, 8),
+        scales=(0.0, 16.0),
+        strengths=(0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0),
+        ratios=(0.1, 0.3, 1.0, 3.0),
+        n_heads=2,
+        d_model=16,
+        n_tokens=8,
+        samples=3,
+        seed=0,
+        generator=torch.Generator().manual_seed(0),
+    )
     return ph.depth_study(**(args | kw))
 
 
@@ -117,19 +141,33 @@ def test_depth_study_continues_the_grid_and_scales_alpha_with_depth():
     scaled rows at depth L are the fixed strengths a sqrt(L)."""
     d = _depths()
     assert d.rho_fixed.shape == (2, 3, 7) and d.rho_scaled.shape == (2, 3, 4)
-    grid = ph.phase_study(scales=[0.0, 16.0], strengths=d.strengths, n_layers=2, n_heads=2,
-                          d_model=16, n_tokens=8, samples=3, seed=0, generator=torch.Generator().manual_seed(0))
-    assert np.allclose(d.rho_fixed[:, 0], grid.rho) and np.allclose(d.entropy_fixed[:, 0], grid.entropy)
+    grid = ph.phase_study(
+        scales=[0.0, 16.0],
+        strengths=d.strengths,
+        n_layers=2,
+        n_heads=2,
+        d_model=16,
+        n_tokens=8,
+        samples=3,
+        seed=0,
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert np.allclose(d.rho_fixed[:, 0], grid.rho) and np.allclose(
+        d.entropy_fixed[:, 0], grid.entropy
+    )
     # a = 1 at depth 4 is alpha = 2: the same networks and inputs
     assert d.rho_scaled[0, 1, 2] == pytest.approx(d.rho_fixed[0, 1, 4])
     # at s = 0 a fixed alpha loses residual with depth: the critical alpha grows
     crit = d.critical(0)
     assert np.all(d.rho_fixed[0, -1] < d.rho_fixed[0, 0])
     assert np.isfinite(crit).all() and np.all(np.diff(crit) > 0)
-    assert np.array_equal(crit, [ph.crossing(d.strengths, r, ph.RANK_LEVEL) for r in d.rho_fixed[0]])
+    assert np.array_equal(
+        crit, [ph.crossing(d.strengths, r, ph.RANK_LEVEL) for r in d.rho_fixed[0]]
+    )
     fig = d.figure()
     assert len(fig.axes) == 3
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
@@ -153,12 +191,22 @@ def test_the_chapter_presets_continue_the_grid():
         assert deep["scales"] == (grid["scales"][0], grid["scales"][-1])
         assert all(deep[k] == grid[k] for k in ("n_heads", "d_model", "n_tokens", "samples"))
         assert max(p["grad_depths"]) >= 4 * min(p["grad_depths"])
-        assert p["lam_depths"][-1] == p["lam"]["n_layers"] and p["lam_depths"][-1] >= 4 * p["lam_depths"][0]
+        assert (
+            p["lam_depths"][-1] == p["lam"]["n_layers"]
+            and p["lam_depths"][-1] >= 4 * p["lam_depths"][0]
+        )
 
 
 def test_phase_labels_on_hand_made_grids():
-    r = ph.PhaseResult(np.array([0.0, 1.0]), np.array([0.0, 1.0]), np.array([[1.0, 1.0], [0.1, 0.1]]),
-                       np.array([[1e-9, 0.5], [1e-9, 0.5]]), 4, 8, 1)
+    r = ph.PhaseResult(
+        np.array([0.0, 1.0]),
+        np.array([0.0, 1.0]),
+        np.array([[1.0, 1.0], [0.1, 0.1]]),
+        np.array([[1e-9, 0.5], [1e-9, 0.5]]),
+        4,
+        8,
+        1,
+    )
     assert r.phases().tolist() == [["rank collapse", "neither"], ["both", "entropy collapse"]]
     assert r.critical_strength(0) == 1.0
     r.rho[0, 1] = 0.0
@@ -183,5 +231,14 @@ def test_bad_input():
     with pytest.raises(ValueError, match="layernorm='post'"):
         ph.post_ln_states(rc.san.SAN(CFG, seed=0), _x(), 1.0)
     with pytest.raises(ValueError, match="strengths"):
-        ph.phase_study(scales=[0.0], strengths=[1.0, 0.5], n_layers=2, n_heads=1, d_model=4, n_tokens=3,
-                       samples=1, seed=0, generator=torch.Generator())
+        ph.phase_study(
+            scales=[0.0],
+            strengths=[1.0, 0.5],
+            n_layers=2,
+            n_heads=1,
+            d_model=4,
+            n_tokens=3,
+            samples=1,
+            seed=0,
+            generator=torch.Generator(),
+        )

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "rankcollapse"
-CORE = ["_validate", "ops", "residual", "san", "paths", "theory"]  # a name is a module or a subpackage
+CORE = [
+    "_validate",
+    "ops",
+    "residual",
+    "san",
+    "paths",
+    "theory",
+]  # a name is a module or a subpackage
 
 
 def core_files():
@@ -24,7 +31,20 @@ def core_files():
             yield from sorted((LIB / name).glob("*.py"))
         else:
             yield LIB / f"{name}.py"
-ALLOWED_EXTERNAL = {"torch", "numpy", "math", "numbers", "itertools", "dataclasses", "typing", "__future__", "functools", "collections"}
+
+
+ALLOWED_EXTERNAL = {
+    "torch",
+    "numpy",
+    "math",
+    "numbers",
+    "itertools",
+    "dataclasses",
+    "typing",
+    "__future__",
+    "functools",
+    "collections",
+}
 
 
 def imports_of(path: Path):
@@ -39,7 +59,9 @@ def imports_of(path: Path):
 
 def test_every_core_name_has_its_files():
     assert all(path.exists() for path in core_files())
-    assert (LIB / "theory" / "__init__.py").exists() and len(list((LIB / "theory").glob("*.py"))) > 1
+    assert (LIB / "theory" / "__init__.py").exists() and len(
+        list((LIB / "theory").glob("*.py"))
+    ) > 1
 
 
 @pytest.mark.parametrize("path", list(core_files()), ids=lambda p: p.relative_to(LIB).as_posix())
@@ -71,8 +93,11 @@ def test_importing_the_core_loads_no_upper_layer():
 def test_no_module_over_400_lines():
     """One job per module (issue 12): a file past 400 lines is split. rc.models is being
     converted into rc.real by its owner and is exempt until then."""
-    long = {p.relative_to(LIB).as_posix(): n for p in LIB.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 400 and p.name != "models.py"}
+    long = {
+        p.relative_to(LIB).as_posix(): n
+        for p in LIB.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 400 and p.name != "models.py"
+    }
     assert not long, long
 
 
@@ -89,10 +114,12 @@ def test_shared_forward_passes(monkeypatch):
     cfg = rc.san.SANConfig(n_layers=3, n_heads=2, d_model=8)
     pure, skip = rc.san.SAN(cfg, seed=0), rc.san.SAN(cfg.replace(skip=True), seed=0)
     post = rc.san.SAN(cfg.replace(layernorm="post"), seed=0)
-    for call in (lambda: rc.layernorm.rewriting_discrepancy(post, X, 1),
-                 lambda: rc.theory.depth_profile(pure, X),
-                 lambda: rc.paths.length_profile(skip, X),
-                 lambda: rc.paths.decomposition_error(skip, X, with_enumeration=True)):
+    for call in (
+        lambda: rc.layernorm.rewriting_discrepancy(post, X, 1),
+        lambda: rc.theory.depth_profile(pure, X),
+        lambda: rc.paths.length_profile(skip, X),
+        lambda: rc.paths.decomposition_error(skip, X, with_enumeration=True),
+    ):
         calls.clear()
         call()
         assert len(calls) == 1
@@ -116,12 +143,16 @@ def page_text_problems(path: Path, rel: Path) -> list[str]:
     """What makes the science module at ``path`` (``rel`` inside the package) write page text:
     a glue/verdict/describe builder, or an import of the book's page layer."""
     tree = ast.parse(path.read_text())
-    problems = [f"defines {n.name} (line {n.lineno})" for n in ast.walk(tree)
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in SENTENCE_BUILDERS]
+    problems = [
+        f"defines {n.name} (line {n.lineno})"
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in SENTENCE_BUILDERS
+    ]
     depth = len(rel.parts) - 1
     for module, level in imports_of(path):
         if (level > depth and module.split(".")[0] in {"book", "evidence"}) or (
-                level == 0 and module.startswith(("rankcollapse.book", "rankcollapse.evidence"))):
+            level == 0 and module.startswith(("rankcollapse.book", "rankcollapse.evidence"))
+        ):
             problems.append(f"imports {'.' * level}{module}")
     return problems
 
@@ -138,9 +169,13 @@ def test_the_science_library_returns_numbers_not_page_sentences(path):
 def test_the_sentence_scan_finds_a_builder(tmp_path):
     """The scan can fail: a glue method, or an import of the page layer, is caught; numbers are not."""
     probe = tmp_path / "probe.py"
-    cases = {"class S:\n    def glue(self):\n        return {}\n": True, "from .book import glue\n": True,
-             "from .residual import UNDERFLOW_LOG10\n": False, "import rankcollapse.book\n": True,
-             "def numbers():\n    return {'slope': 1.0}\n": False}
+    cases = {
+        "class S:\n    def glue(self):\n        return {}\n": True,
+        "from .book import glue\n": True,
+        "from .residual import UNDERFLOW_LOG10\n": False,
+        "import rankcollapse.book\n": True,
+        "def numbers():\n    return {'slope': 1.0}\n": False,
+    }
     for text, caught in cases.items():
         probe.write_text(text)
         assert bool(page_text_problems(probe, Path("probe.py"))) is caught, text

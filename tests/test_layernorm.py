@@ -10,7 +10,9 @@ from rankcollapse import layernorm as ln
 def low_rank(gen, n, d, r, scale=1.0):
     A = torch.randn(n, r, generator=gen, dtype=torch.float64)
     B = torch.randn(r, d, generator=gen, dtype=torch.float64)
-    return scale * (A @ B) + torch.randn(d, generator=gen, dtype=torch.float64) * (torch.rand(1, generator=gen).item() > 0.5)
+    return scale * (A @ B) + torch.randn(d, generator=gen, dtype=torch.float64) * (
+        torch.rand(1, generator=gen).item() > 0.5
+    )
 
 
 def test_layer_norm_matches_torch(gen):
@@ -23,19 +25,26 @@ def test_layer_norm_matches_torch(gen):
 
 def test_factorisation_is_exact(gen):
     for _ in range(20):
-        Y = torch.randn(7, 9, generator=gen, dtype=torch.float64) * 10 ** torch.randint(-3, 4, (1,), generator=gen).item()
+        Y = (
+            torch.randn(7, 9, generator=gen, dtype=torch.float64)
+            * 10 ** torch.randint(-3, 4, (1,), generator=gen).item()
+        )
         g = torch.randn(9, generator=gen, dtype=torch.float64)
         b = torch.randn(9, generator=gen, dtype=torch.float64)
         f = ln.ln_factors(Y, g, b)
-        torch.testing.assert_close(ln.ln_from_factors(Y, f), ln.layer_norm(Y, g, b), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(
+            ln.ln_from_factors(Y, f), ln.layer_norm(Y, g, b), rtol=1e-12, atol=1e-12
+        )
         C = f.C
         torch.testing.assert_close(C @ C, C)  # a projection
-        torch.testing.assert_close(C @ torch.ones(9, dtype=torch.float64), torch.zeros(9, dtype=torch.float64))
+        torch.testing.assert_close(
+            C @ torch.ones(9, dtype=torch.float64), torch.zeros(9, dtype=torch.float64)
+        )
 
 
 def test_rank_of_ln_never_exceeds_rank_of_input(gen):
     """The rank argument: LN(Y) = S^{-1} Y C G (shift 0) has rank <= rank(Y), on random inputs."""
-    for trial in range(300):
+    for _ in range(300):
         n, d = torch.randint(2, 12, (2,), generator=gen).tolist()
         r = torch.randint(1, min(n, d) + 1, (1,), generator=gen).item()
         Y = low_rank(gen, n, d, r, scale=10 ** torch.randint(-4, 5, (1,), generator=gen).item())
@@ -50,7 +59,9 @@ def test_rank_of_ln_never_exceeds_rank_of_input(gen):
 
 
 def test_numerical_rank(gen):
-    Y = torch.randn(8, 3, generator=gen, dtype=torch.float64) @ torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    Y = torch.randn(8, 3, generator=gen, dtype=torch.float64) @ torch.randn(
+        3, 6, generator=gen, dtype=torch.float64
+    )
     assert int(ln.numerical_rank(Y)) == 3
     assert ln.numerical_rank(torch.stack([Y, 1e-20 * Y])).tolist() == [3, 3]
     assert int(ln.numerical_rank(torch.zeros(3, 3, dtype=torch.float64))) == 0
@@ -67,7 +78,10 @@ def test_rank_one_deviation(gen):
     s = torch.linalg.svdvals(Y + 1e-3 * E)
     assert torch.isclose(ln.rank_one_deviation(Y + 1e-3 * E), s[1] / s[0])
     assert 1e-5 < float(ln.rank_one_deviation(Y + 1e-3 * E)) < 1e-1
-    assert ln.rank_one_deviation(torch.stack([Y, torch.eye(6, 5, dtype=torch.float64)])).tolist()[1] == 1.0
+    assert (
+        ln.rank_one_deviation(torch.stack([Y, torch.eye(6, 5, dtype=torch.float64)])).tolist()[1]
+        == 1.0
+    )
     assert float(ln.rank_one_deviation(torch.zeros(3, 3, dtype=torch.float64))) == 0.0
     with pytest.raises(ValueError, match="2 rows"):
         ln.rank_one_deviation(torch.ones(1, 4, dtype=torch.float64))
@@ -96,7 +110,9 @@ def test_paper_rewriting_is_exact_when_scales_are_equal(gen):
 
 
 def test_best_common_scale_beats_the_mean(gen):
-    Z = torch.randn(10, 5, generator=gen, dtype=torch.float64) * torch.rand(10, 1, generator=gen, dtype=torch.float64)
+    Z = torch.randn(10, 5, generator=gen, dtype=torch.float64) * torch.rand(
+        10, 1, generator=gen, dtype=torch.float64
+    )
     inv = 1 / (0.5 + torch.rand(10, generator=gen, dtype=torch.float64))
     err = lambda c: torch.linalg.matrix_norm(inv[:, None] * Z - c * Z)  # noqa: E731
     best = ln.common_scale(Z, inv, "best")
@@ -113,7 +129,9 @@ def test_near_uniform_along_ones_regains_its_residual():
 
 def test_balanced_tokens_keep_their_residual_with_post_ln():
     X = ln.balanced_tokens(8, 8, seed=0)
-    assert int(ln.numerical_rank(X)) == 1 and torch.allclose(X.mean(0), torch.zeros(8, dtype=torch.float64))
+    assert int(ln.numerical_rank(X)) == 1 and torch.allclose(
+        X.mean(0), torch.zeros(8, dtype=torch.float64)
+    )
     cfg = rc.san.SANConfig(n_layers=6, n_heads=2, d_model=8, layernorm="post")
     with_ln = ln.residual_profile(rc.san.SAN(cfg, seed=0), X)
     without = ln.residual_profile(rc.san.SAN(cfg.replace(layernorm="none"), seed=0), X)
@@ -121,7 +139,9 @@ def test_balanced_tokens_keep_their_residual_with_post_ln():
     assert without["absolute"][-1] < 1e-6 * without["absolute"][0]
     assert torch.all(with_ln["rank"] <= 2)
     assert torch.all(with_ln["rank_one"] < 1e-8)  # the construction is kept: rounding only
-    noisy = ln.residual_profile(rc.san.SAN(cfg, seed=0), ln.balanced_tokens(8, 8, seed=0, noise=1e-3))
+    noisy = ln.residual_profile(
+        rc.san.SAN(cfg, seed=0), ln.balanced_tokens(8, 8, seed=0, noise=1e-3)
+    )
     assert noisy["rank_one"][0] > 1e-5  # the noise is what is not rank one
     with pytest.raises(ValueError, match="even"):
         ln.balanced_tokens(7, 8, seed=0)
@@ -141,11 +161,21 @@ def test_scale_spread_is_scale_free_and_bit_identical_at_ordinary_scales():
     g = torch.Generator().manual_seed(0)
     for dtype in (torch.float64, torch.float32):
         for _ in range(5):  # the formula before the power-of-two rescaling, to the bit
-            s = torch.rand(4, 9, dtype=dtype, generator=g) * 10.0 ** torch.randint(-8, 8, (4, 1), generator=g).to(dtype) + 1e-30
+            s = (
+                torch.rand(4, 9, dtype=dtype, generator=g)
+                * 10.0 ** torch.randint(-8, 8, (4, 1), generator=g).to(dtype)
+                + 1e-30
+            )
             assert torch.equal(ln.scale_spread(s), s.std(dim=-1, unbiased=False) / s.mean(dim=-1))
     s = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
     assert ln.scale_spread(s).item() == pytest.approx(0.408248290463863, rel=1e-15)
-    for scale in (1e306, 1e-306, 2.0**-1000):  # std / mean would overflow or underflow without the rescaling
+    for scale in (
+        1e306,
+        1e-306,
+        2.0**-1000,
+    ):  # std / mean would overflow or underflow without the rescaling
         assert ln.scale_spread(s * scale).item() == pytest.approx(0.408248290463863, rel=1e-14)
-    both = torch.stack([s, s * 1e306])  # each row rescaled on its own; the ordinary row is untouched
+    both = torch.stack(
+        [s, s * 1e306]
+    )  # each row rescaled on its own; the ordinary row is untouched
     assert both.shape == (2, 3) and ln.scale_spread(both)[0] == ln.scale_spread(s)

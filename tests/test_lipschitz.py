@@ -10,7 +10,9 @@ from rankcollapse import lipschitz as lp
 
 
 def small_mlp_san(activation="relu", scale=1.0, seed=0, **kw):
-    cfg = rc.san.SANConfig(n_layers=2, n_heads=2, d_model=8, mlp=16, mlp_scale=scale, activation=activation, **kw)
+    cfg = rc.san.SANConfig(
+        n_layers=2, n_heads=2, d_model=8, mlp=16, mlp_scale=scale, activation=activation, **kw
+    )
     return rc.san.SAN(cfg, seed=seed)
 
 
@@ -19,7 +21,9 @@ def test_activation_slopes():
     lo, hi = lp.activation_slope("gelu")
     t = torch.linspace(-6, 6, 20001, dtype=torch.float64, requires_grad=True)
     (g,) = torch.autograd.grad(torch.nn.functional.gelu(t).sum(), t)
-    assert math.isclose(hi, float(g.max()), rel_tol=1e-6) and math.isclose(lo, float(g.min()), rel_tol=1e-5)
+    assert math.isclose(hi, float(g.max()), rel_tol=1e-6) and math.isclose(
+        lo, float(g.min()), rel_tol=1e-5
+    )
     with pytest.raises(ValueError, match="activation"):
         lp.activation_slope("tanh")
 
@@ -51,7 +55,9 @@ def test_random_pairs_never_beat_the_upper_bound(gen):
     f = lp.mlp_map(model, 0)
     for _ in range(100):
         X = 3 * torch.randn(5, 8, generator=gen, dtype=torch.float64)
-        Y = X + torch.randn(5, 8, generator=gen, dtype=torch.float64) * torch.rand(1, generator=gen, dtype=torch.float64)
+        Y = X + torch.randn(5, 8, generator=gen, dtype=torch.float64) * torch.rand(
+            1, generator=gen, dtype=torch.float64
+        )
         ratio = rc.residual.composite_norm(f(X) - f(Y)) / rc.residual.composite_norm(X - Y)
         assert ratio <= upper[0] * (1 + 1e-9)
 
@@ -65,7 +71,6 @@ def test_linear_row_map_lower_bound_is_close_to_the_composite_norm(gen):
 
 
 def test_bounds_scale_quadratically_with_mlp_scale(gen):
-    X = torch.randn(2, 6, 8, generator=gen, dtype=torch.float64)
     a = lp.lipschitz_upper_bound(small_mlp_san(scale=1.0))
     b = lp.lipschitz_upper_bound(small_mlp_san(scale=3.0))
     torch.testing.assert_close(b, 9 * a)
@@ -75,7 +80,11 @@ def test_bounds_scale_quadratically_with_mlp_scale(gen):
 
 
 def test_mlp_inputs_match_the_forward_pass(gen):
-    for kw in (dict(), dict(skip=True, layernorm="post"), dict(skip=True, layernorm="pre", bias=True)):
+    for kw in (
+        dict(),
+        dict(skip=True, layernorm="post"),
+        dict(skip=True, layernorm="pre", bias=True),
+    ):
         model = small_mlp_san(**kw)
         X = torch.randn(6, 8, generator=gen, dtype=torch.float64)
         Z = lp.mlp_inputs(model, X)
@@ -129,7 +138,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="X"):
         lp.perturbation_gain(model, torch.zeros(2, 3))
     with pytest.raises(ValueError, match="targets"):
-        lp.per_example_gradients(model, torch.zeros(2, 4, 8, dtype=torch.float64), torch.zeros(2, 3), torch.zeros(8))
+        lp.per_example_gradients(
+            model, torch.zeros(2, 4, 8, dtype=torch.float64), torch.zeros(2, 3), torch.zeros(8)
+        )
     with pytest.raises(TypeError, match="f must be"):
         lp.lipschitz_lower_bound(3, torch.zeros(2, 8))
     with pytest.raises(ValueError, match="layer"):

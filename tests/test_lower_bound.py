@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 
+import mp_reference as ref
 import mpmath as mp
 import numpy as np
 import pytest
 import torch
 
-import mp_reference as ref
 import rankcollapse as rc
 from rankcollapse import lower_bound as LB
 from rankcollapse import lower_bound_search as LS
@@ -61,7 +61,11 @@ def test_one_layer_never_keeps_less_than_the_lemma_says(value_scale):
     """The a-posteriori lemma holds for every Omega, also far outside the theorem's regime."""
     for seed in range(8):
         net = _skip_san(5, 2, 6, 2.0, seed, value_scale)
-        X = torch.randn(7, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)) * 2 + 1
+        X = (
+            torch.randn(7, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+            * 2
+            + 1
+        )
         measured = LB.residual_inf(torch.stack(net(X).hidden_states))
         assert torch.all(measured[1:] >= LB.one_layer_bound(net, X) - 1e-12 * measured[:-1])
 
@@ -83,12 +87,15 @@ def test_depth_bound_formula_and_edge_cases():
     assert far.tolist() == pytest.approx([1 / math.sqrt(15 / 4 * k * 1e9)] * 2, rel=1e-3)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(b0=1.0, k=1.0, omega=0.5), "omega"),
-    (dict(b0=1.0, k=1.0, omega=0.7), "omega"),
-    (dict(b0=-1.0, k=1.0, omega=0.1), "non-negative"),
-    (dict(b0=1.0, k=math.nan, omega=0.1), "finite"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(b0=1.0, k=1.0, omega=0.5), "omega"),
+        (dict(b0=1.0, k=1.0, omega=0.7), "omega"),
+        (dict(b0=-1.0, k=1.0, omega=0.1), "non-negative"),
+        (dict(b0=1.0, k=math.nan, omega=0.1), "finite"),
+    ],
+)
 def test_depth_bound_refuses_outside_the_theorem(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LB.depth_bound(depths=[1], **kwargs)
@@ -156,7 +163,7 @@ def test_a_sample_recomputed_at_60_digits():
                 assert all(b <= t for b, t in zip(bound, true))
             lib = LB.lower_bound(model, X[i])
             assert lib.tolist() == pytest.approx([float(b) for b in bound], rel=1e-12)
-            measured = stack.select(slice(i, i + 1)).residuals(X[i:i + 1])[0]
+            measured = stack.select(slice(i, i + 1)).residuals(X[i : i + 1])[0]
             assert measured.tolist() == pytest.approx([float(t) for t in true], rel=1e-9)
             count += 1
     assert count == 40
@@ -174,7 +181,9 @@ def test_a_stack_is_the_core_san():
             assert torch.allclose(got, want, rtol=1e-12, atol=1e-12 * want.abs().max().item())
         k, om = LB.layer_constants(stack.san(i))
         K, OM = stack.constants()
-        assert (k.max().item(), om.max().item()) == pytest.approx((K[i].item(), OM[i].item()), rel=1e-12)
+        assert (k.max().item(), om.max().item()) == pytest.approx(
+            (K[i].item(), OM[i].item()), rel=1e-12
+        )
 
 
 def test_layer_constants_of_a_san_read_its_heads_with_d_qk():
@@ -186,10 +195,16 @@ def test_layer_constants_of_a_san_read_its_heads_with_d_qk():
     assert torch.allclose(om, w.sum(-1)) and torch.allclose(k, 4 / math.sqrt(3) * (q * w).sum(-1))
 
 
-@pytest.mark.parametrize("change, match", [
-    (dict(skip=False), "skip=True"), (dict(mlp=8), "mlp=0"), (dict(layernorm="post"), "layernorm"),
-    (dict(bias=True), "bias=False"), (dict(causal=True), "causal=False"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(skip=False), "skip=True"),
+        (dict(mlp=8), "mlp=0"),
+        (dict(layernorm="post"), "layernorm"),
+        (dict(bias=True), "bias=False"),
+        (dict(causal=True), "causal=False"),
+    ],
+)
 def test_lower_bound_refuses_networks_outside_the_theorem(change, match):
     cfg = SANConfig(n_layers=2, n_heads=1, d_model=4, skip=True).replace(**change)
     with pytest.raises(ValueError, match=match):
@@ -215,12 +230,22 @@ def test_simplex_tokens():
     assert X.sum(0).abs().max() < 1e-14
     G = X @ X.T
     off = G[~torch.eye(5, dtype=torch.bool)]
-    assert torch.allclose(G.diagonal(), G[0, 0].expand(5)) and torch.allclose(off, -G[0, 0] / 4 * torch.ones(20, dtype=torch.float64))
+    assert torch.allclose(G.diagonal(), G[0, 0].expand(5)) and torch.allclose(
+        off, -G[0, 0] / 4 * torch.ones(20, dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="n - 1"):
         LB.simplex_tokens(5, 3, 1.0)
     # the size caps are checked before the SVD: a small simplex is what it was
-    assert LB.simplex_tokens(4, 8, 2.0)[0].tolist() == [7.209876431746101e-17, -1.202469840623352,
-                                                       -1.0787047975590947e-16, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert LB.simplex_tokens(4, 8, 2.0)[0].tolist() == [
+        7.209876431746101e-17,
+        -1.202469840623352,
+        -1.0787047975590947e-16,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    ]
     with pytest.raises(ValueError, match="multiply-adds"):
         LB.simplex_tokens(5000, 5000, 1.0)
 
@@ -235,10 +260,14 @@ def test_the_construction_keeps_a_centred_simplex_and_follows_the_recursion():
         assert h.mean(0).abs().max() <= 1e-14 * h.abs().max()
         big = X.abs() > 1e-8 * X.abs().max()
         ratio = h[big] / X[big]
-        assert torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-10)  # the same factor everywhere
+        assert torch.allclose(
+            ratio, ratio[0].expand_as(ratio), rtol=1e-10
+        )  # the same factor everywhere
         assert torch.all(h[~big].abs() <= 1e-12 * h.abs().max())
     P = torch.softmax(s["q"] * X @ X.T / math.sqrt(s["d"]), dim=-1)
-    assert torch.allclose(P, P.T) and torch.allclose(P.sum(0), torch.ones(s["n"], dtype=torch.float64))
+    assert torch.allclose(P, P.T) and torch.allclose(
+        P.sum(0), torch.ones(s["n"], dtype=torch.float64)
+    )
     exact = 10 ** LB.simplex_log10_ratios([-1] * 64, **s)
     measured = net.residuals(X)[0].numpy() / s["b0"]
     assert measured == pytest.approx(exact, rel=1e-11)
@@ -267,11 +296,11 @@ def test_the_construction_reaches_the_rate():
     g0 = s["q"] * n * rho0**2 / ((n - 1) * math.sqrt(d))
     kappa = s["q"] * n / ((n - 1) * math.sqrt(d) * (math.exp(g0) + n - 1))
     upper = 1 / np.sqrt(1 + 2 * Om * kappa * rho0**2 * np.arange(1025))
-    assert np.all(10 ** log10 <= upper * (1 + 1e-12))
+    assert np.all(10**log10 <= upper * (1 + 1e-12))
     # and the theorem's bound below it
     k = 4 * s["H"] * s["q"] * s["omega"] / math.sqrt(d)
     bound = LB.depth_bound(s["b0"], k, Om, range(1025)).numpy() / s["b0"]
-    assert np.all(10 ** log10 >= bound)
+    assert np.all(10**log10 >= bound)
 
 
 def test_grow_then_cancel_matches_the_forward_pass_and_is_doubly_exponential():
@@ -286,8 +315,10 @@ def test_grow_then_cancel_matches_the_forward_pass_and_is_doubly_exponential():
     assert all(b / a > 3 for a, b in zip(deep, deep[1:]))
 
 
-@pytest.mark.parametrize("signs, omega, match", [([-1, 0], 0.1, "signs"), ([-1], 0.6, "H \\* omega"),
-                                                 ([[1, -1]], 0.1, "signs")])
+@pytest.mark.parametrize(
+    "signs, omega, match",
+    [([-1, 0], 0.1, "signs"), ([-1], 0.6, "H \\* omega"), ([[1, -1]], 0.1, "signs")],
+)
 def test_simplex_recursion_refuses_bad_input(signs, omega, match):
     with pytest.raises(ValueError, match=match):
         LB.simplex_log10_ratios(signs, 4, 8, 2, 4.0, omega, 1.0)
@@ -307,17 +338,23 @@ def test_project_rows_is_the_l1_projection():
     Pm = LS.project_rows(M, 1.5)
     norms = Pm.abs().sum(-1)
     outside = M.abs().sum(-1) > 1.5
-    assert torch.all(norms <= 1.5 + 1e-12) and torch.allclose(norms[outside], torch.full_like(norms[outside], 1.5))
+    assert torch.all(norms <= 1.5 + 1e-12) and torch.allclose(
+        norms[outside], torch.full_like(norms[outside], 1.5)
+    )
     assert torch.equal(Pm[~outside], M[~outside])
     # optimality: no feasible perturbation along random directions brings a row closer to M
     for _ in range(50):
-        Z = LS.project_rows(Pm + 0.01 * torch.randn(200, 7, generator=gen, dtype=torch.float64), 1.5)
+        Z = LS.project_rows(
+            Pm + 0.01 * torch.randn(200, 7, generator=gen, dtype=torch.float64), 1.5
+        )
         assert torch.all((Z - M).norm(dim=-1) >= (Pm - M).norm(dim=-1) - 1e-12)
 
 
 @pytest.fixture(scope="module")
 def found():
-    return LS.search([1, 2, 4], n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, restarts=6, steps=15, seed=3)
+    return LS.search(
+        [1, 2, 4], n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, restarts=6, steps=15, seed=3
+    )
 
 
 def test_the_search_stays_in_its_bounds_and_never_below_the_bound(found):
@@ -335,7 +372,9 @@ def test_the_search_stays_in_its_bounds_and_never_below_the_bound(found):
 
 
 def test_the_search_is_seeded(found):
-    again = LS.search([1, 2, 4], n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, restarts=6, steps=15, seed=3)
+    again = LS.search(
+        [1, 2, 4], n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, restarts=6, steps=15, seed=3
+    )
     assert again.best.tolist() == found.best.tolist()
 
 
@@ -344,9 +383,16 @@ def test_without_skips_the_searched_networks_collapse(found):
     assert pure.shape == (3,) and pure[-1] < found.best[-1]
 
 
-@pytest.mark.parametrize("kwargs, match", [(dict(depths=[2, 1]), "depths"), (dict(depths=[]), "depths"),
-                                           (dict(q=-1.0), "q"), (dict(restarts=0), "restarts"),
-                                           (dict(seed=-1), "seed")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(depths=[2, 1]), "depths"),
+        (dict(depths=[]), "depths"),
+        (dict(q=-1.0), "q"),
+        (dict(restarts=0), "restarts"),
+        (dict(seed=-1), "seed"),
+    ],
+)
 def test_search_refuses_bad_input(kwargs, match):
     args = dict(depths=[1], n=3, d=3, H=1, q=1.0, omega=0.1, b0=1.0, restarts=2, steps=1, seed=0)
     args.update(kwargs)
@@ -368,4 +414,10 @@ def test_lower_bound_and_its_search_depend_on_the_core_only():
                 assert node.module.split(".")[0] in core | extra, (name, node.module)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 mod = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
-                assert mod.split(".")[0] in {"torch", "numpy", "math", "dataclasses", "__future__"}, (name, mod)
+                assert mod.split(".")[0] in {
+                    "torch",
+                    "numpy",
+                    "math",
+                    "dataclasses",
+                    "__future__",
+                }, (name, mod)

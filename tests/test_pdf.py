@@ -41,8 +41,10 @@ SAMPLE = 8  # glued values checked per chapter
 def pdfs(built_book):
     missing = missing_tools()
     if missing:
-        pytest.skip(f"TeX is not installed ({', '.join(missing)} missing; Debian: apt-get install "
-                    f"--no-install-recommends {' '.join(TEX_PACKAGES)}, or python3 tasks.py pdf)")
+        pytest.skip(
+            f"TeX is not installed ({', '.join(missing)} missing; Debian: apt-get install "
+            f"--no-install-recommends {' '.join(TEX_PACKAGES)}, or python3 tasks.py pdf)"
+        )
     report = io.StringIO()
     start = time.monotonic()
     code = build(out=report)
@@ -62,7 +64,9 @@ def _squash(text: str) -> str:
 
 
 def _pdf_text(path: Path) -> str:
-    return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["pdftotext", str(path), "-"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +128,12 @@ def test_it_shows_the_glued_values_of_the_html_book(built_book, texts):
         assert len(shown) >= 3, f"{key}: only {len(shown)} glued values found on its HTML page"
         step = max(1, len(shown) // SAMPLE)
         sample = shown[::step][:SAMPLE]
-        missing += [f"{key}: {value!r}" for value in sample if not _in_pdf_text(value, text, unhyphenated)]
-    assert not missing, "glued values the HTML page shows but the PDF does not:\n" + "\n".join(missing)
+        missing += [
+            f"{key}: {value!r}" for value in sample if not _in_pdf_text(value, text, unhyphenated)
+        ]
+    assert not missing, "glued values the HTML page shows but the PDF does not:\n" + "\n".join(
+        missing
+    )
 
 
 def test_no_unresolved_reference(pdfs, texts):
@@ -133,15 +141,23 @@ def test_no_unresolved_reference(pdfs, texts):
         assert "??" not in texts[name], f"{name}: '??' (an unresolved reference) in the text"
     for source in ("source-book", "source-book-student"):
         log = (PDF / source / "_build" / "latex" / "book.log").read_text(errors="replace")
-        undefined = re.findall(r"(?:Reference|Citation|Hyper reference) `[^']*' on page \d+ undefined", log)
-        assert not undefined and "There were undefined references" not in log, (source, undefined[:5])
+        undefined = re.findall(
+            r"(?:Reference|Citation|Hyper reference) `[^']*' on page \d+ undefined", log
+        )
+        assert not undefined and "There were undefined references" not in log, (
+            source,
+            undefined[:5],
+        )
 
 
 def test_it_has_the_figures_of_the_html_book(built_book, texts):
     """The same numbered figures as the HTML pages, each with its graphic (a vector PDF converted
     from the figure's SVG)."""
-    pages = [p for p in (built_book / "html").rglob("*.html") if p.relative_to(built_book / "html").parts[0]
-             not in ("_static", "_sources")]
+    pages = [
+        p
+        for p in (built_book / "html").rglob("*.html")
+        if p.relative_to(built_book / "html").parts[0] not in ("_static", "_sources")
+    ]
     numbers, images = set(), 0
     for page in pages:
         text = page.read_text()
@@ -155,29 +171,46 @@ def test_it_has_the_figures_of_the_html_book(built_book, texts):
     tex = (PDF / "source-book" / "_build" / "latex" / "book.tex").read_text()
     assert tex.count("\\sphinxincludegraphics") == images
     converted = list((PDF / "source-book" / "_build" / "latex").glob("*.pdf"))
-    assert len([p for p in converted if p.name != "book.pdf"]) >= len(numbers), "the SVG figures were not converted"
+    assert len([p for p in converted if p.name != "book.pdf"]) >= len(numbers), (
+        "the SVG figures were not converted"
+    )
 
 
 def test_it_has_the_boxes_the_bibliography_and_the_links(texts):
     text = texts["book"]
     # the book's own theorems are numbered (the first is chapter 2's); the paper's are not
-    for box in ("Theorem 2.1", "Theorem (The paper", "Definition 1.1", "Proof.", "Exercise 1.1",
-                "Solution to Exercise 1.1"):
+    for box in (
+        "Theorem 2.1",
+        "Theorem (The paper",
+        "Definition 1.1",
+        "Proof.",
+        "Exercise 1.1",
+        "Solution to Exercise 1.1",
+    ):
         assert box in text, box
     assert "Attention is not all you need" in text and "Bibliography" in text
     tex = (PDF / "source-book" / "_build" / "latex" / "book.tex").read_text()
-    assert "\\begin{sphinxadmonition}" in tex and "\\sphinxhref{https://" in tex and "\\usepackage{hyperref}" in tex
+    assert (
+        "\\begin{sphinxadmonition}" in tex
+        and "\\sphinxhref{https://" in tex
+        and "\\usepackage{hyperref}" in tex
+    )
 
 
 def test_it_says_its_version_build_date_and_commit(texts):
     import release  # _ext/release.py
 
     version = str(release.citation(ROOT)["version"])
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
     for name, text in texts.items():
         first = " ".join(text.split("\f")[0].split())  # the title page
         assert f"Version {version}" in first, (name, first)
-        assert re.search(rf"Built \d{{4}}-\d{{2}}-\d{{2}} from commit {head[:7]}", first), (name, first)
+        assert re.search(rf"Built \d{{4}}-\d{{2}}-\d{{2}} from commit {head[:7]}", first), (
+            name,
+            first,
+        )
 
 
 def _solution_lines(built_book) -> list[str]:
@@ -189,13 +222,18 @@ def _solution_lines(built_book) -> list[str]:
 
     lines = []
     for source in toc_notebooks():
-        nb = nbformat.read(built_book / "jupyter_execute" / f"{chapter_key(source)}.ipynb", as_version=4)
+        nb = nbformat.read(
+            built_book / "jupyter_execute" / f"{chapter_key(source)}.ipynb", as_version=4
+        )
         kept = {c.source for c in strip_notebook(nb).cells if c.cell_type == "code"}
         kept_lines = {line.strip() for source in kept for line in source.splitlines()}
         for cell in nb.cells:
             if cell.cell_type == "code" and cell.source not in kept:
-                lines += [line.strip() for line in cell.source.splitlines()
-                          if len(line.strip()) >= 30 and line.strip() not in kept_lines]
+                lines += [
+                    line.strip()
+                    for line in cell.source.splitlines()
+                    if len(line.strip()) >= 30 and line.strip() not in kept_lines
+                ]
     return lines
 
 
@@ -205,7 +243,9 @@ def test_the_student_pdf_has_no_solution(built_book, texts):
     lines = _solution_lines(built_book)
     assert len(lines) >= 20
     shown = [line for line in lines if _squash(line) in book]
-    assert len(shown) >= 0.9 * len(lines), "the book's PDF should show the solutions' code (the check's control)"
+    assert len(shown) >= 0.9 * len(lines), (
+        "the book's PDF should show the solutions' code (the check's control)"
+    )
     leaked = [line for line in shown if _squash(line) in student]
     assert not leaked, "solution code in the student PDF:\n" + "\n".join(leaked[:10])
 
@@ -214,7 +254,9 @@ def test_a_value_broken_at_a_hyphen_is_still_found():
     """pdftotext's joining of a line-end hyphen is allowed for; a value that is not there is not."""
     text = _squash("the models bertbase-cased and gpt2 at 9.47e01")
     unhyphenated = text.replace("-", "")
-    assert _in_pdf_text("bert-base-cased, gpt2", text, unhyphenated) is False  # the comma is not there
+    assert (
+        _in_pdf_text("bert-base-cased, gpt2", text, unhyphenated) is False
+    )  # the comma is not there
     assert _in_pdf_text("bertbase-cased and gpt2", text, unhyphenated)
     assert _in_pdf_text("bert-base-cased", text, unhyphenated)
     assert _in_pdf_text("9.47e-01", text, unhyphenated)

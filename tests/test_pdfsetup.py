@@ -1,17 +1,19 @@
 """_ext/pdfsetup.py, without TeX: the formulas' macros for the preamble, where the front, main and
 back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset PDF)."""
 
+import pdfsetup  # _ext (pytest's pythonpath has it)
 import yaml
 from docutils import nodes
 
-import pdfsetup  # _ext (pytest's pythonpath has it)
 from booktools import ROOT
 
 
 def test_the_macros_are_mathjaxs():
     config = {"tex": {"macros": {"res": "\\operatorname{res}", "norm": ["\\lVert #1 \\rVert", 1]}}}
     assert pdfsetup.latex_macros(config).splitlines() == [
-        "\\newcommand{\\res}{\\operatorname{res}}", "\\newcommand{\\norm}[1]{\\lVert #1 \\rVert}"]
+        "\\newcommand{\\res}{\\operatorname{res}}",
+        "\\newcommand{\\norm}[1]{\\lVert #1 \\rVert}",
+    ]
     assert pdfsetup.latex_macros(None) == ""
 
 

@@ -14,7 +14,12 @@ import rankcollapse as rc  # noqa: E402
 def test_path_diagram_draws_each_highlighted_path():
     ax = rc.plotting.path_diagram(L=3, H=2)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert [label.split(":")[0] for label in labels] == ["length 0", "length 1", "length 2", "length 3"]
+    assert [label.split(":")[0] for label in labels] == [
+        "length 0",
+        "length 1",
+        "length 2",
+        "length 3",
+    ]
     with pytest.raises(ValueError, match="one entry per layer"):
         rc.plotting.path_diagram(L=2, H=2, highlight=[(0, 1, 0)])
     plt.close("all")
@@ -30,8 +35,10 @@ def test_curve_with_band_log_space():
 
 
 def test_length_distributions_plots_each_architecture():
-    rows = [(a.name, a.n_layers, a.n_heads, rc.paths.length_distribution(a.n_layers, a.n_heads).numpy())
-            for a in rc.presets.ARCHITECTURES]
+    rows = [
+        (a.name, a.n_layers, a.n_heads, rc.paths.length_distribution(a.n_layers, a.n_heads).numpy())
+        for a in rc.presets.ARCHITECTURES
+    ]
     axes = rc.plotting.length_distributions(rows)
     shapes = {(a.n_layers, a.n_heads) for a in rc.presets.ARCHITECTURES}
     labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
@@ -59,8 +66,9 @@ def test_svg_output_is_deterministic(book_style):
 
     def draw():
         fig, ax = plt.subplots(layout="constrained")
-        rc.plotting.curve_with_band(ax, np.arange(4), np.array([[1.0, 0.1, 0.01, 1e-3], [2.0, 0.2, 0.02, 2e-3]]),
-                                    label="a")
+        rc.plotting.curve_with_band(
+            ax, np.arange(4), np.array([[1.0, 0.1, 0.01, 1e-3], [2.0, 0.2, 0.02, 2e-3]]), label="a"
+        )
         ax.legend()
         data = rc.plotting.svg_bytes(fig)
         plt.close(fig)
@@ -105,8 +113,13 @@ def test_the_book_figures_are_legible(book_style):
     # the LayerNorm chapter's rank panel at its fast and full sizes (ranks 1..10 of 200 inputs,
     # 1..16 of 2,000: the full size's three-digit counts written in discs once overlapped)
     for top, count in ((11, 200), (17, 2000)):
-        fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.6), layout="constrained",
-                                 gridspec_kw=dict(width_ratios=[1.4, 1]))
+        fig, axes = plt.subplots(
+            1,
+            2,
+            figsize=(rc.plotting.WIDTH, 3.6),
+            layout="constrained",
+            gridspec_kw=dict(width_ratios=[1.4, 1]),
+        )
         before = rng.integers(1, top, count)
         after = np.where(rng.random(count) < 0.3, before - 1, before)
         rc.plotting.rank_change_bars(before, after, ax=axes[1])
@@ -121,14 +134,18 @@ def test_the_book_figures_are_legible(book_style):
 
     fig, axes = plt.subplots(1, 3, figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
     lam = np.logspace(0, 3, 6)
-    rc.plotting.mlp_tradeoff(lam, rng.random((4, 6)), rng.random((10, 6)) * lam, lam ** 2, axes=axes)
+    rc.plotting.mlp_tradeoff(lam, rng.random((4, 6)), rng.random((10, 6)) * lam, lam**2, axes=axes)
     assert rc.plotting.figure_problems(fig) == []
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 2.6), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(
+        1, 2, figsize=(rc.plotting.WIDTH, 2.6), sharey=True, layout="constrained"
+    )
     for ax, surgery in zip(axes, ("paper", "clean")):
         curves = {v: rng.random((3, 7)) for v in ("san", "san+mlp", "san+skip", "full")}
-        rc.plotting.ablation_panel(ax, curves, title=f"xlnet-base-cased (at initialisation), {surgery} surgery")
+        rc.plotting.ablation_panel(
+            ax, curves, title=f"xlnet-base-cased (at initialisation), {surgery} surgery"
+        )
     assert rc.plotting.figure_problems(fig) == []
     plt.close(fig)
 
@@ -171,17 +188,36 @@ def test_alt_text_says_what_the_figure_shows(book_style):
     """The alt text is read from the figure: panels, titles, axes (label, scale, range), what is
     drawn and the legend; a change to the drawing changes it."""
     fig, axes = plt.subplots(1, 2, figsize=(rc.plotting.WIDTH, 3.0), layout="constrained")
-    rc.plotting.curve_with_band(axes[0], np.arange(1, 5), np.array([[1.0, 1e-2, 1e-4, 1e-8], [1.0, 1e-3, 1e-6, 1e-9]]),
-                                label=r"$\lambda = 0.5$")
+    rc.plotting.curve_with_band(
+        axes[0],
+        np.arange(1, 5),
+        np.array([[1.0, 1e-2, 1e-4, 1e-8], [1.0, 1e-3, 1e-6, 1e-9]]),
+        label=r"$\lambda = 0.5$",
+    )
     axes[0].axhline(1e-3, color=rc.plotting.INK, ls=":")
-    axes[0].set(xlabel="depth $L$", ylabel=r"$\Vert \mathrm{res}(X_L)\Vert_{1,\infty}$", title="(a) pure attention")
+    axes[0].set(
+        xlabel="depth $L$",
+        ylabel=r"$\Vert \mathrm{res}(X_L)\Vert_{1,\infty}$",
+        title="(a) pure attention",
+    )
     axes[0].legend()
     axes[1].bar(["BERT", "ALBERT", "XLNet"], [3, 2, 1])
     axes[1].set(title="(b) ranks")
     alt = rc.plotting.alt_text(fig)
-    for part in ("2 panels", "“(a) pure attention”", "x axis “depth L”, from 1 to 4", "log scale",
-                 "“‖res(X_L)‖_1,∞”", "1 curve", "1 shaded band", "1 horizontal reference line", "legend “λ=0.5”",
-                 "“(b) ranks”", "categories “BERT”, “ALBERT” and “XLNet”", "3 bars"):
+    for part in (
+        "2 panels",
+        "“(a) pure attention”",
+        "x axis “depth L”, from 1 to 4",
+        "log scale",
+        "“‖res(X_L)‖_1,∞”",
+        "1 curve",
+        "1 shaded band",
+        "1 horizontal reference line",
+        "legend “λ=0.5”",
+        "“(b) ranks”",
+        "categories “BERT”, “ALBERT” and “XLNet”",
+        "3 bars",
+    ):
         assert part in alt, (part, alt)
     axes[0].set_title("(a) another title")
     assert "another title" in rc.plotting.alt_text(fig)
@@ -189,17 +225,22 @@ def test_alt_text_says_what_the_figure_shows(book_style):
 
     ax = rc.plotting.path_diagram(L=2, H=2, highlight=((None, None), (0, 1)))
     alt = rc.plotting.alt_text(ax.figure)
-    assert alt.startswith("A diagram:") and "“P^(1)_1”" in alt and "length 2: head 1, head 2" in alt, alt
+    assert (
+        alt.startswith("A diagram:") and "“P^(1)_1”" in alt and "length 2: head 1, head 2" in alt
+    ), alt
     plt.close("all")
 
 
-@pytest.mark.parametrize("label, text", [
-    (r"$\|\mathrm{res}(P_p)\| / \|P_p\|$", "‖res(P_p)‖/‖P_p‖"),
-    (r"correct order, $\mathbf{1}x^\top$", "correct order, 1xᵀ"),
-    (r"$\frac{a}{b} \le \sqrt{d}$", "a/b≤√d"),
-    (r"slope $\log 3$", "slope log 3"),
-    ("plain words", "plain words"),
-])
+@pytest.mark.parametrize(
+    "label, text",
+    [
+        (r"$\|\mathrm{res}(P_p)\| / \|P_p\|$", "‖res(P_p)‖/‖P_p‖"),
+        (r"correct order, $\mathbf{1}x^\top$", "correct order, 1xᵀ"),
+        (r"$\frac{a}{b} \le \sqrt{d}$", "a/b≤√d"),
+        (r"slope $\log 3$", "slope log 3"),
+        ("plain words", "plain words"),
+    ],
+)
 def test_formulas_in_labels_are_read_as_plain_text(label, text):
     assert rc.plotting.plain_text(label) == text
 
@@ -234,8 +275,10 @@ def _closest_pair(colours, deficiency):
     from coloraide import Color
 
     seen = [Color(c).filter(deficiency, 1.0, method="machado") for c in colours]
-    return min((seen[i].delta_e(seen[j], method="2000"), colours[i], colours[j])
-               for i, j in combinations(range(len(colours)), 2))
+    return min(
+        (seen[i].delta_e(seen[j], method="2000"), colours[i], colours[j])
+        for i, j in combinations(range(len(colours)), 2)
+    )
 
 
 @pytest.mark.parametrize("deficiency", DEFICIENCIES)
@@ -250,7 +293,9 @@ def test_palette_is_distinguishable_under_colour_vision_deficiencies(deficiency)
     for count in range(2, 6):
         colours = [mcolors.to_hex(c) for c in rc.plotting.sequential_colours(count)]
         distance, a, b = _closest_pair(colours, deficiency)
-        assert distance >= MIN_DELTA_E, f"{deficiency}, {count} sequential colours: {a} and {b} are {distance:.1f}"
+        assert distance >= MIN_DELTA_E, (
+            f"{deficiency}, {count} sequential colours: {a} and {b} are {distance:.1f}"
+        )
 
 
 def test_the_colour_check_catches_confusable_colours():

@@ -9,7 +9,9 @@ from booktools.toc import toc_notebooks
 def test_every_chapter_has_both_modes():
     for chapter, modes in rc.presets.PRESETS.items():
         assert set(modes) == {"fast", "full"}, chapter
-        assert set(modes["fast"]) == set(modes["full"]), f"{chapter}: fast and full must set the same sizes"
+        assert set(modes["fast"]) == set(modes["full"]), (
+            f"{chapter}: fast and full must set the same sizes"
+        )
 
 
 # a global generator seeded (a torch.Generator's own manual_seed is not global)
@@ -25,21 +27,32 @@ def test_every_toc_chapter_starts_after_its_parameters_cell():
         code = [c for c in jupytext.read(path).cells if c.cell_type == "code"]
         imports, params, start = code[:3]
         assert "hide-cell" in imports.metadata.get("tags", []), path.name
-        assert all(line.startswith(("import ", "from ")) for line in imports.source.splitlines() if line.strip()), \
+        assert all(
+            line.startswith(("import ", "from "))
+            for line in imports.source.splitlines()
+            if line.strip()
+        ), (
             f"{path.name}: the first code cell must only import (nothing seeds before the parameters cell)"
+        )
         assert params.metadata.get("tags") == ["parameters"], path.name
         assert 'mode = "full"' in params.source and "seed = 0" in params.source, path.name
-        assert start.source.splitlines()[0] == f'run = rc.book.start("{path.stem}", mode, seed)', path.name
+        assert start.source.splitlines()[0] == f'run = rc.book.start("{path.stem}", mode, seed)', (
+            path.name
+        )
         rest = "\n".join(c.source for c in code[3:])
-        assert "rc.book.start(" not in rest and not GLOBAL_SEEDING.search(rest), f"{path.name} seeds twice"
+        assert "rc.book.start(" not in rest and not GLOBAL_SEEDING.search(rest), (
+            f"{path.name} seeds twice"
+        )
 
 
 def test_get_and_attributes(monkeypatch):
     monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
     run = rc.presets.get("paths", "fast", 3)
-    assert run.mode == "fast" and run.seed == 3 and run.L == rc.presets.PRESETS["paths"]["fast"]["L"]
+    assert (
+        run.mode == "fast" and run.seed == 3 and run.L == rc.presets.PRESETS["paths"]["fast"]["L"]
+    )
     with pytest.raises(AttributeError, match="no size"):
-        run.nonexistent
+        _ = run.nonexistent
 
 
 def test_bad_mode_chapter_seed(monkeypatch):
@@ -88,21 +101,26 @@ def test_run_draws_are_the_seeded_torch_streams():
     assert gen.integer(1, 6) == int(torch.randint(1, 7, (1,), generator=ref))
     assert torch.equal(gen.normal(2, dtype=torch.float32), torch.randn(2, generator=ref))
     assert gen.normal(2).dtype == torch.float64 and gen.generator.initial_seed() == 7
-    assert torch.equal(run.stream().normal(5), rc.presets.get("paths", "fast", seed=5).stream().normal(5))
+    assert torch.equal(
+        run.stream().normal(5), rc.presets.get("paths", "fast", seed=5).stream().normal(5)
+    )
     assert not torch.equal(run.stream().normal(5), run.stream(1).normal(5))
     assert {run.stream(3).integer(2, 3) for _ in range(50)} <= {2, 3}
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda r: r.stream(-1), ValueError, "offset must be >= 0"),
-    (lambda r: r.stream(1.5), TypeError, "offset must be an integer"),
-    (lambda r: r.stream(2**32), ValueError, "offset must be <= 4294967295"),
-    (lambda r: r.stream().normal(), ValueError, "at least one dimension"),
-    (lambda r: r.stream().normal(3, 0), ValueError, "shape\\[1\\] must be >= 1"),
-    (lambda r: r.stream().uniform(2.0), TypeError, "shape\\[0\\] must be an integer"),
-    (lambda r: r.stream().normal(2, dtype="int64"), ValueError, "dtype must be"),
-    (lambda r: r.stream().integer(3, 2), ValueError, "high must be >= 3"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda r: r.stream(-1), ValueError, "offset must be >= 0"),
+        (lambda r: r.stream(1.5), TypeError, "offset must be an integer"),
+        (lambda r: r.stream(2**32), ValueError, "offset must be <= 4294967295"),
+        (lambda r: r.stream().normal(), ValueError, "at least one dimension"),
+        (lambda r: r.stream().normal(3, 0), ValueError, "shape\\[1\\] must be >= 1"),
+        (lambda r: r.stream().uniform(2.0), TypeError, "shape\\[0\\] must be an integer"),
+        (lambda r: r.stream().normal(2, dtype="int64"), ValueError, "dtype must be"),
+        (lambda r: r.stream().integer(3, 2), ValueError, "high must be >= 3"),
+    ],
+)
 def test_run_draws_refuse_bad_arguments(call, error, match):
     with pytest.raises(error, match=match):
         call(rc.presets.get("paths", "fast", seed=0))

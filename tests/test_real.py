@@ -24,8 +24,13 @@ SENTENCES = [
     "Rain.",
     "The old bridge, rebuilt twice after floods, still carries carts across the river each market day.",
 ]
-REGISTRY = [("all-MiniLM-L6-v2", True), ("bert-base-cased", False), ("albert-base-v2", False),
-            ("xlnet-base-cased", False), ("gpt2", False)]
+REGISTRY = [
+    ("all-MiniLM-L6-v2", True),
+    ("bert-base-cased", False),
+    ("albert-base-v2", False),
+    ("xlnet-base-cased", False),
+    ("gpt2", False),
+]
 
 
 def rel_err(got, want, mask=None):
@@ -60,7 +65,11 @@ def test_converted_network_matches_transformers_on_a_padded_batch(registry_model
     for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 1e-5)):
         got = rc.real.hidden_states(model, SENTENCES, dtype=dtype)
         want = transformers_states(model, ids, mask, dtype)
-        assert got.shape == want.shape == (model.n_layers + 1, len(SENTENCES), ids.shape[1], model.d_model)
+        assert (
+            got.shape
+            == want.shape
+            == (model.n_layers + 1, len(SENTENCES), ids.shape[1], model.d_model)
+        )
         assert got.dtype == dtype
         assert rel_err(got, want, mask) < tol, (name, dtype)
 
@@ -75,7 +84,7 @@ def test_padded_batch_equals_each_sentence_alone(registry_models, name, dtype):
     for i, text in enumerate(SENTENCES):
         alone = rc.real.hidden_states(model, text, dtype=dtype)
         n = alone.shape[2]
-        assert rel_err(batch[:, i:i + 1, :n], alone) < tol
+        assert rel_err(batch[:, i : i + 1, :n], alone) < tol
 
 
 def test_minilm_float64_padded_batch_no_longer_raises(registry_models):
@@ -100,7 +109,9 @@ def test_inputs_over_the_limit_are_refused_or_truncated_with_a_warning(registry_
 
 def test_bad_token_ids_and_all_padding_rows_get_clear_errors(registry_models):
     model = registry_models["all-MiniLM-L6-v2"]
-    with pytest.raises(ValueError, match=r"texts_or_ids: token ids must be in \[0, 30522\).*-1 at index \(0, 1\)"):
+    with pytest.raises(
+        ValueError, match=r"texts_or_ids: token ids must be in \[0, 30522\).*-1 at index \(0, 1\)"
+    ):
         rc.real.hidden_states(model, torch.tensor([[101, -1, 102]]))
     with pytest.raises(ValueError, match="30522"):
         rc.real.hidden_states(model, torch.tensor([101, 30522, 102]))
@@ -119,13 +130,25 @@ def test_network_ablations_share_the_weights_and_follow_the_table(registry_model
         assert san.layers[0].W_Q is full.layers[0].W_Q  # the same parameter, not a copy
         assert net.ablate(variant, surgery) is san
     cfg = {key: net.ablate(*key).config for key in rc.real.ABLATIONS}
-    assert (cfg[("san", "clean")].skip, cfg[("san", "clean")].mlp, cfg[("san", "clean")].layernorm) == (False, 0, "none")
-    assert (cfg[("san", "paper")].layernorm, cfg[("san", "paper")].mlp) == ("post", 0)  # keeps its LayerNorm
-    assert (cfg[("san+mlp", "paper")].skip, cfg[("san+mlp", "paper")].skip_mlp) == (False, True)  # keeps the MLP's skip
+    assert (
+        cfg[("san", "clean")].skip,
+        cfg[("san", "clean")].mlp,
+        cfg[("san", "clean")].layernorm,
+    ) == (False, 0, "none")
+    assert (cfg[("san", "paper")].layernorm, cfg[("san", "paper")].mlp) == (
+        "post",
+        0,
+    )  # keeps its LayerNorm
+    assert (cfg[("san+mlp", "paper")].skip, cfg[("san+mlp", "paper")].skip_mlp) == (
+        False,
+        True,
+    )  # keeps the MLP's skip
     assert (cfg[("san+mlp", "clean")].skip_mlp, cfg[("san+skip", "clean")].skip) == (False, True)
     albert = registry_models["albert-base-v2"].network(torch.float64)
     paper_san = albert.ablate("san", "paper")
-    assert paper_san.config.mlp == 768 and paper_san.config.shared  # ALBERT: identity maps kept an MLP
+    assert (
+        paper_san.config.mlp == 768 and paper_san.config.shared
+    )  # ALBERT: identity maps kept an MLP
     assert torch.equal(paper_san.layers[0].W_1, torch.eye(768, dtype=torch.float64))
 
 
@@ -149,7 +172,10 @@ def test_token_windows_and_corpus():
     assert (ids[:, 0] == 101).all() and (ids[:, -1] == 102).all()
     assert len({tuple(r.tolist()) for r in ids}) == 32  # all different
     assert rc.real.corpus() and all(len(doc.split()) > 300 for doc in rc.real.corpus())
-    assert not any(s.split()[0] in " ".join(rc.real.corpus()) and s in " ".join(rc.real.corpus()) for s in SENTENCES)
+    assert not any(
+        s.split()[0] in " ".join(rc.real.corpus()) and s in " ".join(rc.real.corpus())
+        for s in SENTENCES
+    )
     mapped = rc.real.text.map_ids(list(range(28990, 30522)), 28996)
     assert min(mapped) >= 1 and max(mapped) < 28996
     with pytest.raises(ValueError, match="n_seq"):
@@ -164,11 +190,18 @@ def test_gpt2_windows_are_unframed_and_in_its_vocabulary(registry_models):
 def test_init_models_are_the_published_shapes_and_seeded():
     state = torch.random.get_rng_state()
     albert = rc.real.load("albert-base-v2", seed=3)
-    assert torch.equal(torch.random.get_rng_state(), state), "load must not touch the global generator"
+    assert torch.equal(torch.random.get_rng_state(), state), (
+        "load must not touch the global generator"
+    )
     again, other = rc.real.load("albert-base-v2", seed=3), rc.real.load("albert-base-v2", seed=4)
     w = lambda m: m.network(torch.float32).san.layers[0].W_Q  # noqa: E731
     assert torch.equal(w(albert), w(again)) and not torch.equal(w(albert), w(other))
-    assert (albert.n_layers, albert.n_heads, albert.d_model, albert.vocab_size) == (12, 12, 768, 30000)
+    assert (albert.n_layers, albert.n_heads, albert.d_model, albert.vocab_size) == (
+        12,
+        12,
+        768,
+        30000,
+    )
     assert not albert.pretrained and albert.label == "albert-base-v2 (at initialisation)"
 
 
@@ -205,7 +238,9 @@ def test_threads_from_the_environment(monkeypatch):
     with measure._threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
-    monkeypatch.setattr(measure, "THREADS", None)  # as read from an environment without the variable
+    monkeypatch.setattr(
+        measure, "THREADS", None
+    )  # as read from an environment without the variable
     with measure._threads(None):  # None: leave torch's count as it is
         assert torch.get_num_threads() == before
 
@@ -223,11 +258,16 @@ def test_path_products_order_and_residuals():
     assert rc.real.path_residuals(ones).item() == pytest.approx(0, abs=1e-15)
     assert rc.real.path_residuals(ones, against="rank1").item() == pytest.approx(0, abs=1e-12)
     sampled = rc.real.sample_paths(12, 12, 4, 10, seed=1)
-    assert len(sampled) == 10 and all(len(p) == 4 and [l for l, _ in p] == sorted({l for l, _ in p}) for p in sampled)
+    assert len(sampled) == 10 and all(
+        len(p) == 4 and [l for l, _ in p] == sorted({l for l, _ in p}) for p in sampled
+    )
     assert sampled == rc.real.sample_paths(12, 12, 4, 10, seed=1)
     # the cap on n_paths is checked before drawing: the draws are those of before it
-    assert rc.real.sample_paths(6, 4, 3, 3, seed=2) == [[(0, 2), (4, 1), (5, 2)], [(1, 0), (2, 1), (4, 3)],
-                                                         [(2, 3), (3, 2), (5, 0)]]
+    assert rc.real.sample_paths(6, 4, 3, 3, seed=2) == [
+        [(0, 2), (4, 1), (5, 2)],
+        [(1, 0), (2, 1), (4, 3)],
+        [(2, 3), (3, 2), (5, 0)],
+    ]
     prof = rc.real.path_profile(A, n_paths=4, seed=0)
     assert prof.shape == (4, 3) and (prof[:, 0] > 0).all()
 
@@ -236,9 +276,13 @@ def test_presets_read_the_registry_without_transformers():
     import subprocess
     import sys
 
-    code = ("import sys, rankcollapse.presets as p\n"
-            "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]], 'transformers' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = (
+        "import sys, rankcollapse.presets as p\n"
+        "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]], 'transformers' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[('BERT-base', 12, 12), ('ALBERT-base', 12, 12), ('GPT-2 small', 12, 12)] False"
     for a in rc.presets.ARCHITECTURES[:3]:
         s = next(s for s in rc.real.MODELS.values() if s.architecture == a.name)

@@ -80,8 +80,13 @@ def test_the_pure_network_is_pure_and_computes_sum_of_heads(minilm):
     X = C.real_inputs(minilm, 1, 12)[0]
     # layer 1 by hand: sum_h softmax(X W_Q W_K^T X^T / sqrt(d_qk)) X W_V W_O, nothing else
     b = san.layers[0]
-    out = sum(torch.softmax(X @ b.W_Q[h] @ b.W_K[h].T @ X.T / math.sqrt(cfg.d_qk), -1) @ X @ b.W_V[h] @ b.W_O[h]
-              for h in range(cfg.n_heads))
+    out = sum(
+        torch.softmax(X @ b.W_Q[h] @ b.W_K[h].T @ X.T / math.sqrt(cfg.d_qk), -1)
+        @ X
+        @ b.W_V[h]
+        @ b.W_O[h]
+        for h in range(cfg.n_heads)
+    )
     torch.testing.assert_close(san(X).hidden_states[1], out, rtol=1e-10, atol=1e-10)
     # the real model's attention weights, untouched
     full = minilm.network(torch.float32).san.layers[0]
@@ -99,9 +104,15 @@ def test_shrinking_queries_and_keys_is_shrinking_the_input(minilm):
     shrunk = C.pure_attention(minilm, shrink=k)
     for a, b in zip(shrunk(X).hidden_states, san(X / k).hidden_states):
         torch.testing.assert_close(a, b * k, rtol=1e-9, atol=1e-12)
-    torch.testing.assert_close(rc.theory.layer_constants(shrunk, X), rc.theory.layer_constants(san, X / k) / k**2,
-                               rtol=1e-9, atol=0)
-    torch.testing.assert_close(rc.theory.beta(shrunk), rc.theory.beta(san) / k**2, rtol=1e-12, atol=0)
+    torch.testing.assert_close(
+        rc.theory.layer_constants(shrunk, X),
+        rc.theory.layer_constants(san, X / k) / k**2,
+        rtol=1e-9,
+        atol=0,
+    )
+    torch.testing.assert_close(
+        rc.theory.beta(shrunk), rc.theory.beta(san) / k**2, rtol=1e-12, atol=0
+    )
 
 
 @pytest.mark.parametrize("condition", C.CONDITIONS)
@@ -113,7 +124,9 @@ def test_the_shrink_is_the_smallest(minilm, condition):
     assert 1 < k_fails < k_holds <= k_fails * (1 + 1e-2) * (1 + 1e-12)
     assert C.condition_holds(C.pure_attention(minilm, shrink=k_holds), X, condition)
     assert not C.condition_holds(C.pure_attention(minilm, shrink=k_fails), X, condition)
-    assert not C.condition_holds(C.pure_attention(minilm, shrink=k_fails / 1.5), X, condition)  # and below
+    assert not C.condition_holds(
+        C.pure_attention(minilm, shrink=k_fails / 1.5), X, condition
+    )  # and below
 
 
 def test_shrink_is_one_where_the_condition_already_holds():
@@ -128,8 +141,12 @@ def test_the_result_holds_rc_theory_quantities(minilm, minilm_result):
     san, X = C.pure_attention(minilm), C.real_inputs(minilm, 2, 16)
     np.testing.assert_allclose(r.constants, rc.theory.layer_constants(san, X).numpy(), rtol=1e-12)
     np.testing.assert_allclose(r.gamma, rc.theory.gamma(san, X).numpy(), rtol=1e-12)
-    np.testing.assert_allclose(r.relative, rc.theory.tracked_relative_residual(san, X).T.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(r.head_constants.max(axis=1), r.constants, rtol=1e-12)  # the largest head
+    np.testing.assert_allclose(
+        r.relative, rc.theory.tracked_relative_residual(san, X).T.numpy(), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        r.head_constants.max(axis=1), r.constants, rtol=1e-12
+    )  # the largest head
     assert (r.floor[:, None] <= r.constants * (1 + 1e-12)).all()  # kappa >= 1, column sums >= 1
     full = np.sqrt(r.constants.max(axis=0)) * r.r0
     np.testing.assert_allclose(r.full, full, rtol=1e-12)
@@ -156,16 +173,38 @@ def test_attention_entropy_limits():
 
 def test_collapse_rate_of_a_cubic_cascade():
     rho = np.array([1.0] + [0.5 ** (3**l) for l in range(1, 6)])  # rho_l = a^(3^l)
-    r = C.ModelCondition("x", "x", False, 1, 1, *(np.ones((1, 1)),) * 4, np.ones(1), np.ones(1), np.ones(1),
-                         np.tile(rho, (2, 1)))
+    r = C.ModelCondition(
+        "x",
+        "x",
+        False,
+        1,
+        1,
+        *(np.ones((1, 1)),) * 4,
+        np.ones(1),
+        np.ones(1),
+        np.ones(1),
+        np.tile(rho, (2, 1)),
+    )
     assert abs(r.collapse_rate() - math.log(3)) < 1e-9
     assert r.floor_layer(1e-12) == 4
-    np.testing.assert_allclose(r.step_ratios(), [3.0] * 4, rtol=1e-12)  # a pure cube: 3 at every step
+    np.testing.assert_allclose(
+        r.step_ratios(), [3.0] * 4, rtol=1e-12
+    )  # a pure cube: 3 at every step
 
 
 def _condition_of(rho):
-    return C.ModelCondition("x", "x", False, 1, 1, *(np.ones((1, 1)),) * 4, np.ones(1), np.ones(1), np.ones(1),
-                            np.tile(rho, (2, 1)))
+    return C.ModelCondition(
+        "x",
+        "x",
+        False,
+        1,
+        1,
+        *(np.ones((1, 1)),) * 4,
+        np.ones(1),
+        np.ones(1),
+        np.ones(1),
+        np.tile(rho, (2, 1)),
+    )
 
 
 def test_step_ratios_fall_to_three_with_a_factor_in_front():
@@ -174,7 +213,9 @@ def test_step_ratios_fall_to_three_with_a_factor_in_front():
     for _ in range(4):
         rho.append(K * rho[-1] ** 3)
     ratios = _condition_of(np.array(rho)).step_ratios()
-    np.testing.assert_allclose(ratios, [3 + math.log(K) / math.log(x) for x in rho[1:-1]], rtol=1e-12)
+    np.testing.assert_allclose(
+        ratios, [3 + math.log(K) / math.log(x) for x in rho[1:-1]], rtol=1e-12
+    )
     assert (ratios > 3).all() and (np.diff(ratios) < 0).all()
     # a residual that does not fall, or too few layers, gives no ratio
     assert _condition_of(np.array([1.0, 1.0, 1.0])).step_ratios().size == 0
@@ -203,5 +244,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="X"):
         C.smallest_shrink(san, torch.zeros(3, 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="skip"):
-        C.condition_holds(rc.san.SAN(rc.san.SANConfig(n_layers=1, d_model=4, skip=True), seed=0),
-                          torch.zeros(1, 3, 4, dtype=torch.float64))
+        C.condition_holds(
+            rc.san.SAN(rc.san.SANConfig(n_layers=1, d_model=4, skip=True), seed=0),
+            torch.zeros(1, 3, 4, dtype=torch.float64),
+        )

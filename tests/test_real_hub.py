@@ -67,7 +67,10 @@ def test_the_timeout_is_a_readers_setting(no_local_copy, stalled_endpoint, monke
     monkeypatch.setenv(rc.real.hub.TIMEOUT_ENV, "1.5")
     assert rc.real.hub_timeout() == 1.5 and rc.real.hub_timeout(4) == 4.0
     start = time.monotonic()
-    assert rc.real.try_load("bert-base-cased", True, allow_download=True, instead="MiniLM stands in") is None
+    assert (
+        rc.real.try_load("bert-base-cased", True, allow_download=True, instead="MiniLM stands in")
+        is None
+    )
     assert time.monotonic() - start < 20
     out = capsys.readouterr().out.strip()
     assert "timed out after 1.5 s" in out and out.endswith("MiniLM stands in.")
@@ -110,7 +113,10 @@ def test_refused_and_not_found_are_told_apart(no_local_copy, monkeypatch):
 
 def test_pretrained_hub_model_unavailable_is_one_clear_message(capsys, monkeypatch, no_local_copy):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert rc.real.try_load("xlnet-base-cased", pretrained=True, instead="using MiniLM instead") is None
+    assert (
+        rc.real.try_load("xlnet-base-cased", pretrained=True, instead="using MiniLM instead")
+        is None
+    )
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "xlnet-base-cased" in out[0] and "downloads not allowed" in out[0]
     assert out[0].endswith("using MiniLM instead.")
@@ -123,7 +129,11 @@ def test_lineup_offline_prints_one_line(capsys, monkeypatch, no_local_copy):
     models = rc.real.lineup(0, hub=True)
     assert [m.pretrained for m in models] == [False, False, False, True]
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and "bert-base-cased, albert-base-v2, xlnet-base-cased" in out[0] and "MiniLM" in out[0]
+    assert (
+        len(out) == 1
+        and "bert-base-cased, albert-base-v2, xlnet-base-cased" in out[0]
+        and "MiniLM" in out[0]
+    )
 
 
 def test_pretrained_hub_model_from_a_local_copy(tmp_path):
@@ -134,8 +144,15 @@ def test_pretrained_hub_model_from_a_local_copy(tmp_path):
     snap.mkdir(parents=True)
     (tmp_path / "hub" / "models--albert-base-v2" / "refs").mkdir()
     (tmp_path / "hub" / "models--albert-base-v2" / "refs" / "main").write_text("0123")
-    config = transformers.AlbertConfig(vocab_size=30000, embedding_size=16, hidden_size=48, num_hidden_layers=3,
-                                       num_attention_heads=4, intermediate_size=96, hidden_act="gelu_new")
+    config = transformers.AlbertConfig(
+        vocab_size=30000,
+        embedding_size=16,
+        hidden_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=96,
+        hidden_act="gelu_new",
+    )
     torch.manual_seed(0)
     transformers.AlbertModel(config).save_pretrained(snap)
     code = (

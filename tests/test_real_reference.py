@@ -16,8 +16,15 @@ import rankcollapse as rc
 
 pytest.importorskip("transformers")
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "real_reference.json").read_text())["values"]
-MODELS = [("bert-base-cased", False), ("albert-base-v2", False), ("xlnet-base-cased", False), ("all-MiniLM-L6-v2", True)]
+REFERENCE = json.loads((Path(__file__).parent / "data" / "real_reference.json").read_text())[
+    "values"
+]
+MODELS = [
+    ("bert-base-cased", False),
+    ("albert-base-v2", False),
+    ("xlnet-base-cased", False),
+    ("all-MiniLM-L6-v2", True),
+]
 
 
 @pytest.mark.parametrize("name, pretrained", MODELS)
@@ -32,13 +39,17 @@ def test_curves_and_path_profile_equal_the_old_modules(name, pretrained):
         assert (curve - want).abs().max() < 1e-12, (variant, surgery)
     _, attn = rc.real.hidden_states(model, ids, "full", return_attentions=True)
     profile = rc.real.path_profile(attn, 5, 0)
-    assert (profile - torch.tensor(REFERENCE[f"{name}|profile"], dtype=torch.float64)).abs().max() < 1e-12
+    assert (
+        profile - torch.tensor(REFERENCE[f"{name}|profile"], dtype=torch.float64)
+    ).abs().max() < 1e-12
 
 
 def test_xlnet_positions_as_transformers_computes_them_differ_only_at_float32_rounding():
     model = rc.real.load("xlnet-base-cased")
     ids = rc.real.token_windows(model, 2, 24)
     exact = REFERENCE["xlnet-base-cased|san+skip|clean"]
-    curve = rc.real.residual_curve(model, ids, "san+skip", "clean")  # float32 sinusoids (the default)
+    curve = rc.real.residual_curve(
+        model, ids, "san+skip", "clean"
+    )  # float32 sinusoids (the default)
     diff = (curve - torch.tensor(exact, dtype=torch.float64)).abs().max()
     assert 0 < diff < 1e-5

@@ -54,8 +54,10 @@ def test_skips_keep_the_residual_and_attention_alone_loses_it(both, minilm):
 
 def test_no_mask_changes_nothing_where_there_is_none(both, minilm):
     for bias in (True, False):
-        np.testing.assert_array_equal(both.curves[(minilm.label, False, True, bias)],
-                                      both.curves[(minilm.label, False, False, bias)])
+        np.testing.assert_array_equal(
+            both.curves[(minilm.label, False, True, bias)],
+            both.curves[(minilm.label, False, False, bias)],
+        )
 
 
 def test_the_causal_mask_holds_gpt2_up(both, gpt2):
@@ -77,7 +79,8 @@ def test_the_curves_are_the_ablated_networks_relative_residual(both, gpt2):
     expected = rc.residual.relative_residual(states).T.numpy()
     np.testing.assert_allclose(both.curves[(gpt2.label, False, False, False)], expected, rtol=1e-12)
     assert both.last(gpt2.label, mask=False, bias=False) == pytest.approx(
-        float(np.exp(np.log(expected[:, -1]).mean())), rel=1e-12)
+        float(np.exp(np.log(expected[:, -1]).mean())), rel=1e-12
+    )
 
 
 def test_ablate_keeps_the_default_network_and_shares_weights(gpt2):

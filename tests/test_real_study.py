@@ -40,17 +40,23 @@ def test_ablations_on_minilm(minilm):
 
 
 def _fake(name, pretrained=False, n_layers=3):
-    return SimpleNamespace(name=name, label=name + (" (pretrained)" if pretrained else ""),
-                           pretrained=pretrained, n_layers=n_layers)
+    return SimpleNamespace(
+        name=name,
+        label=name + (" (pretrained)" if pretrained else ""),
+        pretrained=pretrained,
+        n_layers=n_layers,
+    )
 
 
 def test_the_numbers_read_the_curves_they_are_given():
     """Hand-made curves with known values: geometric means, floors, steps and slopes."""
     m = _fake("xlnet-base-cased", n_layers=5)
-    decade = 10.0 ** -np.arange(6.0)                       # a decade per layer
+    decade = 10.0 ** -np.arange(6.0)  # a decade per layer
     cascade = np.array([1.0, 1e-1, 1e-4, 1e-16, 1e-16, 1e-16])  # accelerating, then rounding
-    curves = {(m.label, "san", "clean"): np.stack([decade, decade * 100]),  # geometric mean: x10
-              (m.label, "san", "paper"): np.stack([cascade, cascade])}
+    curves = {
+        (m.label, "san", "clean"): np.stack([decade, decade * 100]),  # geometric mean: x10
+        (m.label, "san", "paper"): np.stack([cascade, cascade]),
+    }
     ab = S.Ablations([m], curves)
     np.testing.assert_allclose(ab.typical(m, "san", "clean"), decade * 10, rtol=1e-12)
     assert ab.decades_per_layer(m, "san", "clean") == pytest.approx(1.0)
@@ -58,7 +64,7 @@ def test_the_numbers_read_the_curves_they_are_given():
     # the steps stop at the last layer above 1e-13: the fall into rounding error is left out
     np.testing.assert_allclose(ab.log_steps(m, "san", "paper"), [1.0, 3.0], atol=1e-9)
     assert ab.floor_layer(m, "san", "paper") == 3
-    assert ab.floor_layer(m, "san", "clean") is None       # it ends at 1e-4: never below 1e-12
+    assert ab.floor_layer(m, "san", "clean") is None  # it ends at 1e-4: never below 1e-12
     assert ab.floor_layer(m, "san", "clean", level=1e-3) == 5
     assert ab.drop(m, "san", "paper") == pytest.approx(1e16)
 
@@ -67,14 +73,18 @@ def test_centres_on_minilm(minilm):
     c = S.centres(minilm, 1, 8, variants=("full",))
     ratio = c.ratio("full")
     assert ratio.shape == (1, 7) and np.all(ratio <= 1 + 1e-9)  # the optimal centre is never worse
-    assert np.all(ratio >= 0.5 - 1e-9)  # and at most twice better (chapter "Pure attention collapses")
+    assert np.all(
+        ratio >= 0.5 - 1e-9
+    )  # and at most twice better (chapter "Pure attention collapses")
     np.testing.assert_allclose(c.typical("full", "optimal"), c.optimal["full"][0], rtol=1e-12)
     np.testing.assert_allclose(c.typical("full"), c.mean["full"][0], rtol=1e-12)
 
 
 def test_path_products_medians(minilm):
     p = S.path_products_study([minilm], 1, 10, 3, seed=0, batch_size=1)
-    assert set(p.profiles) == {(minilm.label, o, a) for o in ("correct", "reversed") for a in ("mean", "rank1")}
+    assert set(p.profiles) == {
+        (minilm.label, o, a) for o in ("correct", "reversed") for a in ("mean", "rank1")
+    }
     med = p.medians(minilm, "correct", "mean")
     assert med.shape == (6,)  # six layers: paths of one to six heads
     np.testing.assert_allclose(med, np.median(p.profiles[(minilm.label, "correct", "mean")], 0))

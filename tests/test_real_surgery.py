@@ -32,7 +32,12 @@ ENDINGS = {
 
 
 def _end(att_mode, a, x, ln):
-    return {"ln(x+a)": lambda: ln(x + a), "ln(a)": lambda: ln(a), "x+a": lambda: x + a, "a": lambda: a}[att_mode]()
+    return {
+        "ln(x+a)": lambda: ln(x + a),
+        "ln(a)": lambda: ln(a),
+        "x+a": lambda: x + a,
+        "a": lambda: a,
+    }[att_mode]()
 
 
 # ----------------------------------------------------------------------------- BERT surgery
@@ -79,7 +84,9 @@ def _albert_attention_forward(self, hidden_states, attention_mask=None, **kwargs
     from transformers.models.albert.modeling_albert import eager_attention_forward
 
     shape = (*hidden_states.shape[:-1], -1, self.attention_head_size)
-    q, k, v = (m(hidden_states).view(*shape).transpose(1, 2) for m in (self.query, self.key, self.value))
+    q, k, v = (
+        m(hidden_states).view(*shape).transpose(1, 2) for m in (self.query, self.key, self.value)
+    )
     out, probs = eager_attention_forward(self, q, k, v, attention_mask, scaling=self.scaling)
     a = self.dense(out.reshape(*hidden_states.shape[:-1], -1))
     return _end(self._mode, a, hidden_states, self.LayerNorm), probs
@@ -98,7 +105,9 @@ def albert_surgery(model, att_mode, mlp_mode, paper):
         for layer in group.albert_layers:
             layer.attention._mode = att_mode
             layer.attention.forward = types.MethodType(_albert_attention_forward, layer.attention)
-            if paper and mlp_mode == "none":  # the official code: the two linear maps set to the identity
+            if (
+                paper and mlp_mode == "none"
+            ):  # the official code: the two linear maps set to the identity
                 layer.ffn, layer.ffn_output = nn.Identity(), nn.Identity()
                 mlp_mode = "ln(y+act)"
             layer._mlp_mode = mlp_mode
@@ -121,7 +130,9 @@ def _xlnet_ff_forward(self, inp):
 def xlnet_surgery(model, att_mode, mlp_mode):
     for layer in model.layer:
         if att_mode == "ln(a)":  # exactly the official code's switch
-            layer.rel_attn.post_attention = functools.partial(layer.rel_attn.post_attention, residual=False)
+            layer.rel_attn.post_attention = functools.partial(
+                layer.rel_attn.post_attention, residual=False
+            )
         elif att_mode != "ln(x+a)":
             layer.rel_attn._mode = att_mode
             layer.rel_attn.post_attention = types.MethodType(_xlnet_post_attention, layer.rel_attn)
@@ -135,13 +146,38 @@ def xlnet_surgery(model, att_mode, mlp_mode):
 # ------------------------------------------------------------------------------ small models
 
 SMALL = {
-    "bert": ("bert-base-cased", transformers.BertConfig, transformers.BertModel,
-             dict(vocab_size=28996, hidden_size=48, num_hidden_layers=3, num_attention_heads=4, intermediate_size=96)),
-    "albert": ("albert-base-v2", transformers.AlbertConfig, transformers.AlbertModel,
-               dict(vocab_size=30000, embedding_size=16, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
-                    intermediate_size=96, hidden_act="gelu_new")),
-    "xlnet": ("xlnet-base-cased", transformers.XLNetConfig, transformers.XLNetModel,
-              dict(vocab_size=32000, d_model=48, n_layer=3, n_head=4, d_inner=96, mem_len=None)),
+    "bert": (
+        "bert-base-cased",
+        transformers.BertConfig,
+        transformers.BertModel,
+        dict(
+            vocab_size=28996,
+            hidden_size=48,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=96,
+        ),
+    ),
+    "albert": (
+        "albert-base-v2",
+        transformers.AlbertConfig,
+        transformers.AlbertModel,
+        dict(
+            vocab_size=30000,
+            embedding_size=16,
+            hidden_size=48,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=96,
+            hidden_act="gelu_new",
+        ),
+    ),
+    "xlnet": (
+        "xlnet-base-cased",
+        transformers.XLNetConfig,
+        transformers.XLNetModel,
+        dict(vocab_size=32000, d_model=48, n_layer=3, n_head=4, d_inner=96, mem_len=None),
+    ),
 }
 
 
@@ -188,7 +224,9 @@ def ids():
 @pytest.mark.parametrize("variant", rc.real.VARIANTS)
 @pytest.mark.parametrize("surgery", rc.real.SURGERIES)
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.float64, 1e-10)])
-def test_ablation_equals_the_same_surgery_on_transformers_modules(family, variant, surgery, dtype, tol, ids):
+def test_ablation_equals_the_same_surgery_on_transformers_modules(
+    family, variant, surgery, dtype, tol, ids
+):
     loaded = small(family)
     got = rc.real.hidden_states(loaded, ids, variant, surgery, dtype=dtype)
     want = reference_states(loaded, ids, variant, surgery, dtype=dtype)
@@ -223,7 +261,9 @@ def minilm():
 def test_minilm_ablations_equal_surgery(minilm, variant, surgery):
     ids = rc.real.token_windows(minilm, 2, 24)
     got = rc.real.hidden_states(minilm, ids, variant, surgery, dtype=torch.float64)
-    assert rel_err(got, reference_states(minilm, ids, variant, surgery, dtype=torch.float64)) < 1e-10
+    assert (
+        rel_err(got, reference_states(minilm, ids, variant, surgery, dtype=torch.float64)) < 1e-10
+    )
 
 
 def test_pure_attention_collapses_and_full_model_does_not(minilm):

@@ -7,8 +7,8 @@ import shutil
 import subprocess
 
 import pytest
-
 import release  # _ext/release.py (pytest's pythonpath has _ext)
+
 from booktools import ROOT
 from booktools.release import editions, notes, project_version, validate_citation, version_problems
 
@@ -44,7 +44,11 @@ def test_cffconvert_validates_the_citation_file(tmp_path):
     result = validate_citation()
     assert result.returncode == 0, result.stdout + result.stderr
     broken = tmp_path / "CITATION.cff"
-    broken.write_text((ROOT / "CITATION.cff").read_text().replace("cff-version: 1.2.0", "cff-version: 1.2.0\nnot-a-key: 1"))
+    broken.write_text(
+        (ROOT / "CITATION.cff")
+        .read_text()
+        .replace("cff-version: 1.2.0", "cff-version: 1.2.0\nnot-a-key: 1")
+    )
     assert validate_citation(broken).returncode != 0
 
 
@@ -53,12 +57,16 @@ def test_the_citation_as_text_and_bibtex():
     text, entry = release.reference_text(cff), release.bibtex(cff)
     assert f"(version {cff['version']})" in text and cff["title"] in text
     assert entry.startswith("@book{") and f"edition = {{version {cff['version']}}}" in entry
-    assert release.stamp("0.1.0", "2026-12-05", "0123456789abcdef", True) == \
-        "Version 0.1.0, built 2026-12-05 from commit 0123456 with local changes"
+    assert (
+        release.stamp("0.1.0", "2026-12-05", "0123456789abcdef", True)
+        == "Version 0.1.0, built 2026-12-05 from commit 0123456 with local changes"
+    )
 
 
 def _head():
-    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.mark.build
@@ -66,16 +74,28 @@ def _head():
 def test_every_page_carries_the_version_date_and_commit(edition, request):
     """Every page's footer: the version of CITATION.cff, the build date, the commit built from;
     the landing page has the "How to cite" section with the citation of that version."""
-    html = request.getfixturevalue("built_book") / "html" if edition == "book" else request.getfixturevalue("student_book")
+    html = (
+        request.getfixturevalue("built_book") / "html"
+        if edition == "book"
+        else request.getfixturevalue("student_book")
+    )
     version = str(release.citation(ROOT)["version"])
     head = _head()
-    stamp = re.compile(rf'<p class="rc-release">Version {re.escape(version)}, built \d{{4}}-\d{{2}}-\d{{2}} from commit '
-                       rf'(<a href="[^"]*/commit/{head}">)?{head[:7]}')
-    pages = [p for p in html.rglob("*.html") if p.relative_to(html).parts[0] not in ("_static", "_sources")
-             and 'http-equiv="refresh"' not in p.read_text().lower()]  # index.html only sends the reader to intro.html
+    stamp = re.compile(
+        rf'<p class="rc-release">Version {re.escape(version)}, built \d{{4}}-\d{{2}}-\d{{2}} from commit '
+        rf'(<a href="[^"]*/commit/{head}">)?{head[:7]}'
+    )
+    pages = [
+        p
+        for p in html.rglob("*.html")
+        if p.relative_to(html).parts[0] not in ("_static", "_sources")
+        and 'http-equiv="refresh"' not in p.read_text().lower()
+    ]  # index.html only sends the reader to intro.html
     assert len(pages) > 10
     missing = [str(p.relative_to(html)) for p in pages if not stamp.search(p.read_text())]
-    assert not missing, f"pages without the stamp of version {version} and commit {head[:7]}: {missing}"
+    assert not missing, (
+        f"pages without the stamp of version {version} and commit {head[:7]}: {missing}"
+    )
     intro = (html / "intro.html").read_text()
     text = re.sub(r"<[^>]+>", "", intro)  # the BibTeX entry is highlighted: a span per token
     assert 'id="how-to-cite"' in intro and f"(version {version})" in text and "@book{" in text

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 import torch
+from conftest import random_tokens
 
 import rankcollapse as rc
-from conftest import random_tokens
 
 
 def brute_norms(X):
@@ -117,10 +117,15 @@ def test_bad_options(gen):
 def test_optimal_residual_never_exceeds_mean_residual(gen):
     """The paper's residual (exact minimiser) is never larger than the official code's (mean)."""
     for trial in range(40):
-        n, d = int(torch.randint(1, 12, (1,), generator=gen)), int(torch.randint(1, 9, (1,), generator=gen))
-        X = random_tokens(gen, n, d) * float(torch.rand(1, generator=gen) * 10) + float(torch.randn(1, generator=gen))
+        n, d = (
+            int(torch.randint(1, 12, (1,), generator=gen)),
+            int(torch.randint(1, 9, (1,), generator=gen)),
+        )
+        X = random_tokens(gen, n, d) * float(torch.rand(1, generator=gen) * 10) + float(
+            torch.randn(1, generator=gen)
+        )
         if trial % 4 == 0:
-            X = X ** 3  # heavy tails: where mean and optimum differ most
+            X = X**3  # heavy tails: where mean and optimum differ most
         opt = rc.residual.composite_norm(rc.residual.res(X, center=rc.centering.optimal_center))
         mean = rc.residual.composite_norm(rc.residual.res(X, center="mean"))
         assert opt <= mean * (1 + 1e-12) + 1e-12
@@ -137,18 +142,26 @@ def test_optimal_residual_batched(gen):
 def test_operator_norms(gen):
     X = random_tokens(gen, 5, 3)
     n1, ninf = brute_norms(X.numpy())
-    assert rc.residual.norm_1(X).item() == pytest.approx(n1) and rc.residual.norm_inf(X).item() == pytest.approx(ninf)
-    tiny = X * 1e-200  # the product ||X||_1 ||X||_inf would underflow to 0; the composite norm must not
-    assert rc.residual.composite_norm(tiny).item() == pytest.approx(1e-200 * np.sqrt(n1 * ninf), rel=1e-12)
+    assert rc.residual.norm_1(X).item() == pytest.approx(n1) and rc.residual.norm_inf(
+        X
+    ).item() == pytest.approx(ninf)
+    tiny = (
+        X * 1e-200
+    )  # the product ||X||_1 ||X||_inf would underflow to 0; the composite norm must not
+    assert rc.residual.composite_norm(tiny).item() == pytest.approx(
+        1e-200 * np.sqrt(n1 * ninf), rel=1e-12
+    )
 
 
 def test_through_depth_stacks_each_quantity_of_the_hidden_states():
     model = rc.san.SAN(rc.san.SANConfig(n_layers=3, n_heads=2, d_model=6), seed=0)
     X = torch.randn(2, 5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     hidden = model(X).hidden_states
-    for quantity, f in [("residual", lambda h: rc.residual.composite_norm(rc.residual.res(h))),
-                        ("relative", rc.residual.relative_residual),
-                        ("norm", rc.residual.composite_norm)]:
+    for quantity, f in [
+        ("residual", lambda h: rc.residual.composite_norm(rc.residual.res(h))),
+        ("relative", rc.residual.relative_residual),
+        ("norm", rc.residual.composite_norm),
+    ]:
         curve = rc.residual.through_depth(hidden, quantity)
         assert curve.shape == (4, 2) and not curve.requires_grad
         assert torch.equal(curve, torch.stack([f(h) for h in hidden]).detach())

@@ -2,9 +2,9 @@ import math
 
 import pytest
 import torch
+from conftest import random_tokens
 
 import rankcollapse as rc
-from conftest import random_tokens
 
 
 def small(**kw):
@@ -78,7 +78,9 @@ def test_skip_and_layernorm_wiring(gen):
 def test_shared_weights():
     m = rc.san.SAN(small(n_layers=4, shared=True), seed=0)
     assert all(layer is m.layers[0] for layer in m.layers)
-    assert sum(p.numel() for p in m.parameters()) == sum(p.numel() for p in m.layers[0].parameters())
+    assert sum(p.numel() for p in m.parameters()) == sum(
+        p.numel() for p in m.layers[0].parameters()
+    )
 
 
 def test_float32(gen):
@@ -171,7 +173,9 @@ def test_causal_mask_is_lower_triangular_and_prefixes_are_unchanged(gen):
     X = random_tokens(gen, 6, 8)
     out = m(X)
     for P in out.attentions:
-        assert (P.triu(1) == 0).all() and torch.allclose(P.sum(-1), torch.ones(2, 6, dtype=torch.float64))
+        assert (P.triu(1) == 0).all() and torch.allclose(
+            P.sum(-1), torch.ones(2, 6, dtype=torch.float64)
+        )
     assert torch.allclose(m(X[:4]).last_hidden_state, out.last_hidden_state[:4], atol=1e-13)
 
 
@@ -212,7 +216,9 @@ def test_causal_first_token_never_depends_on_later_tokens(gen):
 
 def test_layernorm_eps_activations_and_final_layernorm(gen):
     Y = random_tokens(gen, 4, 6)
-    ours = rc.san.layer_norm(Y, torch.ones(6, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), 1e-12)[0]
+    ours = rc.san.layer_norm(
+        Y, torch.ones(6, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), 1e-12
+    )[0]
     assert torch.allclose(ours, torch.nn.functional.layer_norm(Y, (6,), eps=1e-12), atol=1e-13)
     x = torch.linspace(-4, 4, 101, dtype=torch.float64)
     tanh_gelu = rc.san.activation("gelu_tanh")(x)
@@ -232,7 +238,9 @@ def test_mlp_skip_alone(gen):
     block = m.layers[0]
     A, _ = block.attention(X)
     assert torch.allclose(m(X).last_hidden_state, A + block.mlp(A), atol=1e-13)
-    assert small(mlp_skip=None, skip=True).skip_mlp and not small(mlp_skip=False, skip=True).skip_mlp
+    assert (
+        small(mlp_skip=None, skip=True).skip_mlp and not small(mlp_skip=False, skip=True).skip_mlp
+    )
     with pytest.raises(TypeError, match="mlp_skip"):
         small(mlp_skip="yes")
 
@@ -257,9 +265,13 @@ def test_relative_attention_matches_the_formula_written_out(gen):
                     S[i, j] = (q[i] + b.r_w_bias[h]) @ k[j] + (q[i] + b.r_r_bias[h]) @ rel
                     if segments is not None:
                         S[i, j] += (q[i] + b.r_s_bias[h]) @ b.seg_embed[int(seg[i] != seg[j]), h]
-            assert torch.allclose(P[h], torch.softmax(S / math.sqrt(3), dim=-1).detach(), atol=1e-13)
+            assert torch.allclose(
+                P[h], torch.softmax(S / math.sqrt(3), dim=-1).detach(), atol=1e-13
+            )
     pos = rc.san.relative_positions(3, 4)
-    assert pos.shape == (6, 4) and torch.allclose(pos[3], torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=torch.float64))
+    assert pos.shape == (6, 4) and torch.allclose(
+        pos[3], torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="attention"):
         small(attention="xlnet")
 
@@ -272,8 +284,12 @@ def test_from_weights_round_trip_sharing_and_errors(gen):
     X = random_tokens(gen, 5, 8)
     assert torch.equal(a(X).last_hidden_state, b(X).last_hidden_state)
     assert b.layers[1].W_Q is a.layers[1].W_Q  # parameters are shared, not copied
-    copied = rc.san.SAN.from_weights(cfg, [{k: v.detach().clone() for k, v in w.items()} for w in layers])
-    assert copied.layers[0].W_Q is not a.layers[0].W_Q and torch.equal(copied(X).last_hidden_state, b(X).last_hidden_state)
+    copied = rc.san.SAN.from_weights(
+        cfg, [{k: v.detach().clone() for k, v in w.items()} for w in layers]
+    )
+    assert copied.layers[0].W_Q is not a.layers[0].W_Q and torch.equal(
+        copied(X).last_hidden_state, b(X).last_hidden_state
+    )
     shared = rc.san.SAN.from_weights(cfg.replace(shared=True), layers[:1])
     assert all(layer is shared.layers[0] for layer in shared.layers)
     with pytest.raises(ValueError, match="3 mapping"):

@@ -15,7 +15,9 @@ def test_geometric_mean():
     assert np.allclose(geometric_mean(v), [1e-3, 2.0])  # over samples (axis 0)
     assert np.allclose(geometric_mean(torch.tensor(v), axis=1), [0.1, 0.02])
     # exact zeros and values below the floor count as the floor
-    assert np.isclose(geometric_mean([0.0, 1e-20, 1e-2], floor=1e-17), (1e-17 * 1e-17 * 1e-2) ** (1 / 3))
+    assert np.isclose(
+        geometric_mean([0.0, 1e-20, 1e-2], floor=1e-17), (1e-17 * 1e-17 * 1e-2) ** (1 / 3)
+    )
     assert np.isclose(geometric_mean([0.0, 0.0]), 1e-300, rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="values must be finite"):
         geometric_mean(np.array([1.0, np.nan, 2.0]))
@@ -61,20 +63,31 @@ def test_log_slope_equals_the_chapters_copies():
     assert log_slope(layers, g) == pytest.approx(-2.5 * math.log(10), abs=0.2)
 
 
-@pytest.mark.parametrize("call, err, match", [
-    (lambda: geometric_mean([]), ValueError, "values is empty"),
-    (lambda: geometric_mean("abc"), TypeError, "values"),
-    (lambda: geometric_mean([1.0], floor=0), ValueError, "floor"),
-    (lambda: geometric_mean([[1.0]], axis=2), ValueError, "axis"),
-    (lambda: first_below([[1.0]], 0.5), ValueError, "1-dimensional"),
-    (lambda: first_below([1.0], float("nan")), ValueError, "level"),
-    (lambda: first_below([1.0], "1e-3"), TypeError, "level"),
-    (lambda: log_slope([1.0], [1.0]), ValueError, "at least 2"),
-    (lambda: log_slope([1.0, 2.0], [1.0, -1.0]), ValueError, "y must be finite and positive"),
-    (lambda: log_slope([0.0, 2.0], [1.0, 1.0], log_x=True), ValueError, "x must be finite and positive"),
-    (lambda: log_slope([1.0, 2.0], [1.0, 2.0], log_x="yes"), TypeError, "log_x must be True or False"),
-    (lambda: log_slope([1.0, 2.0], [1.0, 2.0], base=1), ValueError, "base"),
-])
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda: geometric_mean([]), ValueError, "values is empty"),
+        (lambda: geometric_mean("abc"), TypeError, "values"),
+        (lambda: geometric_mean([1.0], floor=0), ValueError, "floor"),
+        (lambda: geometric_mean([[1.0]], axis=2), ValueError, "axis"),
+        (lambda: first_below([[1.0]], 0.5), ValueError, "1-dimensional"),
+        (lambda: first_below([1.0], float("nan")), ValueError, "level"),
+        (lambda: first_below([1.0], "1e-3"), TypeError, "level"),
+        (lambda: log_slope([1.0], [1.0]), ValueError, "at least 2"),
+        (lambda: log_slope([1.0, 2.0], [1.0, -1.0]), ValueError, "y must be finite and positive"),
+        (
+            lambda: log_slope([0.0, 2.0], [1.0, 1.0], log_x=True),
+            ValueError,
+            "x must be finite and positive",
+        ),
+        (
+            lambda: log_slope([1.0, 2.0], [1.0, 2.0], log_x="yes"),
+            TypeError,
+            "log_x must be True or False",
+        ),
+        (lambda: log_slope([1.0, 2.0], [1.0, 2.0], base=1), ValueError, "base"),
+    ],
+)
 def test_bad_input(call, err, match):
     with pytest.raises(err, match=match):
         call()

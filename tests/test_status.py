@@ -41,8 +41,12 @@ def test_every_chapter_has_both_timings(status):
                 missing.append(f"{key} [{mode}]: failed ({run.get('error')})")
             else:
                 assert run["seconds"] > 0 and run["measured"], (key, mode, run)
-    assert not missing, ("status/status.json is out of date; run python scripts/status.py --chapters "
-                         + " ".join(sorted({m.split()[0].split('/')[-1] for m in missing})) + "\n" + "\n".join(missing))
+    assert not missing, (
+        "status/status.json is out of date; run python scripts/status.py --chapters "
+        + " ".join(sorted({m.split()[0].split("/")[-1] for m in missing}))
+        + "\n"
+        + "\n".join(missing)
+    )
 
 
 def test_no_chapter_outside_the_toc(status):
@@ -56,7 +60,9 @@ def test_records_when_and_on_what(status):
     assert status["updated"]
     for mode in ("fast", "full"):
         build = status.get("book_builds", {}).get(mode, {})
-        assert build.get("ok") and build["seconds"] > 0, f"time the {mode} book build: --build --modes {mode}"
+        assert build.get("ok") and build["seconds"] > 0, (
+            f"time the {mode} book build: --build --modes {mode}"
+        )
     assert status["benchmark"]["ok"] and "dp_L12_H12_seconds" in status["benchmark"]["paths"]
 
 
@@ -64,8 +70,9 @@ def test_page_shows_the_json():
     """status/table.md is generated from the JSON (``--render``) and status.md includes it."""
     script = _script()
     status = json.loads(STATUS_JSON.read_text())
-    assert (ROOT / "status" / "table.md").read_text() == script.render(status), \
+    assert (ROOT / "status" / "table.md").read_text() == script.render(status), (
         "status/table.md is stale: python scripts/status.py --render"
+    )
     assert "status" in toc_files()
     assert "{include} status/table.md" in (ROOT / "status.md").read_text()
 
@@ -78,8 +85,17 @@ def test_refreshing_a_subset_merges(tmp_path, monkeypatch):
     monkeypatch.setattr(script, "TABLE_PATH", tmp_path / "table.md")
     chapters = toc_notebooks()
     keys = [script.chapter_key(p) for p in chapters]
-    old = {"chapters": {k: {"title": k, "runs": {m: {"seconds": 1.0, "ok": True, "measured": "old"}
-                                                   for m in ("fast", "full")}} for k in keys}}
+    old = {
+        "chapters": {
+            k: {
+                "title": k,
+                "runs": {
+                    m: {"seconds": 1.0, "ok": True, "measured": "old"} for m in ("fast", "full")
+                },
+            }
+            for k in keys
+        }
+    }
     (tmp_path / "status.json").write_text(json.dumps(old))
     calls = []
 
@@ -109,8 +125,13 @@ def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
     done = []
     monkeypatch.setattr(script, "time_chapter", lambda path, mode: done.append("chapter"))
     monkeypatch.setattr(script, "run_benchmark", lambda: done.append("benchmark"))
-    monkeypatch.setattr(script, "time_book_build",
-                        lambda mode: done.append(mode) or {"mode": mode, "seconds": 3.0, "ok": True, "measured": "x"})
+    monkeypatch.setattr(
+        script,
+        "time_book_build",
+        lambda mode: (
+            done.append(mode) or {"mode": mode, "seconds": 3.0, "ok": True, "measured": "x"}
+        ),
+    )
     assert script.main(["--build"]) == 0
     assert done == ["fast", "full"]
     builds = json.loads((tmp_path / "status.json").read_text())["book_builds"]
@@ -124,39 +145,90 @@ def test_a_run_records_the_claims_it_declared():
 
     from rankcollapse.evidence import Claim
 
-    claims = [Claim("paths", "falls", "4", "It falls.", "x < 1", True, "any", "fast", 0, {"x": 0.5}, "seed 0"),
-              Claim("paths", "cubic", "5", "It is cubic.", "slope in (2.5, 3.5)", True, "full", "fast", 0)]
+    claims = [
+        Claim(
+            "paths",
+            "falls",
+            "4",
+            "It falls.",
+            "x < 1",
+            True,
+            "any",
+            "fast",
+            0,
+            {"x": 0.5},
+            "seed 0",
+        ),
+        Claim(
+            "paths", "cubic", "5", "It is cubic.", "slope in (2.5, 3.5)", True, "full", "fast", 0
+        ),
+    ]
     nb = nbformat.v4.new_notebook()
-    outputs = [nbformat.v4.new_output("display_data", {"text/plain": c.json()},
-                                      metadata={"scrapbook": {"name": "claim." + c.name, "mime_prefix": ""}})
-               for c in claims]
+    outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            {"text/plain": c.json()},
+            metadata={"scrapbook": {"name": "claim." + c.name, "mime_prefix": ""}},
+        )
+        for c in claims
+    ]
     nb.cells.append(nbformat.v4.new_code_cell("", outputs=outputs))
     recorded = _script().claims_of(nb)
-    assert recorded == {"falls": {"checked": True, "holds": True}, "cubic": {"checked": False, "holds": True}}
+    assert recorded == {
+        "falls": {"checked": True, "holds": True},
+        "cubic": {"checked": False, "holds": True},
+    }
 
 
 def test_the_claims_table_reports_the_last_full_run(tmp_path):
     import claimtable  # _ext/ is on pytest's pythonpath (pyproject.toml)
 
-    status = {"chapters": {
-        "chapters/paths": {"runs": {"full": {"ok": True, "measured": "2026-12-05T10:00:00Z",
-                                             "claims": {"falls": {"checked": True, "holds": True}}}}},
-        "chapters/skip": {"runs": {"full": {"ok": False, "measured": "2026-12-05T11:00:00Z",
-                                            "error": "ClaimFailed: skip.keeps did not hold"}}},
-        "chapters/mlp": {"runs": {"fast": {"ok": True}}}}}
+    status = {
+        "chapters": {
+            "chapters/paths": {
+                "runs": {
+                    "full": {
+                        "ok": True,
+                        "measured": "2026-12-05T10:00:00Z",
+                        "claims": {"falls": {"checked": True, "holds": True}},
+                    }
+                }
+            },
+            "chapters/skip": {
+                "runs": {
+                    "full": {
+                        "ok": False,
+                        "measured": "2026-12-05T11:00:00Z",
+                        "error": "ClaimFailed: skip.keeps did not hold",
+                    }
+                }
+            },
+            "chapters/mlp": {"runs": {"fast": {"ok": True}}},
+        }
+    }
     path = tmp_path / "status.json"
     path.write_text(json.dumps(status))
     full = claimtable.full_runs(path)
     assert set(full) == {"chapters/paths", "chapters/skip"}
     assert claimtable._last_full(full["chapters/paths"], "falls") == "held (2026-12-05)"
-    assert claimtable._last_full(full["chapters/paths"], "new") == "not declared in the run of 2026-12-05 (declared since)"
+    assert (
+        claimtable._last_full(full["chapters/paths"], "new")
+        == "not declared in the run of 2026-12-05 (declared since)"
+    )
     assert claimtable._last_full(full["chapters/skip"], "keeps") == "did not hold (2026-12-05)"
-    assert claimtable._last_full(full["chapters/skip"], "other").startswith("the run failed (2026-12-05)")
+    assert claimtable._last_full(full["chapters/skip"], "other").startswith(
+        "the run failed (2026-12-05)"
+    )
     assert claimtable._last_full(full.get("chapters/mlp"), "x") == "no full run recorded"
-    before = {"ok": True, "measured": "2026-12-01T10:00:00Z"}  # a run from before claims were recorded
-    assert claimtable._last_full(before, "falls") == "not recorded by the run of 2026-12-01 (before claims were recorded)"
+    before = {
+        "ok": True,
+        "measured": "2026-12-01T10:00:00Z",
+    }  # a run from before claims were recorded
+    assert (
+        claimtable._last_full(before, "falls")
+        == "not recorded by the run of 2026-12-01 (before claims were recorded)"
+    )
     assert claimtable.full_runs(tmp_path / "missing.json") == {}
-
 
 
 def test_a_claims_formulas_are_typeset_as_math_and_an_unpaired_dollar_is_refused():

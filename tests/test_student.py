@@ -32,7 +32,11 @@ def test_student_chapter_executes_and_checks_say_not_attempted(path, runs):
     verdicts = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "code" and "rc.checks.check(" in cell["source"]:
-            text = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o.get("output_type") == "stream")
+            text = "".join(
+                "".join(o.get("text", ""))
+                for o in cell["outputs"]
+                if o.get("output_type") == "stream"
+            )
             verdicts.append(text)
     assert len(verdicts) == n_checks >= 2
     assert all("not attempted" in v for v in verdicts), verdicts

@@ -56,7 +56,9 @@ def test_bound_is_not_vacuous_for_small_weights(H):
     """Small weights, a normalised input, depth >= 2: the bound is below the input residual."""
     g = torch.Generator().manual_seed(5)
     for seed in range(20):
-        model = rc.san.SAN(rc.san.SANConfig(n_layers=4, n_heads=H, d_model=8, init_scale=0.3), seed=seed)
+        model = rc.san.SAN(
+            rc.san.SANConfig(n_layers=4, n_heads=H, d_model=8, init_scale=0.3), seed=seed
+        )
         X = torch.randn(8, 8, generator=g, dtype=torch.float64)
         X = X / composite_norm(res(X))  # ||res(X)|| = 1
         bound = th.collapse_bound(model, X, form="paper")
@@ -98,7 +100,9 @@ def test_bound_shapes_batched_and_log10():
     assert th.tracked_residual(model, X).shape == (4, 2, 5)
     x1 = X[0, 0]
     assert th.collapse_bound(model, x1).shape == (4,)
-    assert torch.allclose(th.collapse_bound(model, x1, log10=True), torch.log10(th.collapse_bound(model, x1)))
+    assert torch.allclose(
+        th.collapse_bound(model, x1, log10=True), torch.log10(th.collapse_bound(model, x1))
+    )
     assert torch.allclose(th.collapse_bound(model, x1)[0], composite_norm(res(x1)))
 
 
@@ -112,7 +116,12 @@ def test_paper_form_is_never_tighter_than_layerwise():
 
 @pytest.mark.parametrize(
     "change, word",
-    [(dict(skip=True), "skip"), (dict(mlp=8), "MLP"), (dict(layernorm="post"), "LayerNorm"), (dict(bias=True), "bias")],
+    [
+        (dict(skip=True), "skip"),
+        (dict(mlp=8), "MLP"),
+        (dict(layernorm="post"), "LayerNorm"),
+        (dict(bias=True), "bias"),
+    ],
 )
 def test_models_outside_the_theorem_are_refused(change, word):
     model = rc.san.SAN(rc.san.SANConfig(n_layers=2, d_model=4, **change), seed=0)
@@ -143,7 +152,9 @@ def test_bad_input_is_refused():
 def test_preserving_families_keep_the_residual_for_100_layers(family, scale):
     cfg = rc.san.SANConfig(n_layers=100, n_heads=2, d_model=8, skip=True)
     model = th.preserving_san(family, cfg, seed=0, scale=scale)
-    X = th.preserving_input(torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
+    X = th.preserving_input(
+        torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    )
     out = model(X)
     r = torch.stack([composite_norm(res(h)) for h in out.hidden_states])
     size = torch.stack([composite_norm(h) for h in out.hidden_states])
@@ -186,7 +197,9 @@ def test_search_smallest_ratio_keeps_weight_scale_and_never_reports_worse_than_s
     with pytest.raises(ValueError, match="skip"):
         th.search_smallest_ratio(cfg.replace(skip=False), X, steps=1, restarts=1, seed=0)
     with pytest.raises(ValueError, match="residual"):
-        th.search_smallest_ratio(cfg, torch.ones(5, 4, dtype=torch.float64), steps=1, restarts=1, seed=0)
+        th.search_smallest_ratio(
+            cfg, torch.ones(5, 4, dtype=torch.float64), steps=1, restarts=1, seed=0
+        )
 
 
 def test_tracked_residual_reaches_below_1e_150():
@@ -264,7 +277,11 @@ def test_log_kappa_matches_the_closed_form_for_large_eps():
     got = _log_kappa(eps)
     for e, g in zip(eps.tolist(), got.tolist()):
         t = 2 * e
-        want = e if t == 0 else (math.log(math.sinh(t) / t) + e if t < 700 else t - math.log(2) - math.log(t) + e)
+        want = (
+            e
+            if t == 0
+            else (math.log(math.sinh(t) / t) + e if t < 700 else t - math.log(2) - math.log(t) + e)
+        )
         assert g == pytest.approx(want, rel=1e-13, abs=1e-15)
 
 
@@ -302,12 +319,20 @@ def test_depth_profile_equals_its_parts():
     assert torch.equal(prof["layerwise"], th.collapse_bound(model, X, "layerwise", log10=True))
     assert torch.equal(prof["c"], th.layer_constants(model, X).max())
     hidden = model(X).hidden_states
-    assert torch.equal(prof["forward"], torch.stack([torch.log10(composite_norm(res(h))) for h in hidden]))
+    assert torch.equal(
+        prof["forward"], torch.stack([torch.log10(composite_norm(res(h))) for h in hidden])
+    )
 
 
-@pytest.mark.parametrize("option, words", [({"causal": True}, "causal mask"), ({"window": 2}, "sliding-window"),
-                                            ({"attention": "relative"}, "'relative'"),
-                                            ({"final_layernorm": True}, "final LayerNorm")])
+@pytest.mark.parametrize(
+    "option, words",
+    [
+        ({"causal": True}, "causal mask"),
+        ({"window": 2}, "sliding-window"),
+        ({"attention": "relative"}, "'relative'"),
+        ({"final_layernorm": True}, "final LayerNorm"),
+    ],
+)
 def test_the_bound_refuses_what_the_proof_does_not_cover(option, words):
     """The SAN options added for real transformers (a decoder's causal mask, XLNet's relative
     attention, GPT-2's final LayerNorm) take a network outside the theorems: refused by name."""

@@ -10,11 +10,11 @@ with skips holds and never falls.
 import inspect
 import math
 
+import mp_reference as ref
 import mpmath as mp
 import pytest
 import torch
 
-import mp_reference as ref
 import rankcollapse as rc
 
 OPT = rc.centering.optimal_center  # the paper's centre, a function above the core
@@ -28,14 +28,22 @@ SMALL = [  # (layers, heads, d, n, init_scale, seed): small enough for the LP an
 
 
 def _instance(L, H, d, n, s, seed, skip=False):
-    model = rc.san.SAN(rc.san.SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=s, skip=skip), seed=seed)
+    model = rc.san.SAN(
+        rc.san.SANConfig(n_layers=L, n_heads=H, d_model=d, init_scale=s, skip=skip), seed=seed
+    )
     X = torch.randn(n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(100 + seed))
     return model, X
 
 
 def test_every_function_takes_the_same_centre_default():
-    funcs = [rc.theory.gamma_details, rc.theory.gamma, rc.theory.layer_constants,
-             rc.theory.collapse_bound, rc.theory.depth_profile, rc.theory.skip_bound]
+    funcs = [
+        rc.theory.gamma_details,
+        rc.theory.gamma,
+        rc.theory.layer_constants,
+        rc.theory.collapse_bound,
+        rc.theory.depth_profile,
+        rc.theory.skip_bound,
+    ]
     for f in funcs:
         p = inspect.signature(f).parameters
         assert "center" in p, f.__name__
@@ -95,7 +103,9 @@ def test_library_agrees_with_60_digit_recomputation(spec):
         if log_true > -290:  # float64 holds it: the tracked residual must match to 1e-9
             assert abs(tracked[l].item() / float(true[l]) - 1) < 1e-9, (spec, l)
             compared += 1
-        assert abs(bound[l].item() - float(mp.log10(mp_bound[l]))) < 1e-9 * max(1.0, abs(bound[l].item()))
+        assert abs(bound[l].item() - float(mp.log10(mp_bound[l]))) < 1e-9 * max(
+            1.0, abs(bound[l].item())
+        )
         # and the bound is never beaten by the exact residual, far below float64's floor too
         assert log_true <= bound[l].item() + 1e-9, (spec, l)
     assert compared >= 3
@@ -124,7 +134,9 @@ def test_step_form_uses_the_tracked_input_below_the_rounding_floor():
 
 def test_exact_zero_residual_gives_an_exact_zero_bound():
     model, _ = _instance(*SMALL[1])
-    X = torch.ones(5, 4, dtype=torch.float64) * torch.tensor([1.0, -2.0, 3.0, 0.5], dtype=torch.float64)
+    X = torch.ones(5, 4, dtype=torch.float64) * torch.tensor(
+        [1.0, -2.0, 3.0, 0.5], dtype=torch.float64
+    )
     for center in ("mean", OPT):
         for form in rc.theory.BOUND_FORMS:
             b = rc.theory.collapse_bound(model, X, form, log10=True, center=center)

@@ -16,7 +16,9 @@ def _net(scale=1.0, L=3, H=2, d=8, seed=0, **kw):
 
 
 def _X(n=6, d=8, seed=0, batch=()):
-    return torch.randn(*batch, n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    return torch.randn(
+        *batch, n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
+    )
 
 
 def test_relative_residual_matches_the_forward_pass_above_the_rounding_floor():
@@ -82,10 +84,16 @@ def test_gaps_drop_layers_below_the_floor():
     assert gap.numel() == int(kept.sum())
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(forms="tight"), ValueError), (dict(forms=()), ValueError), (dict(forms=(1,)), TypeError),
-    (dict(floor=math.inf), ValueError), (dict(floor="low"), TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(forms="tight"), ValueError),
+        (dict(forms=()), ValueError),
+        (dict(forms=(1,)), TypeError),
+        (dict(floor=math.inf), ValueError),
+        (dict(floor="low"), TypeError),
+    ],
+)
 def test_gaps_bad_arguments(kwargs, error):
     with pytest.raises(error):
         th.bound_gaps(_net(), _X(), **kwargs)
@@ -123,8 +131,12 @@ def test_rank_one_distance_is_zero_exactly_for_equal_rows_and_the_nearest_one_s(
         other = torch.softmax(torch.randn(5, dtype=torch.float64, generator=g), -1)
         assert torch.linalg.matrix_norm(P - other) >= d
     # l1inf: the composite norm of Delta = P - 1 pbar^T (Step 2)
-    assert torch.isclose(th.rank_one_distance(P, norm="l1inf"), rc.residual.composite_norm(P - pbar))
-    assert th.rank_one_distance(P).item() == torch.linalg.matrix_norm(rc.residual.res(P)).item()  # as before the check
+    assert torch.isclose(
+        th.rank_one_distance(P, norm="l1inf"), rc.residual.composite_norm(P - pbar)
+    )
+    assert (
+        th.rank_one_distance(P).item() == torch.linalg.matrix_norm(rc.residual.res(P)).item()
+    )  # as before the check
     for not_stochastic in (3 * torch.eye(3), torch.tensor([[1.5, -0.5], [0.5, 0.5]])):
         with pytest.raises(ValueError, match="P must"):
             th.rank_one_distance(not_stochastic)
@@ -138,4 +150,6 @@ def test_attention_through_depth_shapes_and_a_collapsing_network():
     out = th.attention_through_depth(model, X)
     assert out["attention"].shape == (5, 2, 2, 6, 6) and out["distance"].shape == (5, 2, 2)
     assert torch.equal(out["distance"], th.rank_one_distance(out["attention"]))
-    assert bool((out["distance"][-1] < out["distance"][0]).all())  # pure attention: towards rank one
+    assert bool(
+        (out["distance"][-1] < out["distance"][0]).all()
+    )  # pure attention: towards rank one

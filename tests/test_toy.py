@@ -6,8 +6,19 @@ import torch
 
 import rankcollapse as rc
 
-TINY = rc.toy.ToyTask("sorting", n_layers=3, n_heads=2, d_model=8, seq_len=5, n_train=24, n_eval=10,
-                      epochs=3, batch=8, lr=3e-3, vocab=6)
+TINY = rc.toy.ToyTask(
+    "sorting",
+    n_layers=3,
+    n_heads=2,
+    d_model=8,
+    seq_len=5,
+    n_train=24,
+    n_eval=10,
+    epochs=3,
+    batch=8,
+    lr=3e-3,
+    vocab=6,
+)
 
 
 @pytest.fixture
@@ -29,14 +40,23 @@ def test_sorting_labels_are_the_sorted_sequence():
 
 def test_hull_labels_mark_the_vertices():
     pts = torch.tensor([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0], [1.0, 1.0], [1.0, 0.0]])
-    assert rc.toy.hull_labels(pts).tolist() == [1, 1, 1, 1, 0, 0]  # centre and an edge midpoint are not vertices
+    assert rc.toy.hull_labels(pts).tolist() == [
+        1,
+        1,
+        1,
+        1,
+        0,
+        0,
+    ]  # centre and an edge midpoint are not vertices
     data = rc.toy.convex_hull(20, 5, seq_len=10, seed=0)
     assert data.X_train.shape == (20, 10, 2)
     assert (data.y_train.sum(-1) >= 3).all()  # a hull has at least three vertices
     from scipy.spatial import ConvexHull  # an independent hull (Qhull)
 
     for x, y in zip(data.X_train, data.y_train):
-        assert set(torch.nonzero(y).flatten().tolist()) == set(ConvexHull(x.numpy()).vertices.tolist())
+        assert set(torch.nonzero(y).flatten().tolist()) == set(
+            ConvexHull(x.numpy()).vertices.tolist()
+        )
 
 
 def test_memorization_uses_the_books_prose():
@@ -54,8 +74,13 @@ def test_circle_pairs_step_along_the_circle():
     assert X.shape == (499, 2, 2)
     assert torch.allclose(X.norm(dim=-1), torch.full((499, 2), 0.3, dtype=torch.float64))
     assert torch.equal(X[1:], Y[:-1])
-    X12, _ = rc.toy.circle_pairs(12, 0.3)  # the memory cap is checked first: the points are unchanged
-    assert X12[1].tolist() == [[0.2598076211353316, 0.14999999999999997], [-0.3, 3.6739403974420595e-17]]
+    X12, _ = rc.toy.circle_pairs(
+        12, 0.3
+    )  # the memory cap is checked first: the points are unchanged
+    assert X12[1].tolist() == [
+        [0.2598076211353316, 0.14999999999999997],
+        [-0.3, 3.6739403974420595e-17],
+    ]
     with pytest.raises(ValueError, match="n_points"):
         rc.toy.circle_pairs(10**11)
 
@@ -70,7 +95,9 @@ def test_bad_input_is_refused():
     with pytest.raises(TypeError, match="retrain"):
         rc.toy.train(TINY, retrain="yes")
     with pytest.raises(ValueError, match="token ids"):
-        rc.toy.ToyModel(rc.toy.toy_config(TINY, rc.toy.task_data(TINY, 0)), seed=0)(torch.tensor([[9]]))
+        rc.toy.ToyModel(rc.toy.toy_config(TINY, rc.toy.task_data(TINY, 0)), seed=0)(
+            torch.tensor([[9]])
+        )
 
 
 # ------------------------------------------------------------------ training and the cache
@@ -89,7 +116,9 @@ def test_training_is_deterministic(cache, tmp_path, monkeypatch):
     monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path / "other"))
     second = rc.toy.train(TINY, seed=3, progress=False)
     assert not first.from_cache and not second.from_cache and first.path != second.path
-    for (name, a), (_, b) in zip(first.model.state_dict().items(), second.model.state_dict().items()):
+    for (name, a), (_, b) in zip(
+        first.model.state_dict().items(), second.model.state_dict().items()
+    ):
         assert torch.equal(a, b), name
     assert first.log == second.log
     assert first.log["loss"][-1] < first.log["loss"][0]  # it learned something
@@ -181,7 +210,10 @@ def test_sampled_paths_have_the_asked_length_and_cover_them_all():
         assert len(set(idx.flatten().tolist())) == rc.paths.path_count(4, 3, length)
     # the memory cap and the argument checks come before the draw, which is unchanged
     assert rc.toy.sample_paths(4, 3, 2, 5, 3, torch.Generator().manual_seed(0)).tolist() == [
-        [208, 130, 144, 11, 76], [60, 200, 65, 208, 176], [208, 56, 35, 44, 15]]
+        [208, 130, 144, 11, 76],
+        [60, 200, 65, 208, 176],
+        [208, 56, 35, 44, 15],
+    ]
 
 
 def test_sampled_estimate_of_all_paths_of_a_length(trained):
@@ -236,7 +268,10 @@ def test_matched_accuracies_are_those_of_the_first_sequences_alone(trained):
     model, X, y = trained.exact, trained.data.X_eval, trained.data.y_eval
     ev = rc.toy.evaluate_paths(model, X, y, draws=3, n_sampled=4, budget_mb=0.02)
     alone = rc.toy.evaluate_paths(model, X[:4], y[:4], draws=3)
-    assert ev.tokens == alone.tokens == alone.tokens_all == y[:4].numel() and ev.tokens_all == y.numel()
+    assert (
+        ev.tokens == alone.tokens == alone.tokens_all == y[:4].numel()
+        and ev.tokens_all == y.numel()
+    )
     assert np.array_equal(ev.matched["length"], alone.length_accuracy)
     assert np.array_equal(ev.matched["cumulative"], alone.cumulative_accuracy)
     assert ev.matched["full"] == alone.full_accuracy == rc.toy.token_accuracy(model(X[:4]), y[:4])
@@ -251,7 +286,9 @@ def test_path_residual_is_each_terms_share_of_the_outputs_residual(trained):
         E = model.embed(X)
         terms = rc.toy.all_path_terms(model.san, E)
         Y = model.san(E).last_hidden_state
-    share = rc.residual.matrix_norm(rc.residual.res(terms)) / rc.residual.matrix_norm(rc.residual.res(Y))
+    share = rc.residual.matrix_norm(rc.residual.res(terms)) / rc.residual.matrix_norm(
+        rc.residual.res(Y)
+    )
     assert np.allclose(ev.path_residual, share.mean(-1).numpy(), rtol=1e-10)
     # the length-0 path is the embedding through every LayerNorm: its share is the length-0 profile's
     prof = rc.paths.length_profile(model.san, E)["residual_share"]
@@ -272,14 +309,28 @@ def test_memorization_ceiling():
 
 
 def test_a_trained_memorization_network_stays_below_its_ceiling(cache):
-    task = rc.toy.ToyTask("memorization", n_layers=2, n_heads=2, d_model=16, seq_len=16, n_train=4, n_eval=4,
-                          epochs=30, batch=2, lr=3e-3)
+    task = rc.toy.ToyTask(
+        "memorization",
+        n_layers=2,
+        n_heads=2,
+        d_model=16,
+        seq_len=16,
+        n_train=4,
+        n_eval=4,
+        epochs=30,
+        batch=2,
+        lr=3e-3,
+    )
     tr = rc.toy.train(task, seed=0, progress=False)
     assert tr.log["train_accuracy"] <= rc.toy.memorization_ceiling(tr.data) < 1
 
 
 def test_step_counts():
-    assert [rc.toy.official_steps(t) for t in ("sorting", "convex_hull", "memorization")] == [2210, 23380, 3150]
+    assert [rc.toy.official_steps(t) for t in ("sorting", "convex_hull", "memorization")] == [
+        2210,
+        23380,
+        3150,
+    ]
     assert rc.toy.ToyTask("sorting", **rc.toy.OFFICIAL["sorting"]).steps == 2210
     full = rc.presets.PRESETS["toy_tasks"]["full"]
     # the chapter's "official optimiser" run is the code's sorting run, settings and all
@@ -293,7 +344,11 @@ def test_train_all_in_two_processes_gives_the_checkpoints_of_train(cache, tmp_pa
     alone = [rc.toy.train(t, s, progress=False) for t, s in jobs[:2]]
     monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path / "other"))
     both = rc.toy.train_all(jobs, workers=2, progress=False)
-    assert [tr.from_cache for tr in both] == [True, True, True]  # trained by the workers, then loaded
+    assert [tr.from_cache for tr in both] == [
+        True,
+        True,
+        True,
+    ]  # trained by the workers, then loaded
     assert both[0] is both[2]
     for a, b in zip(alone, both):
         assert a.log == b.log
@@ -312,9 +367,11 @@ def test_the_checkpoint_key_follows_the_code_not_its_comments(tmp_path):
     code does changes it (issue 31: no version bumped by hand)."""
     a, b, c, d = (tmp_path / f"{n}.py" for n in "abcd")
     a.write_text('"""Module."""\ndef f(x):\n    """Doc."""\n    return x + 1\n')
-    b.write_text('"""Other words."""\n# a comment\ndef f(x):\n    """Other doc."""\n\n    return (x\n            + 1)\n')
+    b.write_text(
+        '"""Other words."""\n# a comment\ndef f(x):\n    """Other doc."""\n\n    return (x\n            + 1)\n'
+    )
     c.write_text('"""Module."""\ndef f(x):\n    """Doc."""\n    return x + 2\n')
-    d.write_text('def f(x):\n    return x + 1\n')
+    d.write_text("def f(x):\n    return x + 1\n")
     assert rc.toy.code_version(a) == rc.toy.code_version(b) == rc.toy.code_version(d)
     assert rc.toy.code_version(a) != rc.toy.code_version(c)
     assert rc.toy.code_version(a, c) != rc.toy.code_version(c, a)
@@ -323,13 +380,35 @@ def test_the_checkpoint_key_follows_the_code_not_its_comments(tmp_path):
 
 def test_standardise_and_task_data_check_their_arguments_and_give_what_they_gave():
     Y = torch.randn(2, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    assert rc.toy.standardise(Y)[0, 0].tolist() == [-1.35844148052244, 0.2617835585804509, -0.31329068062589294,
-                                                    1.409948602567882]
-    assert torch.equal(rc.toy.standardise(Y), rc.toy.model._standardise(Y))  # the readout's, unchecked
+    assert rc.toy.standardise(Y)[0, 0].tolist() == [
+        -1.35844148052244,
+        0.2617835585804509,
+        -0.31329068062589294,
+        1.409948602567882,
+    ]
+    assert torch.equal(
+        rc.toy.standardise(Y), rc.toy.model._standardise(Y)
+    )  # the readout's, unchecked
     with pytest.raises(ValueError, match="meta"):
         rc.toy.standardise(torch.empty(3, 4, device="meta"))
-    task = rc.toy.ToyTask("sorting", n_layers=1, n_heads=1, d_model=4, seq_len=3, n_train=4, n_eval=2, epochs=2,
-                          batch=2, lr=1e-3, vocab=3)
-    assert rc.toy.task_data(task, 0).X_train.tolist() == [[2, 0, 2], [0, 1, 0], [1, 1, 1], [0, 2, 2]]
+    task = rc.toy.ToyTask(
+        "sorting",
+        n_layers=1,
+        n_heads=1,
+        d_model=4,
+        seq_len=3,
+        n_train=4,
+        n_eval=2,
+        epochs=2,
+        batch=2,
+        lr=1e-3,
+        vocab=3,
+    )
+    assert rc.toy.task_data(task, 0).X_train.tolist() == [
+        [2, 0, 2],
+        [0, 1, 0],
+        [1, 1, 1],
+        [0, 2, 2],
+    ]
     with pytest.raises(TypeError, match="task must be a ToyTask"):
         rc.toy.task_data("sorting", 0)

@@ -7,8 +7,19 @@ import torch
 import rankcollapse as rc
 from rankcollapse.toy import dynamics as D
 
-TINY = rc.toy.ToyTask("sorting", n_layers=3, n_heads=2, d_model=8, seq_len=5, n_train=24, n_eval=10,
-                      epochs=4, batch=8, lr=3e-3, vocab=6)
+TINY = rc.toy.ToyTask(
+    "sorting",
+    n_layers=3,
+    n_heads=2,
+    d_model=8,
+    seq_len=5,
+    n_train=24,
+    n_eval=10,
+    epochs=4,
+    batch=8,
+    lr=3e-3,
+    vocab=6,
+)
 
 
 @pytest.fixture
@@ -38,7 +49,9 @@ def test_stable_rank_limits():
     assert 1.0 <= sr <= 6.0
     assert float(D.stable_rank(-3.5 * W)) == pytest.approx(sr, rel=1e-12)  # scale-free
     spike = 30.0 * torch.outer(W[:, 0], W[0]) / (W[:, 0].norm() * W[0].norm())
-    assert float(D.stable_rank(W + spike)) < sr / 2  # one large direction: low stable rank, full rank
+    assert (
+        float(D.stable_rank(W + spike)) < sr / 2
+    )  # one large direction: low stable rank, full rank
     assert int(torch.linalg.matrix_rank(W + spike)) == 6
 
 
@@ -88,7 +101,9 @@ def test_runs_are_cached_deterministic_and_named(cache):
     assert a.run_id == b.run_id == c.run_id and a.path.exists()
     for k in range(3):
         for name in a.states[k]:
-            assert torch.equal(a.states[k][name], b.states[k][name]) and torch.equal(a.states[k][name], c.states[k][name])
+            assert torch.equal(a.states[k][name], b.states[k][name]) and torch.equal(
+                a.states[k][name], c.states[k][name]
+            )
     other = D.training_run(TINY, seed=2, skip=True, checkpoints=3)
     assert other.run_id != a.run_id
     assert D.training_run(TINY, seed=3, skip=False, checkpoints=3).run_id != a.run_id
@@ -103,19 +118,24 @@ def test_the_study_reads_both_quantities_from_each_checkpoint(study):
         assert study.run_ids[skip] == run.run_id
         for k in range(len(run.epochs)):
             model = run.model_at(k)
-            s = [np.linalg.svd(getattr(b, kind).detach().numpy(), compute_uv=False)
-                 for kind in D.WEIGHT_KINDS for b in [model.san.layers[0]]]
+            s = [
+                np.linalg.svd(getattr(b, kind).detach().numpy(), compute_uv=False)
+                for kind in D.WEIGHT_KINDS
+                for b in [model.san.layers[0]]
+            ]
             want = np.concatenate([(x**2).sum(-1) / x[:, 0] ** 2 for x in s])
             L, H = TINY.n_layers, TINY.n_heads
             got = study.stable_rank[skip][k].reshape(4, L, H)[:, 0].ravel()
             assert np.allclose(got, want, rtol=1e-10)
             with torch.no_grad():
-                hidden = model.san(model.embed(run.data.X_eval[:study.n_probe])).hidden_states
+                hidden = model.san(model.embed(run.data.X_eval[: study.n_probe])).hidden_states
             for layer, Xl in enumerate(hidden):
                 R = Xl - Xl.mean(-2, keepdim=True)
                 c = lambda A: torch.sqrt(A.abs().sum(-2).amax(-1) * A.abs().sum(-1).amax(-1))  # noqa: E731
                 rel = (c(R) / c(Xl)).numpy()
-                assert study.residual[skip][k, layer] == pytest.approx(np.exp(np.log(rel).mean()), rel=1e-9)
+                assert study.residual[skip][k, layer] == pytest.approx(
+                    np.exp(np.log(rel).mean()), rel=1e-9
+                )
         assert study.residual[skip][:, 0].min() > 0
 
 

@@ -8,8 +8,19 @@ import rankcollapse as rc
 from rankcollapse.toy import dynamics as D
 from rankcollapse.toy import landscape as LS
 
-TINY = rc.toy.ToyTask("sorting", n_layers=2, n_heads=2, d_model=8, seq_len=5, n_train=24, n_eval=10,
-                      epochs=3, batch=8, lr=3e-3, vocab=6)
+TINY = rc.toy.ToyTask(
+    "sorting",
+    n_layers=2,
+    n_heads=2,
+    d_model=8,
+    seq_len=5,
+    n_train=24,
+    n_eval=10,
+    epochs=3,
+    batch=8,
+    lr=3e-3,
+    vocab=6,
+)
 
 
 @pytest.fixture
@@ -65,8 +76,12 @@ def test_the_slice_at_zero_is_the_trained_loss_and_leaves_the_model(study):
 
 
 def test_local_minima_counts_basins():
-    flat = LS.LossSlice(np.linspace(-1, 1, 5), np.array([[2.0, 1.0, 0.0, 1.0, 2.0], [1.0, 0.0, 1.0, 0.0, 1.0]]),
-                        np.zeros((2, 5)), 0.0)
+    flat = LS.LossSlice(
+        np.linspace(-1, 1, 5),
+        np.array([[2.0, 1.0, 0.0, 1.0, 2.0], [1.0, 0.0, 1.0, 0.0, 1.0]]),
+        np.zeros((2, 5)),
+        0.0,
+    )
     assert flat.local_minima().tolist() == [1, 2]
 
 

@@ -99,7 +99,11 @@ def check_finite_float(name: str, value) -> float:
 
 def check_dtype(name: str, value) -> torch.dtype:
     """``torch.float32`` or ``torch.float64`` (also given as ``"float32"``/``"float64"``); anything else is refused."""
-    dtype = {"float32": torch.float32, "float64": torch.float64}.get(value, value) if isinstance(value, str) else value
+    dtype = (
+        {"float32": torch.float32, "float64": torch.float64}.get(value, value)
+        if isinstance(value, str)
+        else value
+    )
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"{name} must be torch.float32 or torch.float64, got {value!r}")
     return dtype
@@ -108,7 +112,9 @@ def check_dtype(name: str, value) -> torch.dtype:
 def check_choice(name: str, value, choices) -> str:
     """Check that ``value`` is one of the strings in ``choices``."""
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {sorted(choices)}, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be one of {sorted(choices)}, got {type(value).__name__} {value!r}"
+        )
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
     return value
@@ -131,9 +137,13 @@ def as_tokens(
     if isinstance(X, np.ndarray):
         X = torch.from_numpy(X)
     if not isinstance(X, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy array of shape (..., n, d), got {type(X).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor or numpy array of shape (..., n, d), got {type(X).__name__}"
+        )
     if X.ndim < 2:
-        raise ValueError(f"{name} must have shape (n, d) or (..., n, d), got shape {tuple(X.shape)}")
+        raise ValueError(
+            f"{name} must have shape (n, d) or (..., n, d), got shape {tuple(X.shape)}"
+        )
     if max_batch_dims is not None and X.ndim > 2 + max_batch_dims:
         raise ValueError(
             f"{name} must have at most {max_batch_dims} batch dimension(s), i.e. shape (n, d)"
@@ -144,7 +154,9 @@ def as_tokens(
         raise ValueError(f"{name} has an empty dimension: shape {tuple(X.shape)}")
     check_tensor_kind(name, X)
     if d is not None and X.shape[-1] != d:
-        raise ValueError(f"{name} must have {d} features in its last dimension, got shape {tuple(X.shape)}")
+        raise ValueError(
+            f"{name} must have {d} features in its last dimension, got shape {tuple(X.shape)}"
+        )
     if dtype is not None:
         X = X.to(dtype)
     elif not X.is_floating_point():
@@ -166,7 +178,6 @@ def check_seed(name: str, value) -> int:
     return check_int(name, value, minimum=0, maximum=SEED_LIMIT - 1)
 
 
-
 def derive_seed(seed: int, offset: int = 0, *, stride: int = 1) -> int:
     """A seed computed from a seed: ``(seed * stride + offset) % 2**32``, so it stays in the range of
     :func:`check_seed` whatever ``seed`` the caller passed (the same as ``seed * stride + offset``
@@ -174,7 +185,9 @@ def derive_seed(seed: int, offset: int = 0, *, stride: int = 1) -> int:
     return (int(seed) * int(stride) + int(offset)) % SEED_LIMIT
 
 
-def check_index(name: str, value, size: int, *, what: str = "entries", allow_negative: bool = False) -> int:
+def check_index(
+    name: str, value, size: int, *, what: str = "entries", allow_negative: bool = False
+) -> int:
     """Return ``value`` as an ``int`` in ``[0, size)``; negative indices are refused, not read from the end.
 
     ``allow_negative=True`` (for indices into a grid the caller built, documented so by the function):
@@ -186,10 +199,14 @@ def check_index(name: str, value, size: int, *, what: str = "entries", allow_neg
     if allow_negative and -size <= value < 0:
         return value + size
     if allow_negative and not 0 <= value < size:
-        raise ValueError(f"{name} must be an index in -{size} .. {size - 1} ({size} {what}), got {value}")
+        raise ValueError(
+            f"{name} must be an index in -{size} .. {size - 1} ({size} {what}), got {value}"
+        )
     if not 0 <= value < size:
-        raise ValueError(f"{name} must be an index in 0 .. {size - 1} ({size} {what}; negative indices are "
-                         f"not read from the end), got {value}")
+        raise ValueError(
+            f"{name} must be an index in 0 .. {size - 1} ({size} {what}; negative indices are "
+            f"not read from the end), got {value}"
+        )
     return value
 
 
@@ -207,10 +224,14 @@ def check_tensor_kind(name: str, X: torch.Tensor, *, integers: bool = True) -> t
     if not isinstance(X, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(X).__name__}")
     if X.device.type == "meta":
-        raise ValueError(f"{name} is on the meta device (a tensor without values): pass a tensor on the cpu")
+        raise ValueError(
+            f"{name} is on the meta device (a tensor without values): pass a tensor on the cpu"
+        )
     if X.dtype in _REFUSED_DTYPES:
-        raise TypeError(f"{name} has dtype {X.dtype}: the library computes in float32 or float64 "
-                        f"(cast with {name}.double())")
+        raise TypeError(
+            f"{name} has dtype {X.dtype}: the library computes in float32 or float64 "
+            f"(cast with {name}.double())"
+        )
     if X.is_floating_point():
         return X
     if integers and X.dtype in (torch.int32, torch.int64):
@@ -228,7 +249,9 @@ def check_probability_matrix(name: str, P, *, atol: float = 1e-6) -> torch.Tenso
         raise ValueError(f"{name} must have non-negative entries (an attention matrix)")
     worst = float((P.sum(dim=-1) - 1).abs().max())
     if worst > atol * P.shape[-1]:
-        raise ValueError(f"{name} must be row-stochastic (every row summing to 1), a row's sum is off by {worst:.3g}")
+        raise ValueError(
+            f"{name} must be row-stochastic (every row summing to 1), a row's sum is off by {worst:.3g}"
+        )
     return P
 
 
@@ -247,8 +270,10 @@ def check_generator(name: str, value) -> torch.Generator:
     """``value`` if it is a ``torch.Generator`` (on the cpu); a ``TypeError`` otherwise (an integer is
     not a generator: pass ``torch.Generator().manual_seed(seed)``)."""
     if not isinstance(value, torch.Generator):
-        raise TypeError(f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
-                        f"got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
+            f"got {type(value).__name__} {value!r}"
+        )
     return value
 
 
@@ -260,25 +285,36 @@ def _amount(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def check_cost(name: str, estimate: float, cap: float, *, unit: str = "bytes", alternative: str = "") -> None:
+def check_cost(
+    name: str, estimate: float, cap: float, *, unit: str = "bytes", alternative: str = ""
+) -> None:
     """Refuse, before anything is allocated or run, a call whose ``estimate`` (memory in bytes, or work in
     ``unit``) exceeds ``cap``. The message names the argument ``name``, the estimate, the cap and
     ``alternative``, a cheaper way to the same end."""
     if estimate > cap:
-        raise ValueError(f"{name}: this call would need about {_amount(estimate, unit)}, more than the cap of "
-                         f"{_amount(cap, unit)} (a call the caps admit finishes within about a minute on a "
-                         f"2-core laptop)" + (f"; {alternative}" if alternative else ""))
+        raise ValueError(
+            f"{name}: this call would need about {_amount(estimate, unit)}, more than the cap of "
+            f"{_amount(cap, unit)} (a call the caps admit finishes within about a minute on a "
+            f"2-core laptop)" + (f"; {alternative}" if alternative else "")
+        )
 
 
 MAX_BYTES = 2**31  # memory cap of one call's largest allocation (2 GiB)
 MAX_LAYERS = 4096  # the deepest network the library builds (the book goes to 1024)
 MAX_WORK = 10**11  # multiply-adds of one call (about a minute on a 2-core laptop in float64)
-MAX_LOOP = 10**5  # python-level iterations of one call that each touch a layer (layer-steps of a search)
+MAX_LOOP = (
+    10**5
+)  # python-level iterations of one call that each touch a layer (layer-steps of a search)
 
 
 def check_elements(name: str, count: int, *, itemsize: int = 8, alternative: str = "") -> None:
     """Refuse an allocation of ``count`` entries of ``itemsize`` bytes beyond :data:`MAX_BYTES`, naming ``name``."""
-    check_cost(name, count * itemsize, MAX_BYTES, alternative=alternative or "ask for fewer or smaller samples")
+    check_cost(
+        name,
+        count * itemsize,
+        MAX_BYTES,
+        alternative=alternative or "ask for fewer or smaller samples",
+    )
 
 
 def check_str(name: str, value) -> str:
@@ -291,7 +327,9 @@ def check_str(name: str, value) -> str:
 def check_axes(name: str, ax):
     """``ax`` if it looks like matplotlib ``Axes`` (it can ``plot``); a ``TypeError`` naming ``name`` otherwise."""
     if not (hasattr(ax, "plot") and hasattr(ax, "set_xlabel")):
-        raise TypeError(f"{name} must be a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}")
+        raise TypeError(
+            f"{name} must be a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}"
+        )
     return ax
 
 

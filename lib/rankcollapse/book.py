@@ -15,19 +15,32 @@ it) and ``glue_figure`` shows the figure, so the notebook still runs and shows w
 from __future__ import annotations
 
 import math
-
 import random
 
 import numpy as np
 import torch
 
 from ._env import threads_from_env
-from ._validate import check_figure as _check_fig, check_int, check_seed
+from ._validate import check_figure as _check_fig
+from ._validate import check_int, check_seed
 from .evidence import GLUE_PREFIX, Claim, declare
 from .presets import Run
 from .residual import UNDERFLOW_LOG10  # the science library's threshold; the page writes it
 
-__all__ = ["start", "ChapterRun", "glue", "glue_figure", "FigureSVG", "Formatted", "fmt_sci", "fmt_sci_log10", "UNDERFLOW_LOG10", "Table", "markdown_table", "glue_table"]
+__all__ = [
+    "start",
+    "ChapterRun",
+    "glue",
+    "glue_figure",
+    "FigureSVG",
+    "Formatted",
+    "fmt_sci",
+    "fmt_sci_log10",
+    "UNDERFLOW_LOG10",
+    "Table",
+    "markdown_table",
+    "glue_table",
+]
 
 
 def _seed_globally(seed: int) -> None:
@@ -75,8 +88,18 @@ class ChapterRun(Run):
         """The claims declared so far in this run, in order."""
         return list(self.__dict__["_claims"].values())
 
-    def claim(self, name: str, sentence: str, *, section, condition: str, holds, numbers: dict | None = None,
-              evidence: str, scale: str = "any") -> Claim:
+    def claim(
+        self,
+        name: str,
+        sentence: str,
+        *,
+        section,
+        condition: str,
+        holds,
+        numbers: dict | None = None,
+        evidence: str,
+        scale: str = "any",
+    ) -> Claim:
         """Declare a claim of the chapter's prose (:func:`rankcollapse.evidence.declare`): ``sentence``
         as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in this
         run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
@@ -88,8 +111,20 @@ class ChapterRun(Run):
         reaches the page).
         """
         claims = self.__dict__["_claims"]
-        c = declare(self.chapter, self.mode, self.seed, name, sentence, section=section, condition=condition,
-                    holds=holds, numbers=numbers, evidence=evidence, scale=scale, taken=claims)
+        c = declare(
+            self.chapter,
+            self.mode,
+            self.seed,
+            name,
+            sentence,
+            section=section,
+            condition=condition,
+            holds=holds,
+            numbers=numbers,
+            evidence=evidence,
+            scale=scale,
+            taken=claims,
+        )
         claims[c.name] = c
         glue(GLUE_PREFIX + c.name, Formatted(c.record(), c.json()), None)
         if not c.checked:
@@ -106,8 +141,10 @@ class _FastNote:
     def text(self) -> str:
         c = self.claim
         state = "holds" if c.holds else "does not hold"
-        return (f"Fast run: the claim \"{c.sentence}\" is checked at the paper's scale (full mode) only; "
-                f"in this small run it {state}.")
+        return (
+            f'Fast run: the claim "{c.sentence}" is checked at the paper\'s scale (full mode) only; '
+            f"in this small run it {state}."
+        )
 
     def __repr__(self):
         return self.text()
@@ -157,11 +194,15 @@ def fmt_sci_log10(log10_value: float) -> str:
     underflowed: at or below :data:`UNDERFLOW_LOG10`, ``-inf`` (the log of an exact 0) or NaN.
     ``log10_value``: a real number (a Python, numpy or 0-d torch number); a string is refused."""
     if isinstance(log10_value, (str, bytes, bool)) or log10_value is None:
-        raise TypeError(f"log10_value must be a number, got {type(log10_value).__name__} {log10_value!r:.40}")
+        raise TypeError(
+            f"log10_value must be a number, got {type(log10_value).__name__} {log10_value!r:.40}"
+        )
     try:
         log10_value = float(log10_value)
     except (TypeError, ValueError):
-        raise TypeError(f"log10_value must be a number, got {type(log10_value).__name__} {log10_value!r:.40}") from None
+        raise TypeError(
+            f"log10_value must be a number, got {type(log10_value).__name__} {log10_value!r:.40}"
+        ) from None
     if not log10_value > UNDERFLOW_LOG10:
         return "below 10⁻³⁰⁰"
     if log10_value == math.inf:
@@ -262,7 +303,7 @@ class FigureSVG:
         self.svg, self.alt = svg, alt
 
     @classmethod
-    def of(cls, fig) -> "FigureSVG":
+    def of(cls, fig) -> FigureSVG:
         from .plotting import alt_text, svg_bytes
 
         alt = alt_text(fig)
@@ -292,12 +333,14 @@ class Table:
             raise ValueError(f"align must be one of l, r, c per column, got {align!r}")
         self.align = align
 
-    def transpose(self) -> "Table":
+    def transpose(self) -> Table:
         """The table turned: its first column becomes the header and its header the first column,
         so that a table of a few rows and many columns (a value per layer or per path length)
         reads down the page and fits its column. The labels are left-aligned, the values right."""
         header = [self.header[0], *(row[0] for row in self.rows)]
-        rows = [[self.header[j], *(row[j] for row in self.rows)] for j in range(1, len(self.header))]
+        rows = [
+            [self.header[j], *(row[j] for row in self.rows)] for j in range(1, len(self.header))
+        ]
         return Table(header, rows, align="l" + "r" * len(self.rows))
 
     def _repr_markdown_(self):
@@ -305,17 +348,30 @@ class Table:
 
     def _repr_html_(self):
         side = {"l": "left", "r": "right", "c": "center"}
-        head = "".join(f'<th style="text-align:{side[a]}">{_html(h)}</th>' for h, a in zip(self.header, self.align))
-        body = "".join("<tr>" + "".join(f'<td style="text-align:{side[a]}">{_html(c)}</td>'
-                                         for c, a in zip(row, self.align)) + "</tr>" for row in self.rows)
+        head = "".join(
+            f'<th style="text-align:{side[a]}">{_html(h)}</th>'
+            for h, a in zip(self.header, self.align)
+        )
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td style="text-align:{side[a]}">{_html(c)}</td>' for c, a in zip(row, self.align)
+            )
+            + "</tr>"
+            for row in self.rows
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     def __repr__(self):
         cols = list(zip(self.header, *self.rows))
         widths = [max(len(c) for c in col) for col in cols]
-        fmt = lambda row: "  ".join(c.ljust(w) if a == "l" else c.rjust(w)  # noqa: E731
-                                    for c, w, a in zip(row, widths, self.align))
-        return "\n".join([fmt(self.header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in self.rows])
+        fmt = lambda row: "  ".join(
+            c.ljust(w) if a == "l" else c.rjust(w)  # noqa: E731
+            for c, w, a in zip(row, widths, self.align)
+        )
+        return "\n".join(
+            [fmt(self.header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in self.rows]
+        )
 
 
 def _html(text: str) -> str:
@@ -336,14 +392,18 @@ def markdown_table(header, rows, align=None) -> str:
     rows = [list(r) for r in rows]
     for i, r in enumerate(rows):
         if len(r) != len(header):
-            raise ValueError(f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one cell per header")
+            raise ValueError(
+                f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one cell per header"
+            )
     align = align or "l" + "r" * (len(header) - 1)
     rule = {"l": ":--", "r": "--:", "c": ":-:"}
 
     def line(cells):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
-    return "\n".join([line(header), "|" + "|".join(rule[a] for a in align) + "|"] + [line(r) for r in rows])
+    return "\n".join(
+        [line(header), "|" + "|".join(rule[a] for a in align) + "|"] + [line(r) for r in rows]
+    )
 
 
 def glue_table(name: str, header, rows, align=None, display: bool = True) -> Table:

@@ -29,23 +29,42 @@ import numpy as np
 import torch
 
 from ._validate import check_index, check_int, check_positive_float, check_seed, derive_seed
-from .residual import UNDERFLOW_LOG10
 from .centering import optimal_center
-from .residual import composite_norm, res
 from .ops import check_runs
+from .residual import UNDERFLOW_LOG10, composite_norm, res
 from .san import SAN, SANConfig
-from .theory import (attention_hardness, bound_gaps, collapse_bound, depth_profile, layer_constants,
-                     random_instances, tracked_relative_residual, tracked_residual, unit_residual_tokens)
+from .theory import (
+    attention_hardness,
+    bound_gaps,
+    collapse_bound,
+    depth_profile,
+    layer_constants,
+    random_instances,
+    tracked_relative_residual,
+    unit_residual_tokens,
+)
 
-__all__ = ["DepthStudy", "depth_study", "RegimeStudy", "regime_study", "DelayStudy", "delay_study",
-           "Tightness", "tightness_study", "CentreStudy", "centre_study"]
+__all__ = [
+    "DepthStudy",
+    "depth_study",
+    "RegimeStudy",
+    "regime_study",
+    "DelayStudy",
+    "delay_study",
+    "Tightness",
+    "tightness_study",
+    "CentreStudy",
+    "centre_study",
+]
 
 UNDERFLOW = 10.0**UNDERFLOW_LOG10  # a tracked residual below this has underflowed
 
 
 def _generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+        )
     return generator
 
 
@@ -74,7 +93,9 @@ class DepthStudy:
         """``10**`` the median over networks of curve ``key`` at ``layer`` (``H`` heads; ``0 <= layer <= L``,
         a negative layer is refused, not read from the end)."""
         if H not in self.curves:
-            raise ValueError(f"H must be one of the head counts studied {sorted(self.curves)}, got {H!r}")
+            raise ValueError(
+                f"H must be one of the head counts studied {sorted(self.curves)}, got {H!r}"
+            )
         curves = self.curves[H]
         if key not in curves:
             raise ValueError(f"key must be one of {sorted(curves)}, got {key!r}")
@@ -89,9 +110,15 @@ class DepthStudy:
         bound by the tracked residual; the largest relative residual at the last layer where it
         is finite."""
         one, many = min(self.curves), max(self.curves)
-        out = {"H": many, "samples": self.samples, "init_scale": self.init_scale,
-               "floor": float(10 ** max(np.median(c["forward"][:, -1]) for c in self.curves.values())),
-               "violations": sum(int(np.sum(c["tracked"] > c["layerwise"] + 1e-9)) for c in self.curves.values())}
+        out = {
+            "H": many,
+            "samples": self.samples,
+            "init_scale": self.init_scale,
+            "floor": float(10 ** max(np.median(c["forward"][:, -1]) for c in self.curves.values())),
+            "violations": sum(
+                int(np.sum(c["tracked"] > c["layerwise"] + 1e-9)) for c in self.curves.values()
+            ),
+        }
         for suffix, H in (("1", one), ("H", many)):
             c = self.curves[H]
             out[f"c_max_{suffix}"] = float(c["c"].max())
@@ -102,24 +129,44 @@ class DepthStudy:
         return out
 
 
-def depth_study(*, heads, n_layers: int, d_model: int, n_tokens: int, init_scale: float, samples: int,
-                seed: int, generator) -> DepthStudy:
+def depth_study(
+    *,
+    heads,
+    n_layers: int,
+    d_model: int,
+    n_tokens: int,
+    init_scale: float,
+    samples: int,
+    seed: int,
+    generator,
+) -> DepthStudy:
     """For each head count in ``heads``, ``samples`` pure attention networks (seeds ``seed + s``)
     on inputs of ``n_tokens`` tokens scaled to a unit residual
     (:func:`rankcollapse.theory.unit_residual_tokens`), profiled through depth."""
     heads = tuple(check_int("heads", H) for H in heads)
     if not heads:
         raise ValueError("heads must list at least one head count, got none")
-    samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
+    samples, seed, generator = (
+        check_int("samples", samples),
+        check_seed("seed", seed),
+        _generator(generator),
+    )
     init_scale = check_positive_float("init_scale", init_scale)
     n_tokens = check_int("n_tokens", n_tokens, minimum=2)
     # every head count's networks, costed as the largest's, before any is built
-    check_runs(_pure(n_layers, max(heads), d_model, init_scale), (n_tokens, d_model), samples * len(heads))
+    check_runs(
+        _pure(n_layers, max(heads), d_model, init_scale), (n_tokens, d_model), samples * len(heads)
+    )
     curves = {}
     for H in heads:
         cfg = _pure(n_layers, H, d_model, init_scale)
-        profiles = [depth_profile(SAN(cfg, seed=derive_seed(seed, s)), unit_residual_tokens(n_tokens, d_model, generator=generator))
-                    for s in range(samples)]
+        profiles = [
+            depth_profile(
+                SAN(cfg, seed=derive_seed(seed, s)),
+                unit_residual_tokens(n_tokens, d_model, generator=generator),
+            )
+            for s in range(samples)
+        ]
         curves[H] = {k: np.array([p[k].numpy() for p in profiles]) for k in profiles[0]}
     return DepthStudy(curves, init_scale, samples)
 
@@ -158,27 +205,46 @@ class RegimeStudy:
             return float(f(a[:, col])) if len(a) else nan
 
         return {
-            "L": self.n_layers, "n": self.n_tokens,
-            "holds_n": len(holds), "holds_worst_log10": top(holds, 3, np.max),
+            "L": self.n_layers,
+            "n": self.n_tokens,
+            "holds_n": len(holds),
+            "holds_worst_log10": top(holds, 3, np.max),
             "holds_c1_below_one": bool(np.all(holds[:, 1] < 0)),
-            "fails_n": len(fails), "fails_collapsed": len(collapsed),
+            "fails_n": len(fails),
+            "fails_collapsed": len(collapsed),
             "fails_cmax": float(np.power(10.0, top(collapsed, 1, np.max))),
-            "kept_n": len(kept), "kept_cmin": float(np.power(10.0, top(kept, 1, np.min))),
+            "kept_n": len(kept),
+            "kept_cmin": float(np.power(10.0, top(kept, 1, np.min))),
             "kept_scale": top(kept, 0, np.min),
-            "kept_row_max": top(kept, 4, np.mean), "kept_targets": top(kept, 5, np.mean),
+            "kept_row_max": top(kept, 4, np.mean),
+            "kept_targets": top(kept, 5, np.mean),
             "kept_targets_min": top(kept, 5, np.min),
-            "small_scale": float(r[:, 0].min()), "small_row_max": top(small, 4, np.mean),
+            "small_scale": float(r[:, 0].min()),
+            "small_row_max": top(small, 4, np.mean),
             "log10_cmax_max": float(np.max(r[:, 2])),
         }
 
 
-def regime_study(*, scales, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
-                 seed: int, generator) -> RegimeStudy:
+def regime_study(
+    *,
+    scales,
+    samples: int,
+    n_layers: int,
+    n_heads: int,
+    d_model: int,
+    n_tokens: int,
+    seed: int,
+    generator,
+) -> RegimeStudy:
     """For each weight scale, ``samples`` networks (seeds ``seed + s``) on unit-residual inputs:
     the first layer's constant, the largest (:math:`\\log_{10}`), the tracked relative residual
     after ``n_layers`` layers, and how hard the attention is."""
     scales = tuple(check_positive_float("scales", s) for s in scales)
-    samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
+    samples, seed, generator = (
+        check_int("samples", samples),
+        check_seed("seed", seed),
+        _generator(generator),
+    )
     n_tokens = check_int("n_tokens", n_tokens, minimum=2)
     check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples * len(scales))
     rows = []
@@ -189,8 +255,16 @@ def regime_study(*, scales, samples: int, n_layers: int, n_heads: int, d_model: 
             logc = layer_constants(model, X, log10=True)
             relative = tracked_relative_residual(model, X)[-1].item()
             hard = attention_hardness(model, X)
-            rows.append((scale, logc[0].item(), logc.max().item(), np.log10(max(relative, UNDERFLOW)),
-                         hard["row_max"].mean().item(), hard["targets"].double().mean().item()))
+            rows.append(
+                (
+                    scale,
+                    logc[0].item(),
+                    logc.max().item(),
+                    np.log10(max(relative, UNDERFLOW)),
+                    hard["row_max"].mean().item(),
+                    hard["targets"].double().mean().item(),
+                )
+            )
     return RegimeStudy(np.array(rows), n_layers, n_tokens)
 
 
@@ -211,24 +285,45 @@ class DelayStudy:
         r = self.rows
         done = r[np.isfinite(r[:, 3])]
         nan = float("nan")
-        return {"n": len(r), "collapsed": len(done), "regime_L": self.regime_layers,
-                "first_layer_min": float(done[:, 3].min()) if len(done) else nan,
-                "first_layer_max": float(done[:, 3].max()) if len(done) else nan,
-                "depth_min": float(r[:, 1].min()) if len(r) else nan}
+        return {
+            "n": len(r),
+            "collapsed": len(done),
+            "regime_L": self.regime_layers,
+            "first_layer_min": float(done[:, 3].min()) if len(done) else nan,
+            "first_layer_max": float(done[:, 3].max()) if len(done) else nan,
+            "depth_min": float(r[:, 1].min()) if len(r) else nan,
+        }
 
 
-def delay_study(regime: RegimeStudy, *, samples: int, n_heads: int, d_model: int, depth: int, seed: int,
-                generator) -> DelayStudy:
+def delay_study(
+    regime: RegimeStudy,
+    *,
+    samples: int,
+    n_heads: int,
+    d_model: int,
+    depth: int,
+    seed: int,
+    generator,
+) -> DelayStudy:
     """Every network of ``regime`` (built by :func:`regime_study` with ``samples`` networks per scale,
     seeded ``seed + s``) whose relative residual stayed above ``10**RegimeStudy.KEPT``, rebuilt with
     the same scale and seed at ``depth`` layers and run on a fresh unit-residual input: the layers at
     which its tracked relative residual first falls below ``10**KEPT`` and ``10**COLLAPSED``."""
     if not isinstance(regime, RegimeStudy):
         raise TypeError(f"regime must be a RegimeStudy (regime_study), got {type(regime).__name__}")
-    samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
+    samples, seed, generator = (
+        check_int("samples", samples),
+        check_seed("seed", seed),
+        _generator(generator),
+    )
     depth = check_int("depth", depth)
     kept = int(np.sum(regime.rows[:, 3] > RegimeStudy.KEPT)) if len(regime.rows) else 0
-    check_runs(_pure(depth, n_heads, d_model, 1.0), (regime.n_tokens, d_model), kept, name="samples (the regime's kept networks)")
+    check_runs(
+        _pure(depth, n_heads, d_model, 1.0),
+        (regime.n_tokens, d_model),
+        kept,
+        name="samples (the regime's kept networks)",
+    )
     rows = []
     for i, row in enumerate(regime.rows):
         if not row[3] > RegimeStudy.KEPT:
@@ -246,8 +341,10 @@ def delay_study(regime: RegimeStudy, *, samples: int, n_heads: int, d_model: int
                     raise
                 L //= 2
         logr = np.log10(np.maximum(r, UNDERFLOW))
-        first = [float(np.argmax(logr < t)) if (logr < t).any() else float("nan")
-                 for t in (RegimeStudy.KEPT, RegimeStudy.COLLAPSED)]
+        first = [
+            float(np.argmax(logr < t)) if (logr < t).any() else float("nan")
+            for t in (RegimeStudy.KEPT, RegimeStudy.COLLAPSED)
+        ]
         rows.append((scale, L, *first))
     return DelayStudy(np.array(rows).reshape(-1, 4), regime.n_layers)
 
@@ -264,7 +361,9 @@ class Tightness:
 
     def bins(self, count: int = 40) -> np.ndarray:
         """Histogram edges from 0 to the paper form's 95th percentile (the figure's range)."""
-        return np.linspace(0, np.percentile(self.gaps["paper"], 95), check_int("count", count, minimum=2))
+        return np.linspace(
+            0, np.percentile(self.gaps["paper"], 95), check_int("count", count, minimum=2)
+        )
 
     def numbers(self) -> dict:
         """Instances, violations, and per form (``<form>_...``) the closest factor (``min``: 10 to
@@ -282,7 +381,9 @@ def tightness_study(count: int, *, seed: int) -> Tightness:
     (:func:`rankcollapse.theory.random_instances` with ``seed``)."""
     count = check_int("count", count)
     # random_instances' defaults: a model per 10 inputs, each at most 4 layers of 3 heads, 12 tokens of width 12
-    check_runs(SANConfig(n_layers=4, n_heads=3, d_model=12), (10, 12, 12), -(-count // 10), name="count")
+    check_runs(
+        SANConfig(n_layers=4, n_heads=3, d_model=12), (10, 12, 12), -(-count // 10), name="count"
+    )
     gaps = {"paper": [], "layerwise": [], "step": []}
     violations, instances = 0, 0
     for model, X in random_instances(count, seed=seed):
@@ -313,8 +414,11 @@ class CentreStudy:
         either bound, and how the optimal-centre bound compares (layers after the input)."""
         r, ratio, later = self.rows, self.ratio, self.rows[:, 0] > 0
         return {
-            "count": len(r), "n": self.n_tokens, "d": self.d_model,
-            "ratio_min": float(ratio.min()), "ratio_max": float(ratio.max()),
+            "count": len(r),
+            "n": self.n_tokens,
+            "d": self.d_model,
+            "ratio_min": float(ratio.min()),
+            "ratio_max": float(ratio.max()),
             "ratio_median": float(np.median(ratio)),
             "violations": int(np.sum(r[:, 2] > r[:, 3] * (1 + 1e-9))),
             "violations_opt": int(np.sum(r[:, 2] > r[:, 4] * (1 + 1e-9))),
@@ -323,12 +427,17 @@ class CentreStudy:
         }
 
 
-def centre_study(*, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
-                 seed: int, generator) -> CentreStudy:
+def centre_study(
+    *, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int, seed: int, generator
+) -> CentreStudy:
     """``samples`` small networks at the usual initialisation (seeds ``seed + s``) on standard
     normal tokens: every layer's residual in both centres and the layerwise bound in each
     (the optimal centre is a linear programme: keep ``n_tokens`` and ``d_model`` small)."""
-    samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), _generator(generator)
+    samples, seed, generator = (
+        check_int("samples", samples),
+        check_seed("seed", seed),
+        _generator(generator),
+    )
     n_tokens, d_model = check_int("n_tokens", n_tokens), check_int("d_model", d_model)
     # every layer solves linear programmes (the optimal centre, twice): about ten layer passes' Python time
     check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples, per_layer=10)

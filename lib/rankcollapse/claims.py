@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
 from ._validate import check_str
 
 __all__ = [
@@ -73,68 +74,114 @@ class BookResult:
 BOOK_RESULTS: tuple[BookResult, ...] = (
     BookResult(
         "gamma",
-        (r"def-gamma", r"rc\.theory\.gamma\b", r"head-balance", r"\\nu\b", r"sinh",
-         r"the book's \$?\\gamma", r"our \$?\\gamma"),
-        "chapters/collapse.md", "def-gamma",
-        "an explicit gamma, derived from the one-layer proof, that the library computes"),
+        (
+            r"def-gamma",
+            r"rc\.theory\.gamma\b",
+            r"head-balance",
+            r"\\nu\b",
+            r"sinh",
+            r"the book's \$?\\gamma",
+            r"our \$?\\gamma",
+        ),
+        "chapters/collapse.md",
+        "def-gamma",
+        "an explicit gamma, derived from the one-layer proof, that the library computes",
+    ),
     BookResult(
         "one-layer lemma, any centre",
-        (r"lem-one-layer", r"\bthe lemma\b", r"\bany centre\b", r"\barbitrary centre\b",
-         r"one-layer step"),
-        "chapters/collapse.md", "lem-one-layer",
-        "one pure-attention layer shrinks the residual cubically, for any centre"),
+        (
+            r"lem-one-layer",
+            r"\bthe lemma\b",
+            r"\bany centre\b",
+            r"\barbitrary centre\b",
+            r"one-layer step",
+        ),
+        "chapters/collapse.md",
+        "lem-one-layer",
+        "one pure-attention layer shrinks the residual cubically, for any centre",
+    ),
     BookResult(
         "collapse bound with a computable constant",
-        (r"thm-collapse-book", r"layerwise", r"each layer's own constant",
-         r"rc\.theory\.collapse_bound"),
-        "chapters/collapse.md", "thm-collapse-book",
-        "the cascade of the lemma, with each layer's own constant or the largest"),
+        (
+            r"thm-collapse-book",
+            r"layerwise",
+            r"each layer's own constant",
+            r"rc\.theory\.collapse_bound",
+        ),
+        "chapters/collapse.md",
+        "thm-collapse-book",
+        "the cascade of the lemma, with each layer's own constant or the largest",
+    ),
     BookResult(
         "tracked residual",
         (r"tracked residual", r"rc\.theory\.tracked_residual"),
-        "chapters/collapse.md", None,
-        "the residual propagated below float64's rounding floor"),
+        "chapters/collapse.md",
+        None,
+        "the residual propagated below float64's rounding floor",
+    ),
     BookResult(
         "MLP bound in one centre",
         (r"thm-mlp-book", r"optimal centre throughout"),
-        "chapters/mlp.md", "thm-mlp-book",
-        "the collapse bound with MLPs, the optimal centre from first layer to last"),
+        "chapters/mlp.md",
+        "thm-mlp-book",
+        "the collapse bound with MLPs, the optimal centre from first layer to last",
+    ),
     BookResult(
         "weight bound on lambda",
         (r"prop-weight-bound", r"\benvelope\b"),
-        "chapters/mlp.md", "prop-weight-bound",
-        "the MLP's Lipschitz constant bounded by the Jacobian envelope of its weights"),
+        "chapters/mlp.md",
+        "prop-weight-bound",
+        "the MLP's Lipschitz constant bounded by the Jacobian envelope of its weights",
+    ),
     BookResult(
         "families that keep the residual",
         (r"prop-preserving", r"reserved[- ]subspace", r"rc\.theory\.preserving_san"),
-        "chapters/skip.md", "prop-preserving",
-        "three families of skip networks whose residual never falls"),
+        "chapters/skip.md",
+        "prop-preserving",
+        "three families of skip networks whose residual never falls",
+    ),
     BookResult(
         "upper bound with skips",
         (r"prop-skip-bound", r"rc\.theory\.skip_bound"),
-        "chapters/skip.md", "prop-skip-bound",
-        "the one-layer bound with skips, which can only grow with depth"),
+        "chapters/skip.md",
+        "prop-skip-bound",
+        "the one-layer bound with skips, which can only grow with depth",
+    ),
     BookResult(
         "LayerNorm as matrix products",
         (r"def-ln-factors", r"prop-ln-rank", r"exact form", r"S\^\{-1\}\s*P_h"),
-        "chapters/layernorm.md", "def-ln-factors",
-        "LayerNorm as a left scaling and right multiplications; the exact rewriting of LN(SA(X))"),
+        "chapters/layernorm.md",
+        "def-ln-factors",
+        "LayerNorm as a left scaling and right multiplications; the exact rewriting of LN(SA(X))",
+    ),
     BookResult(
         "mean and optimal residual within a factor 2",
         (r"at most twice", r"between 1 and 2"),
-        "chapters/collapse.md", None,
-        "the mean-centred residual is at most twice the optimal one"),
+        "chapters/collapse.md",
+        None,
+        "the mean-centred residual is at most twice the optimal one",
+    ),
     BookResult(
         "path terms with LayerNorm frozen",
         (r"FrozenLayer",),
-        "chapters/paths.md", None,
-        "the factors of each path term when LayerNorm's scales are frozen"),
+        "chapters/paths.md",
+        None,
+        "the factors of each path term when LayerNorm's scales are frozen",
+    ),
     BookResult(
         "lower bound with skips",
-        (r"thm-skip-lower", r"lem-skip-layer", r"lem-rows-close", r"prop-skip-rate",
-         r"rc\.lower_bound", r"at most like \$?L\^\{-1/2\}"),
-        "chapters/lower_bound.md", "thm-skip-lower",
-        "with skips and value maps of row sums below 1/2, the residual falls at most like L^(-1/2); the rate is attained"),
+        (
+            r"thm-skip-lower",
+            r"lem-skip-layer",
+            r"lem-rows-close",
+            r"prop-skip-rate",
+            r"rc\.lower_bound",
+            r"at most like \$?L\^\{-1/2\}",
+        ),
+        "chapters/lower_bound.md",
+        "thm-skip-lower",
+        "with skips and value maps of row sums below 1/2, the residual falls at most like L^(-1/2); the rate is attained",
+    ),
 )
 
 #: The boxes that state a result of the paper, and how a reference to each reads. The paper's
@@ -181,15 +228,21 @@ NOTE_CREDIT = r"\b(the )?(reading )?note('s)?\b"
 
 #: Claims about the paper that no source the book could read supports.
 UNSUPPORTED_ATTRIBUTIONS = (
-    (r"\b(its|the paper's) appendix (measures|shows|plots)",
-     "where in the paper this is was not checked: attribute it to the official code, or drop it"),
-    (r"\bthe paper does not weigh\b",
-     "the reading note records that the paper names the price; whether it weighs it was not checked"),
-    (r"\b(?:nor|neither) (?:does )?the paper (?:weighs?|frames?|sets?)\b"
-     r"|\bthe paper (?:does not|doesn't|never|nowhere) (?:weighs?|frames?|sets?)\b"
-     r"|\bthe paper (?:weighs|frames|sets) (?:it|this|that|the price|the trade)\b",
-     "how the paper weighs or frames the price against other accounts was not checked; the reading "
-     "note is the one that frames it (\"pulls against ... neither frames it as a trade\"): credit the note"),
+    (
+        r"\b(its|the paper's) appendix (measures|shows|plots)",
+        "where in the paper this is was not checked: attribute it to the official code, or drop it",
+    ),
+    (
+        r"\bthe paper does not weigh\b",
+        "the reading note records that the paper names the price; whether it weighs it was not checked",
+    ),
+    (
+        r"\b(?:nor|neither) (?:does )?the paper (?:weighs?|frames?|sets?)\b"
+        r"|\bthe paper (?:does not|doesn't|never|nowhere) (?:weighs?|frames?|sets?)\b"
+        r"|\bthe paper (?:weighs|frames|sets) (?:it|this|that|the price|the trade)\b",
+        "how the paper weighs or frames the price against other accounts was not checked; the reading "
+        'note is the one that frames it ("pulls against ... neither frames it as a trade"): credit the note',
+    ),
 )
 
 #: A title that labels a unit as the book's own (setting it beside the paper's is then allowed).
@@ -321,17 +374,29 @@ def misattributions(text: str) -> list[dict]:
             continue
         note = _find(NOTE_PHRASES, body)
         if note and not re.search(NOTE_CREDIT, body, flags=re.IGNORECASE):
-            found.append({"line": u.line, "excerpt": excerpt,
-                          "why": f"the reading note's phrase {note!r} credited to the paper ({paper!r})"})
+            found.append(
+                {
+                    "line": u.line,
+                    "excerpt": excerpt,
+                    "why": f"the reading note's phrase {note!r} credited to the paper ({paper!r})",
+                }
+            )
         if re.search(BOOK_TITLE, u.title, flags=re.IGNORECASE):
             continue
         for result in BOOK_RESULTS:
             marker = _find(result.markers, body)
             if marker:
-                found.append({"line": u.line, "excerpt": excerpt,
-                              "why": (f"credits the paper ({paper!r}) beside the book's own result "
-                                      f"{result.name!r} ({marker!r}); state the paper's result as the "
-                                      f"paper gives it and the book's in a box of its own")})
+                found.append(
+                    {
+                        "line": u.line,
+                        "excerpt": excerpt,
+                        "why": (
+                            f"credits the paper ({paper!r}) beside the book's own result "
+                            f"{result.name!r} ({marker!r}); state the paper's result as the "
+                            f"paper gives it and the book's in a box of its own"
+                        ),
+                    }
+                )
                 break
     return found
 
@@ -339,9 +404,11 @@ def misattributions(text: str) -> list[dict]:
 def unsourced_boxes(text: str) -> list[dict]:
     """Every theorem/lemma/proposition/corollary/definition box whose title does not say whose it is."""
     check_str("text", text)
-    return [{"line": u.line, "kind": u.kind, "title": u.title}
-            for u in units(text)
-            if u.kind in _SOURCED_KINDS and not re.search(SOURCE_TITLE, u.title, flags=re.IGNORECASE)]
+    return [
+        {"line": u.line, "kind": u.kind, "title": u.title}
+        for u in units(text)
+        if u.kind in _SOURCED_KINDS and not re.search(SOURCE_TITLE, u.title, flags=re.IGNORECASE)
+    ]
 
 
 _NUMBERED_RESULT_KINDS = ("prf:theorem", "prf:lemma", "prf:proposition", "prf:corollary")
@@ -357,7 +424,9 @@ def paper_box_problems(text: str) -> list[dict]:
     check_str("text", text)
     out = []
     for u in units(text):
-        if u.kind not in _NUMBERED_RESULT_KINDS or not re.search(r"the paper's", u.title, flags=re.IGNORECASE):
+        if u.kind not in _NUMBERED_RESULT_KINDS or not re.search(
+            r"the paper's", u.title, flags=re.IGNORECASE
+        ):
             continue
         if re.search(r"\bthis book\b", u.title, flags=re.IGNORECASE):
             continue  # the statement is (also) the book's: the book's counter numbers it
@@ -374,17 +443,27 @@ def page_text_credits(text: str) -> list[str]:
     check_str("text", text)
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
-    return [m.group(0) for p in PAGE_TEXT_CREDITS for m in re.finditer(p, text, flags=re.IGNORECASE)]
+    return [
+        m.group(0) for p in PAGE_TEXT_CREDITS for m in re.finditer(p, text, flags=re.IGNORECASE)
+    ]
 
 
 def check_file(path) -> list[str]:
     """Every check on one file, as readable messages (empty when the file is clean)."""
     path = Path(path)
     text = path.read_text()
-    msgs = [f"{path.name}:{f['line']}: {f['why']}\n    {f['excerpt']}" for f in misattributions(text)]
-    msgs += [f"{path.name}:{b['line']}: {b['kind']} box without its source in the title: {b['title']!r} "
-             f"(add '(the paper's ...)' or '(this book)')" for b in unsourced_boxes(text)]
-    msgs += [f"{path.name}:{b['line']}: {b['kind']} box titled as the paper's but numbered by the book: "
-             f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as rc.claims.PAPER_RESULTS "
-             f"names it)" for b in paper_box_problems(text)]
+    msgs = [
+        f"{path.name}:{f['line']}: {f['why']}\n    {f['excerpt']}" for f in misattributions(text)
+    ]
+    msgs += [
+        f"{path.name}:{b['line']}: {b['kind']} box without its source in the title: {b['title']!r} "
+        f"(add '(the paper's ...)' or '(this book)')"
+        for b in unsourced_boxes(text)
+    ]
+    msgs += [
+        f"{path.name}:{b['line']}: {b['kind']} box titled as the paper's but numbered by the book: "
+        f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as rc.claims.PAPER_RESULTS "
+        f"names it)"
+        for b in paper_box_problems(text)
+    ]
     return msgs

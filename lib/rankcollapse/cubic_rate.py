@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from ._validate import check_generator, check_int, check_positive_float, check_seed, derive_seed
-from .residual import composite_norm, res
 from .ops import check_runs
+from .residual import composite_norm, res
 from .san import SAN, SANConfig
 from .stats import first_below, log_slope
 from .theory import rank_one_distance, tracked_residual, unit_residual_tokens
@@ -42,23 +42,36 @@ class DeltaScaling:
     def numbers(self) -> dict:
         """The fitted exponent (mean, extremes over the networks), the number of networks, and
         the range of :math:`\\lVert\\res(X)\\rVert^2` the fit spans."""
-        return {"slope": float(self.slopes.mean()), "slope_min": float(self.slopes.min()),
-                "slope_max": float(self.slopes.max()), "networks": int(self.slopes.size),
-                "residual_sq_min": float(self.residual_sq.min()), "residual_sq_max": float(self.residual_sq.max())}
+        return {
+            "slope": float(self.slopes.mean()),
+            "slope_min": float(self.slopes.min()),
+            "slope_max": float(self.slopes.max()),
+            "networks": int(self.slopes.size),
+            "residual_sq_min": float(self.residual_sq.min()),
+            "residual_sq_max": float(self.residual_sq.max()),
+        }
 
 
-def delta_scaling_study(*, scales, samples: int, d_model: int, n_tokens: int, seed: int, generator) -> DeltaScaling:
+def delta_scaling_study(
+    *, scales, samples: int, d_model: int, n_tokens: int, seed: int, generator
+) -> DeltaScaling:
     """``samples`` one-layer, one-head pure attention networks (``init_scale`` 1, seeds ``seed + s``),
     each on inputs :math:`X = \\mathbf 1 x^\\top + t R_0` for every ``t`` in ``scales``: a standard
     normal common token :math:`x` and standard normal tokens :math:`R_0` rescaled to
     :math:`\\lVert\\res(R_0)\\rVert_{1,\\infty} = 1`, so that :math:`\\lVert\\res(X)\\rVert = t`.
     Measures :math:`\\lVert\\Delta\\rVert_{1,\\infty}` of the head's attention (:func:`rankcollapse.theory.rank_one_distance`)."""
-    samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), check_generator("generator", generator)
+    samples, seed, generator = (
+        check_int("samples", samples),
+        check_seed("seed", seed),
+        check_generator("generator", generator),
+    )
     scales = np.asarray([check_positive_float("scales", float(t)) for t in scales])
     if scales.size < 2:
         raise ValueError(f"scales must hold at least two positive scales, got {scales.size}")
     d_model, n_tokens = check_int("d_model", d_model), check_int("n_tokens", n_tokens, minimum=2)
-    check_runs(SANConfig(n_layers=1, n_heads=1, d_model=d_model), (scales.size, n_tokens, d_model), samples)
+    check_runs(
+        SANConfig(n_layers=1, n_heads=1, d_model=d_model), (scales.size, n_tokens, d_model), samples
+    )
     residual_sq, delta, slopes = [], [], []
     for s in range(samples):
         model = SAN(SANConfig(n_layers=1, n_heads=1, d_model=d_model), seed=derive_seed(seed, s))
@@ -108,25 +121,41 @@ class CubicRate:
         a = self.linear_factor
         slopes, ref = np.array(self.slopes), np.array(self.reference)
         return {
-            "slope": float(slopes.mean()), "slope_sd": float(slopes.std()),
-            "slope_min": float(slopes.min()), "slope_max": float(slopes.max()),
-            "reference": float(ref.mean()), "gap_max": float(np.abs(slopes - ref).max()),
-            "log3": float(np.log(3)), "first_factor": a,
-            "n_cubic": float(np.nanmedian(self.n_cubic)), "n_linear": int(np.ceil(3 / -np.log10(a))),
+            "slope": float(slopes.mean()),
+            "slope_sd": float(slopes.std()),
+            "slope_min": float(slopes.min()),
+            "slope_max": float(slopes.max()),
+            "reference": float(ref.mean()),
+            "gap_max": float(np.abs(slopes - ref).max()),
+            "log3": float(np.log(3)),
+            "first_factor": a,
+            "n_cubic": float(np.nanmedian(self.n_cubic)),
+            "n_linear": int(np.ceil(3 / -np.log10(a))),
         }
 
 
-def cubic_rate_study(*, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
-                     seed: int, generator) -> CubicRate:
+def cubic_rate_study(
+    *, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int, seed: int, generator
+) -> CubicRate:
     """``samples`` networks at the usual initialisation (``init_scale`` 1, seeds ``seed + s``) on
     standard normal tokens: the tracked residual's ratio :math:`\\rho_L = r_L / r_0` through depth."""
-    samples, seed, generator = check_int("samples", samples), check_seed("seed", seed), check_generator("generator", generator)
+    samples, seed, generator = (
+        check_int("samples", samples),
+        check_seed("seed", seed),
+        check_generator("generator", generator),
+    )
     depths = np.arange(1, check_int("n_layers", n_layers) + 1)
-    check_runs(SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model),
-               (check_int("n_tokens", n_tokens), check_int("d_model", d_model)), samples)
+    check_runs(
+        SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model),
+        (check_int("n_tokens", n_tokens), check_int("d_model", d_model)),
+        samples,
+    )
     loglog, slopes, reference, first, n_cubic = [], [], [], [], []
     for s in range(samples):
-        model = SAN(SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model), seed=derive_seed(seed, s))
+        model = SAN(
+            SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model),
+            seed=derive_seed(seed, s),
+        )
         X = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
         r = tracked_residual(model, X).numpy()
         ratio = r[1:] / r[0]
@@ -142,4 +171,6 @@ def cubic_rate_study(*, samples: int, n_layers: int, n_heads: int, d_model: int,
         first.append(ratio[0])
         below = first_below(ratio, 1e-3)  # 0: the first layer
         n_cubic.append(below + 1 if below is not None else np.nan)
-    return CubicRate(depths, np.array(loglog), slopes, reference, np.array(first), np.array(n_cubic))
+    return CubicRate(
+        depths, np.array(loglog), slopes, reference, np.array(first), np.array(n_cubic)
+    )

@@ -79,7 +79,9 @@ def plain(value):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    raise TypeError(f"a claim's numbers must be numbers, strings, arrays or lists of them, got {type(value).__name__}")
+    raise TypeError(
+        f"a claim's numbers must be numbers, strings, arrays or lists of them, got {type(value).__name__}"
+    )
 
 
 def _text(name: str, value) -> str:
@@ -94,12 +96,16 @@ def _truth(value) -> bool:
         value = value.detach().cpu().numpy()
     if isinstance(value, np.ndarray):
         if value.size != 1 or value.dtype != np.bool_:
-            raise TypeError(f"holds must be one truth value, got an array of shape {value.shape} and dtype {value.dtype}"
-                            " (use .all() or .any() to say which)")
+            raise TypeError(
+                f"holds must be one truth value, got an array of shape {value.shape} and dtype {value.dtype}"
+                " (use .all() or .any() to say which)"
+            )
         value = value.item()
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise TypeError(f"holds must be True or False (the condition computed from the run), got {type(value).__name__} {value!r}")
+    raise TypeError(
+        f"holds must be True or False (the condition computed from the run), got {type(value).__name__} {value!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -137,9 +143,20 @@ class Claim:
 
     def record(self) -> dict:
         """The claim as a JSON-able dict (what the chapter glues for the status page)."""
-        return {"chapter": self.chapter, "name": self.name, "section": self.section, "sentence": self.sentence,
-                "condition": self.condition, "holds": self.holds, "checked": self.checked, "scale": self.scale,
-                "mode": self.mode, "seed": self.seed, "numbers": self.numbers, "evidence": self.evidence}
+        return {
+            "chapter": self.chapter,
+            "name": self.name,
+            "section": self.section,
+            "sentence": self.sentence,
+            "condition": self.condition,
+            "holds": self.holds,
+            "checked": self.checked,
+            "scale": self.scale,
+            "mode": self.mode,
+            "seed": self.seed,
+            "numbers": self.numbers,
+            "evidence": self.evidence,
+        }
 
     def json(self) -> str:
         return json.dumps(self.record(), sort_keys=True)
@@ -152,13 +169,28 @@ class Claim:
         """The message of :class:`ClaimFailed`: the claim, its condition and the numbers."""
         why = f" (broken on purpose: {BREAK_ENV}={self.id})" if self.broken else ""
         nums = "; ".join(f"{k} = {v}" for k, v in self.numbers.items()) or "none given"
-        return (f"claim {self.id!r} (section {self.section}) does not hold in this run "
-                f"(mode {self.mode}, seed {self.seed}){why}.\n  sentence: {self.sentence}\n"
-                f"  condition: {self.condition}\n  numbers: {nums}")
+        return (
+            f"claim {self.id!r} (section {self.section}) does not hold in this run "
+            f"(mode {self.mode}, seed {self.seed}){why}.\n  sentence: {self.sentence}\n"
+            f"  condition: {self.condition}\n  numbers: {nums}"
+        )
 
 
-def declare(chapter: str, mode: str, seed: int, name: str, sentence: str, *, section, condition: str, holds,
-            numbers: dict | None = None, evidence: str, scale: str = "any", taken=()) -> Claim:
+def declare(
+    chapter: str,
+    mode: str,
+    seed: int,
+    name: str,
+    sentence: str,
+    *,
+    section,
+    condition: str,
+    holds,
+    numbers: dict | None = None,
+    evidence: str,
+    scale: str = "any",
+    taken=(),
+) -> Claim:
     """Check one claim and return its :class:`Claim`; raise :class:`ClaimFailed` when it is checked
     in this run (see :attr:`Claim.checked`) and false.
 
@@ -174,16 +206,29 @@ def declare(chapter: str, mode: str, seed: int, name: str, sentence: str, *, sec
     if name in taken:
         raise ValueError(f"claim {chapter}.{name} is declared twice in this run")
     if isinstance(section, bool) or not isinstance(section, (int, str)) or not str(section).strip():
-        raise TypeError(f"section must be the section's number (an int or a string such as '4.2'), got {section!r}")
+        raise TypeError(
+            f"section must be the section's number (an int or a string such as '4.2'), got {section!r}"
+        )
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     if numbers is not None and not isinstance(numbers, dict):
         raise TypeError(f"numbers must be a dict (name -> value), got {type(numbers).__name__}")
     truth = _truth(holds)
     broken = os.environ.get(BREAK_ENV, "").strip() == f"{chapter}.{name}"
-    claim = Claim(chapter=chapter, name=name, section=str(section).strip(), sentence=_text("sentence", sentence),
-                  condition=_text("condition", condition), holds=truth and not broken, scale=scale, mode=mode,
-                  seed=int(seed), numbers=plain(numbers or {}), evidence=_text("evidence", evidence), broken=broken)
+    claim = Claim(
+        chapter=chapter,
+        name=name,
+        section=str(section).strip(),
+        sentence=_text("sentence", sentence),
+        condition=_text("condition", condition),
+        holds=truth and not broken,
+        scale=scale,
+        mode=mode,
+        seed=int(seed),
+        numbers=plain(numbers or {}),
+        evidence=_text("evidence", evidence),
+        broken=broken,
+    )
     if not claim.holds and (claim.checked or broken):
         raise ClaimFailed(claim.failure())
     return claim

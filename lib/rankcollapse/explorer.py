@@ -45,9 +45,11 @@ TEXT = {
     "after": "After {L} layer{s} the residual is {shown} of the input\u2019s. ",
     "underflow": "below 10\u207b\u00b3\u2070\u2070 (underflow)",
     "no_bound": "With a skip (\u03b1 > 0) the bound gives nothing.",
-    "vacuous": ("Dashed: the book\u2019s collapse bound, with one constant for all layers; at layer {L} "
-                "it is above the input\u2019s residual, so it says nothing (these weights are too "
-                "large for its condition)."),
+    "vacuous": (
+        "Dashed: the book\u2019s collapse bound, with one constant for all layers; at layer {L} "
+        "it is above the input\u2019s residual, so it says nothing (these weights are too "
+        "large for its condition)."
+    ),
     "bound_value": "Dashed: the book\u2019s collapse bound, with one constant for all layers, {value} at layer {L}.",
 }
 
@@ -83,7 +85,9 @@ def _log10_ratio(states) -> np.ndarray:
 
 
 @torch.no_grad()
-def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, samples: int, seed: int) -> dict:
+def skip_strength_grid(
+    *, L: int, scales, strengths, n: int, d: int, H: int, samples: int, seed: int
+) -> dict:
     """Measure :math:`\\lVert\\operatorname{res}(X_l)\\rVert / \\lVert\\operatorname{res}(X)\\rVert`
     for ``l = 0..L`` on a grid of attention weight scales (``init_scale``) and skip strengths.
 
@@ -103,7 +107,12 @@ def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, sam
     underflow), ``bound`` (``[scale][l]``, ``log10``, geometric mean over samples) and the sizes.
     """
     check_int("L", L, maximum=MAX_LAYERS)
-    L, n, d, H = check_int("L", L), check_int("n", n, minimum=2), check_int("d", d), check_int("H", H)
+    L, n, d, H = (
+        check_int("L", L),
+        check_int("n", n, minimum=2),
+        check_int("d", d),
+        check_int("H", H),
+    )
     samples, seed = check_int("samples", samples), check_seed("seed", seed)
     scales = [float(s) for s in scales]
     strengths = [float(a) for a in strengths]
@@ -130,13 +139,23 @@ def skip_strength_grid(*, L: int, scales, strengths, n: int, d: int, H: int, sam
         logs = np.where(np.isfinite(logs), logs, _FLOOR).clip(_FLOOR, None)
         measured[i] = logs.mean(axis=0)
         # finite for JSON: beyond +-1e6 decades the bound says "vacuous" or "zero" all the same
-        bound[i] = np.nan_to_num(bounds, nan=_BOUND_CAP, posinf=_BOUND_CAP, neginf=-_BOUND_CAP).clip(
-            -_BOUND_CAP, _BOUND_CAP).mean(axis=0)
+        bound[i] = (
+            np.nan_to_num(bounds, nan=_BOUND_CAP, posinf=_BOUND_CAP, neginf=-_BOUND_CAP)
+            .clip(-_BOUND_CAP, _BOUND_CAP)
+            .mean(axis=0)
+        )
     return {
-        "L": L, "n": n, "d": d, "H": H, "samples": samples, "seed": seed,
+        "L": L,
+        "n": n,
+        "d": d,
+        "H": H,
+        "samples": samples,
+        "seed": seed,
         "input_rms": round(float(torch.stack(inputs).pow(2).mean().sqrt()), 6),
-        "scales": scales, "strengths": strengths,
-        "measured": np.round(measured, 4).tolist(), "bound": np.round(bound, 4).tolist(),
+        "scales": scales,
+        "strengths": strengths,
+        "measured": np.round(measured, 4).tolist(),
+        "bound": np.round(bound, 4).tolist(),
     }
 
 

@@ -24,10 +24,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import as_tokens, check_choice, check_dtype, check_finite_float, check_int, check_positive_float, check_seed
+from ._validate import (
+    as_tokens,
+    check_choice,
+    check_dtype,
+    check_finite_float,
+    check_int,
+    check_positive_float,
+    check_seed,
+)
 from .paths import FrozenLayer
 from .residual import _rescaled, composite_norm, matrix_norm, relative_residual, res
-from .san import SAN, check_san, layer_norm as _san_layer_norm
+from .san import SAN, check_san
+from .san import layer_norm as _san_layer_norm
 
 __all__ = [
     "numerical_rank",
@@ -75,7 +84,9 @@ def rank_one_deviation(Y) -> torch.Tensor:
         raise ValueError(f"Y must have at least 2 rows and 2 columns, got shape {tuple(Y.shape)}")
     s = torch.linalg.svdvals(Y)
     top = s[..., 0]
-    return torch.where(top > 0, s[..., 1] / top.clamp_min(torch.finfo(Y.dtype).tiny), torch.zeros_like(top))
+    return torch.where(
+        top > 0, s[..., 1] / top.clamp_min(torch.finfo(Y.dtype).tiny), torch.zeros_like(top)
+    )
 
 
 def _vector(name, v, d, dtype):
@@ -83,7 +94,9 @@ def _vector(name, v, d, dtype):
         v = torch.tensor(v, dtype=dtype)
     elif isinstance(v, np.ndarray):
         v = torch.from_numpy(v)
-    if not isinstance(v, torch.Tensor) or not (v.is_floating_point() or v.dtype in (torch.int32, torch.int64)):
+    if not isinstance(v, torch.Tensor) or not (
+        v.is_floating_point() or v.dtype in (torch.int32, torch.int64)
+    ):
         raise TypeError(f"{name} must be a real tensor of shape ({d},), got {type(v).__name__}")
     if v.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {tuple(v.shape)}")
@@ -137,7 +150,9 @@ def ln_from_factors(Y, factors: LNFactors) -> torch.Tensor:
     """``S^{-1} Y C G + 1 shift^T`` as explicit matrix products (equals ``LN(Y)`` to rounding)."""
     Y = as_tokens("Y", Y)
     if not isinstance(factors, LNFactors):
-        raise TypeError(f"factors must be an LNFactors (from ln_factors), got {type(factors).__name__}")
+        raise TypeError(
+            f"factors must be an LNFactors (from ln_factors), got {type(factors).__name__}"
+        )
     S_inv = torch.diag_embed(factors.inv_sigma)
     return S_inv @ Y @ factors.C @ factors.G + factors.shift
 
@@ -242,7 +257,9 @@ def _scales(name, s, shape=None, dtype=None) -> torch.Tensor:
     if isinstance(s, (list, tuple, np.ndarray)):
         s = torch.as_tensor(np.asarray(s, dtype=float))
     if not isinstance(s, torch.Tensor) or not s.is_floating_point():
-        raise TypeError(f"{name} must be a floating tensor of shape (..., n), got {type(s).__name__}")
+        raise TypeError(
+            f"{name} must be a floating tensor of shape (..., n), got {type(s).__name__}"
+        )
     if s.ndim < 1 or s.shape[-1] < 1 or (shape is not None and s.shape != shape):
         want = f"{tuple(shape)}" if shape is not None else "(..., n) with n >= 1"
         raise ValueError(f"{name} must have shape {want}, got {tuple(s.shape)}")
@@ -270,8 +287,9 @@ def _check_size(n, d):
         raise ValueError(f"n * d must be at most {_MAX_ELEMENTS}, got n={n}, d={d}")
 
 
-def near_uniform_along_ones(n: int, d: int, eps: float, *, seed: int, level: float = 1.0,
-                            dtype=torch.float64) -> torch.Tensor:
+def near_uniform_along_ones(
+    n: int, d: int, eps: float, *, seed: int, level: float = 1.0, dtype=torch.float64
+) -> torch.Tensor:
     """``Y = level * 1 1_d^T + eps * E``: every token almost the same, and that common token along ``1_d``.
 
     ``E`` is ``(n, d)`` Gaussian. Its relative residual is of order ``eps``; LayerNorm's centring
@@ -293,7 +311,9 @@ def near_uniform_along_ones(n: int, d: int, eps: float, *, seed: int, level: flo
     return level * torch.ones(n, d, dtype=dtype) + eps * E
 
 
-def balanced_tokens(n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torch.float64) -> torch.Tensor:
+def balanced_tokens(
+    n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torch.float64
+) -> torch.Tensor:
     """Rank-one tokens ``X = s v^T`` with balanced signs ``s`` (half ``+1``, half ``-1``), plus optional noise.
 
     The mean token is zero, so ``res(X) = X`` with the mean centre: as far from ``1 x^T`` as a
@@ -335,4 +355,3 @@ def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
         "rank": torch.stack([numerical_rank(h, rtol) for h in hs]),
         "rank_one": torch.stack([rank_one_deviation(h) for h in hs]),
     }
-

@@ -36,13 +36,36 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import MAX_LOOP, as_tokens, check_choice, check_cost, check_elements, check_int, check_positive_float, check_seed, derive_seed
+from ._validate import (
+    MAX_LOOP,
+    as_tokens,
+    check_choice,
+    check_cost,
+    check_elements,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from .residual import composite_norm, matrix_norm
 from .san import ACTIVATIONS, SAN, activation, check_san
 
-__all__ = ["NORM", "activation_slope", "jacobian_envelope", "mlp_inputs", "mlp_map", "lipschitz_upper_bound",
-           "lipschitz_lower_bound", "LipschitzEstimate", "mlp_lipschitz", "perturbation_gain", "memorization_task",
-           "per_example_gradients", "GradientNoise", "gradient_variance"]
+__all__ = [
+    "NORM",
+    "activation_slope",
+    "jacobian_envelope",
+    "mlp_inputs",
+    "mlp_map",
+    "lipschitz_upper_bound",
+    "lipschitz_lower_bound",
+    "LipschitzEstimate",
+    "mlp_lipschitz",
+    "perturbation_gain",
+    "memorization_task",
+    "per_example_gradients",
+    "GradientNoise",
+    "gradient_variance",
+]
 
 NORM = "l1inf"  # the norm every Lipschitz constant here is taken in: the composite (1, inf) norm
 
@@ -73,7 +96,9 @@ def _tanh_gelu_slopes() -> tuple[float, float]:
     return float(g.min()) - 1e-8, float(g.max()) + 1e-8
 
 
-def jacobian_envelope(W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float, float]) -> torch.Tensor:
+def jacobian_envelope(
+    W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float, float]
+) -> torch.Tensor:
     """Entrywise bound ``B`` with :math:`|W_1 D W_2| \\le B` for every diagonal ``D`` with entries in ``slopes``.
 
     :math:`B_{kj} = \\max_{D}\\,|\\sum_m W_{1,km} D_m W_{2,mj}|`, attained with each ``D_m`` at an end
@@ -81,7 +106,9 @@ def jacobian_envelope(W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float,
     smallest. Shapes: ``W_1`` ``(d, m)``, ``W_2`` ``(m, d')``; returns ``(d, d')``.
     """
     if W_1.ndim != 2 or W_2.ndim != 2 or W_1.shape[1] != W_2.shape[0]:
-        raise ValueError(f"W_1 (d_in, m) and W_2 (m, d_out) must share m, got W_1 {tuple(W_1.shape)} and W_2 {tuple(W_2.shape)}")
+        raise ValueError(
+            f"W_1 (d_in, m) and W_2 (m, d_out) must share m, got W_1 {tuple(W_1.shape)} and W_2 {tuple(W_2.shape)}"
+        )
     lo, hi = slopes
     terms = W_1.unsqueeze(-1) * W_2.unsqueeze(0)  # (d, m, d'): W1_km W2_mj
     top = torch.maximum(lo * terms, hi * terms).sum(dim=1)
@@ -92,7 +119,9 @@ def jacobian_envelope(W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float,
 def _check_mlp_model(model) -> None:
     check_san(model)
     if not model.config.mlp:
-        raise ValueError("model has no MLP (config.mlp == 0): build it with SANConfig(mlp=hidden width)")
+        raise ValueError(
+            "model has no MLP (config.mlp == 0): build it with SANConfig(mlp=hidden width)"
+        )
 
 
 def mlp_map(model: SAN, layer: int):
@@ -137,12 +166,16 @@ def lipschitz_upper_bound(model: SAN) -> torch.Tensor:
     """
     _check_mlp_model(model)
     slopes = activation_slope(model.config.activation)
-    return torch.stack([composite_norm(jacobian_envelope(b.W_1, b.W_2, slopes)) for b in model.layers])
+    return torch.stack(
+        [composite_norm(jacobian_envelope(b.W_1, b.W_2, slopes)) for b in model.layers]
+    )
 
 
 def _row_jacobians(f, T: torch.Tensor) -> torch.Tensor:
     """``M[k] = d f(t_k) / d t_k`` in the row convention (``delta f = delta t @ M``): shape ``(K, d, d)``."""
-    J = torch.func.vmap(torch.func.jacrev(lambda t: f(t.unsqueeze(0))[0]))(T)  # J[k, j, i] = df_j/dt_i
+    J = torch.func.vmap(torch.func.jacrev(lambda t: f(t.unsqueeze(0))[0]))(
+        T
+    )  # J[k, j, i] = df_j/dt_i
     return J.transpose(-1, -2)
 
 
@@ -175,7 +208,9 @@ def _ratio(f, X, D, eps):
     return composite_norm(f(X + step) - f(X)) / composite_norm(step)
 
 
-def lipschitz_lower_bound(f, Z, *, steps: int = 50, points: int = 4, eps: float = 1e-5, seed: int = 0) -> float:
+def lipschitz_lower_bound(
+    f, Z, *, steps: int = 50, points: int = 4, eps: float = 1e-5, seed: int = 0
+) -> float:
     """Lower bound on the composite-norm Lipschitz constant of a row-wise map ``f``, from data ``Z``.
 
     ``Z``: tokens the map sees, ``(n, d)`` or ``(..., n, d)``; ``n`` is the number of tokens of the
@@ -197,7 +232,9 @@ def lipschitz_lower_bound(f, Z, *, steps: int = 50, points: int = 4, eps: float 
     if not callable(f):
         raise TypeError(f"f must be a callable row-wise map, got {type(f).__name__}")
     Z = as_tokens("Z", Z)
-    steps = check_int("steps", steps, minimum=0, maximum=MAX_LOOP)  # each a Python-level Adam step through f
+    steps = check_int(
+        "steps", steps, minimum=0, maximum=MAX_LOOP
+    )  # each a Python-level Adam step through f
     points = check_int("points", points)
     eps = check_positive_float("eps", eps)
     seed = check_seed("seed", seed)
@@ -219,7 +256,10 @@ def lipschitz_lower_bound(f, Z, *, steps: int = 50, points: int = 4, eps: float 
     if steps == 0 or best_X is None:
         return best
     gen = torch.Generator().manual_seed(seed)
-    X = (best_X + 1e-3 * torch.randn(best_X.shape, generator=gen, dtype=best_X.dtype) * best_X.abs().max()).requires_grad_(True)
+    X = (
+        best_X
+        + 1e-3 * torch.randn(best_X.shape, generator=gen, dtype=best_X.dtype) * best_X.abs().max()
+    ).requires_grad_(True)
     D = best_D.clone().requires_grad_(True)
     scale = float(best_X.abs().max()) or 1.0
     opt = torch.optim.Adam([X, D], lr=1e-2)
@@ -255,7 +295,9 @@ class LipschitzEstimate:
         return self.upper / self.lower
 
 
-def mlp_lipschitz(model: SAN, X, *, steps: int = 50, points: int = 4, seed: int = 0) -> LipschitzEstimate:
+def mlp_lipschitz(
+    model: SAN, X, *, steps: int = 50, points: int = 4, seed: int = 0
+) -> LipschitzEstimate:
     """Both bounds on every layer's MLP Lipschitz constant, the lower one from the MLP's inputs on ``X``.
 
     ``X``: ``(n, d)`` or ``(..., n, d)`` inputs of the network; the lower bound of layer ``l``
@@ -265,20 +307,37 @@ def mlp_lipschitz(model: SAN, X, *, steps: int = 50, points: int = 4, seed: int 
     _check_mlp_model(model)
     X = model.check_input(X)
     steps = check_int("steps", steps, minimum=0)
-    check_cost("steps", steps * model.config.n_layers, MAX_LOOP, unit="Adam steps (steps x n_layers)",
-               alternative="take fewer steps (or measure fewer layers)")
+    check_cost(
+        "steps",
+        steps * model.config.n_layers,
+        MAX_LOOP,
+        unit="Adam steps (steps x n_layers)",
+        alternative="take fewer steps (or measure fewer layers)",
+    )
     upper = lipschitz_upper_bound(model)
     inputs = mlp_inputs(model, X)
     lower = []
     for l, Z in enumerate(inputs):
         block = model.layers[l]
-        lower.append(lipschitz_lower_bound(block.mlp, Z, steps=steps, points=points, seed=derive_seed(seed, l)))
+        lower.append(
+            lipschitz_lower_bound(
+                block.mlp, Z, steps=steps, points=points, seed=derive_seed(seed, l)
+            )
+        )
     return LipschitzEstimate(torch.tensor(lower, dtype=upper.dtype), upper, NORM, X.shape[-2])
 
 
 @torch.no_grad()
-def perturbation_gain(model: SAN, X, *, eps: float = 1e-4, directions: int = 8, seed: int = 0,
-                      relative: bool = True, norm: str = "fro") -> torch.Tensor:
+def perturbation_gain(
+    model: SAN,
+    X,
+    *,
+    eps: float = 1e-4,
+    directions: int = 8,
+    seed: int = 0,
+    relative: bool = True,
+    norm: str = "fro",
+) -> torch.Tensor:
     """Sensitivity to small input perturbations: output change over input change, per random direction.
 
     For each input ``X`` (``(n, d)`` or ``(b, n, d)``) and each of ``directions`` Gaussian
@@ -309,12 +368,16 @@ def perturbation_gain(model: SAN, X, *, eps: float = 1e-4, directions: int = 8, 
     U = torch.randn((Xb.shape[0], directions) + Xb.shape[1:], generator=gen, dtype=Xb.dtype)
     xn = matrix_norm(Xb, norm)[:, None]
     if bool((xn == 0).any()):
-        raise ValueError("X is zero (an input of norm 0): the perturbation eps * ||X|| is 0 and the gain 0 / 0; "
-                         "pass a non-zero input, or relative=False with a perturbation of your own size")
+        raise ValueError(
+            "X is zero (an input of norm 0): the perturbation eps * ||X|| is 0 and the gain 0 / 0; "
+            "pass a non-zero input, or relative=False with a perturbation of your own size"
+        )
     U = U * (eps * xn / matrix_norm(U, norm))[..., None, None]
     Y = model(Xb).last_hidden_state
     if relative and bool((matrix_norm(Y, norm) == 0).any()):
-        raise ValueError("the model's output on X is zero: a relative change of it is undefined (use relative=False)")
+        raise ValueError(
+            "the model's output on X is zero: a relative change of it is undefined (use relative=False)"
+        )
     Yp = model(Xb[:, None] + U).last_hidden_state
     dY = matrix_norm(Yp - Y[:, None], norm)
     dX = matrix_norm(U, norm)
@@ -333,7 +396,9 @@ def memorization_task(samples: int, n: int, d: int, *, seed: int, dtype=torch.fl
     tokens: telling tokens apart is the whole task, so a collapsed output cannot solve it.
     """
     samples, n, d = check_int("samples", samples), check_int("n", n), check_int("d", d)
-    check_elements("samples * n * d", samples * n * d, alternative="draw fewer samples or smaller (n, d)")
+    check_elements(
+        "samples * n * d", samples * n * d, alternative="draw fewer samples or smaller (n, d)"
+    )
     seed = check_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
     X = torch.randn(samples, n, d, generator=gen, dtype=dtype)
@@ -355,7 +420,9 @@ def per_example_gradients(model: SAN, X, targets, readout) -> torch.Tensor:
         X = X.unsqueeze(0)
     targets = torch.as_tensor(targets, dtype=X.dtype)
     if targets.shape != X.shape[:2]:
-        raise ValueError(f"targets must have shape {tuple(X.shape[:2])} (samples, n), got {tuple(targets.shape)}")
+        raise ValueError(
+            f"targets must have shape {tuple(X.shape[:2])} (samples, n), got {tuple(targets.shape)}"
+        )
     readout = torch.as_tensor(readout, dtype=X.dtype)
     if readout.shape != (X.shape[-1],):
         raise ValueError(f"readout must have shape ({X.shape[-1]},), got {tuple(readout.shape)}")
@@ -364,7 +431,14 @@ def per_example_gradients(model: SAN, X, targets, readout) -> torch.Tensor:
     for x, t in zip(X, targets):
         loss = 0.5 * ((model(x).last_hidden_state @ readout - t) ** 2).mean()
         grads = torch.autograd.grad(loss, params, allow_unused=True)
-        rows.append(torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)]))
+        rows.append(
+            torch.cat(
+                [
+                    (g if g is not None else torch.zeros_like(p)).reshape(-1)
+                    for g, p in zip(grads, params)
+                ]
+            )
+        )
     return torch.stack(rows)
 
 

@@ -32,15 +32,37 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import (MAX_LAYERS, MAX_WORK, check_cost, check_elements, check_int, check_positive_float, check_seed,
-                        check_tensor_kind)
+from ._validate import (
+    MAX_LAYERS,
+    MAX_WORK,
+    check_cost,
+    check_elements,
+    check_int,
+    check_positive_float,
+    check_seed,
+    check_tensor_kind,
+)
 from .residual import norm_inf, res
 from .san import SAN, SANConfig, check_san
 from .theory import qk_matrices, value_matrices
 
-__all__ = ["STEP", "THRESHOLD", "OMEGA_LIMIT", "residual_inf", "layer_constants", "depth_bound",
-           "lower_bound", "one_layer_bound", "Stack", "construction", "simplex_tokens",
-           "simplex_log10_ratios", "random_networks", "BoundCheck", "bound_check"]
+__all__ = [
+    "STEP",
+    "THRESHOLD",
+    "OMEGA_LIMIT",
+    "residual_inf",
+    "layer_constants",
+    "depth_bound",
+    "lower_bound",
+    "one_layer_bound",
+    "Stack",
+    "construction",
+    "simplex_tokens",
+    "simplex_log10_ratios",
+    "random_networks",
+    "BoundCheck",
+    "bound_check",
+]
 
 #: ``K`` of the theorem: ``(1 - x)^-2 <= 1 + K x`` for ``0 <= x <= THRESHOLD``.
 STEP = 15 / 4
@@ -79,17 +101,28 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
     ``(..., len(depths))``, float64. Book: chapter "A lower bound with skip connections", section 3.
     """
     b0, k, omega = (_float64(name, v) for name, v in (("b0", b0), ("k", k), ("omega", omega)))
-    if (b0 < 0).any() or (k < 0).any() or (omega < 0).any() or not all(
-            torch.isfinite(v).all() for v in (b0, k, omega)):
+    if (
+        (b0 < 0).any()
+        or (k < 0).any()
+        or (omega < 0).any()
+        or not all(torch.isfinite(v).all() for v in (b0, k, omega))
+    ):
         raise ValueError("b0, k and omega must be finite and non-negative")
     if (omega >= OMEGA_LIMIT).any():
-        raise ValueError(f"omega must be below 1/2 in every layer (the theorem's regime), got max {omega.max():.4g}")
-    L = torch.as_tensor([check_int("depths", x, minimum=0) for x in _depth_grid(depths)], dtype=torch.float64)
+        raise ValueError(
+            f"omega must be below 1/2 in every layer (the theorem's regime), got max {omega.max():.4g}"
+        )
+    L = torch.as_tensor(
+        [check_int("depths", x, minimum=0) for x in _depth_grid(depths)], dtype=torch.float64
+    )
     with torch.no_grad():
-        cap = torch.where(k > 0, (1 - 2 * omega) / torch.sqrt(3 * torch.where(k > 0, k, torch.ones_like(k))),
-                          torch.full_like(k, math.inf))
+        cap = torch.where(
+            k > 0,
+            (1 - 2 * omega) / torch.sqrt(3 * torch.where(k > 0, k, torch.ones_like(k))),
+            torch.full_like(k, math.inf),
+        )
         b = torch.minimum(b0, cap).unsqueeze(-1)
-        return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b ** 2 * L)
+        return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b**2 * L)
 
 
 def _float64(name: str, value) -> torch.Tensor:
@@ -98,33 +131,55 @@ def _float64(name: str, value) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         check_tensor_kind(name, value)
     elif isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}")
+        raise TypeError(
+            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}"
+        )
     try:
         return torch.as_tensor(value, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError):
-        raise TypeError(f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}") from None
+        raise TypeError(
+            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}"
+        ) from None
 
 
 def _depth_grid(depths) -> list:
     if not isinstance(depths, (np.ndarray, torch.Tensor)) and hasattr(depths, "__len__"):
         # a range or a sequence: its length is known before it is turned into an array
-        check_elements("depths", len(depths), alternative="evaluate the bound on a coarser grid of depths")
+        check_elements(
+            "depths", len(depths), alternative="evaluate the bound on a coarser grid of depths"
+        )
     depths = np.atleast_1d(np.asarray(depths))
     if depths.ndim != 1 or depths.size == 0:
-        raise ValueError(f"depths must be a non-empty 1-D sequence of depths, got shape {depths.shape}")
-    check_elements("depths", depths.size, alternative="evaluate the bound on a coarser grid of depths")
+        raise ValueError(
+            f"depths must be a non-empty 1-D sequence of depths, got shape {depths.shape}"
+        )
+    check_elements(
+        "depths", depths.size, alternative="evaluate the bound on a coarser grid of depths"
+    )
     return [int(x) if float(x) == int(x) else x for x in depths.tolist()]
 
 
 def _check_skip_attention(model) -> SAN:
     cfg = check_san(model).config
-    why = [s for s, bad in (("skip=True", not cfg.skip), ("mlp=0", cfg.mlp), ("layernorm='none'", cfg.layernorm != "none"),
-                            ("bias=False", cfg.bias), ("final_layernorm=False", cfg.final_layernorm),
-                            ("causal=False", cfg.causal), ("window=0", cfg.window),
-                            ("attention='dot'", cfg.attention != "dot")) if bad]
+    why = [
+        s
+        for s, bad in (
+            ("skip=True", not cfg.skip),
+            ("mlp=0", cfg.mlp),
+            ("layernorm='none'", cfg.layernorm != "none"),
+            ("bias=False", cfg.bias),
+            ("final_layernorm=False", cfg.final_layernorm),
+            ("causal=False", cfg.causal),
+            ("window=0", cfg.window),
+            ("attention='dot'", cfg.attention != "dot"),
+        )
+        if bad
+    ]
     if why:
-        raise ValueError("model must be self-attention with skip connections and nothing else, which is all the "
-                         f"theorem covers: it needs {', '.join(why)}")
+        raise ValueError(
+            "model must be self-attention with skip connections and nothing else, which is all the "
+            f"theorem covers: it needs {', '.join(why)}"
+        )
     return model
 
 
@@ -138,8 +193,10 @@ def lower_bound(model, X) -> torch.Tensor:
     X = _check_skip_attention(model).check_input(X)
     k, omega = layer_constants(model)
     if (omega >= OMEGA_LIMIT).any():
-        raise ValueError(f"model has Omega = sum_h ||W_h||_inf = {omega.max():.4g} >= 1/2 in some layer: "
-                         "outside the theorem's regime")
+        raise ValueError(
+            f"model has Omega = sum_h ||W_h||_inf = {omega.max():.4g} >= 1/2 in some layer: "
+            "outside the theorem's regime"
+        )
     b0 = residual_inf(X)
     out = [b0]
     for l in range(1, model.config.n_layers + 1):
@@ -182,9 +239,15 @@ class Stack:
     d_qk: int
 
     def __post_init__(self):
-        if self.QK.ndim != 5 or self.QK.shape != self.W.shape or self.QK.shape[-1] != self.QK.shape[-2]:
-            raise ValueError(f"QK and W must both have shape (B, L, H, d, d), got {tuple(self.QK.shape)} "
-                             f"and {tuple(self.W.shape)}")
+        if (
+            self.QK.ndim != 5
+            or self.QK.shape != self.W.shape
+            or self.QK.shape[-1] != self.QK.shape[-2]
+        ):
+            raise ValueError(
+                f"QK and W must both have shape (B, L, H, d, d), got {tuple(self.QK.shape)} "
+                f"and {tuple(self.W.shape)}"
+            )
         check_int("d_qk", self.d_qk)
 
     def constants(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -195,12 +258,20 @@ class Stack:
     def hidden(self, X, skip: bool = True) -> list[torch.Tensor]:
         """``X_0 .. X_L`` of every network on its input ``X`` ``(B, n, d)`` (or one ``(n, d)`` for all)."""
         B, d = self.QK.shape[0], self.QK.shape[-1]
-        if not isinstance(X, torch.Tensor) or X.ndim not in (2, 3) or X.shape[-1] != d or (
-                X.ndim == 3 and X.shape[0] != B):
-            raise ValueError(f"X must have shape ({B}, n, {d}) or (n, {d}), got {tuple(getattr(X, 'shape', ()))}")
+        if (
+            not isinstance(X, torch.Tensor)
+            or X.ndim not in (2, 3)
+            or X.shape[-1] != d
+            or (X.ndim == 3 and X.shape[0] != B)
+        ):
+            raise ValueError(
+                f"X must have shape ({B}, n, {d}) or (n, {d}), got {tuple(getattr(X, 'shape', ()))}"
+            )
         X = X.expand(B, *X.shape[-2:]) if X.ndim == 2 else X
         scale, out = 1 / math.sqrt(self.d_qk), [X]
-        for QK, W in zip(self.QK.unbind(1), self.W.unbind(1)):  # unbind: one backward for all layers
+        for QK, W in zip(
+            self.QK.unbind(1), self.W.unbind(1)
+        ):  # unbind: one backward for all layers
             Xh = X.unsqueeze(1)  # (B, 1, n, d)
             P = torch.softmax((Xh @ QK) @ Xh.transpose(-1, -2) * scale, dim=-1)
             A = ((P @ Xh) @ W).sum(1)
@@ -219,10 +290,20 @@ class Stack:
         cfg = SANConfig(n_layers=L, n_heads=H, d_model=d, d_qk=d, d_v=d, skip=skip)
         eye = torch.eye(d, dtype=torch.float64).expand(H, d, d)
         scale = math.sqrt(d / self.d_qk)  # the SAN divides by sqrt(d)
-        return SAN.from_weights(cfg, [{"W_Q": self.QK[i, l].detach() * scale, "W_K": eye, "W_V": self.W[i, l].detach(),
-                                       "W_O": eye} for l in range(L)])
+        return SAN.from_weights(
+            cfg,
+            [
+                {
+                    "W_Q": self.QK[i, l].detach() * scale,
+                    "W_K": eye,
+                    "W_V": self.W[i, l].detach(),
+                    "W_O": eye,
+                }
+                for l in range(L)
+            ],
+        )
 
-    def select(self, i) -> "Stack":
+    def select(self, i) -> Stack:
         """The networks ``i`` (an index tensor or a slice) as a :class:`Stack`."""
         return Stack(self.QK[i].detach(), self.W[i].detach(), self.d_qk)
 
@@ -235,11 +316,26 @@ def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> 
     the residual instead (section 6).
     """
     L, d, H = check_int("L", L, minimum=0), check_int("d", d), check_int("H", H)
-    check_cost("L", L, MAX_LAYERS, unit="layers", alternative="the book's construction goes to 1024 layers; "
-               "simplex_log10_ratios follows the construction exactly at any depth")
-    check_elements("L * H * d * d", 2 * L * H * d * d, alternative="build a shallower or narrower construction")
-    q, omega = check_positive_float("q", q, allow_zero=True), check_positive_float("omega", omega, allow_zero=True)
-    s = torch.full((L,), -1.0, dtype=torch.float64) if signs is None else torch.as_tensor(signs, dtype=torch.float64)
+    check_cost(
+        "L",
+        L,
+        MAX_LAYERS,
+        unit="layers",
+        alternative="the book's construction goes to 1024 layers; "
+        "simplex_log10_ratios follows the construction exactly at any depth",
+    )
+    check_elements(
+        "L * H * d * d", 2 * L * H * d * d, alternative="build a shallower or narrower construction"
+    )
+    q, omega = (
+        check_positive_float("q", q, allow_zero=True),
+        check_positive_float("omega", omega, allow_zero=True),
+    )
+    s = (
+        torch.full((L,), -1.0, dtype=torch.float64)
+        if signs is None
+        else torch.as_tensor(signs, dtype=torch.float64)
+    )
     if s.shape != (L,) or not bool(((s == 1) | (s == -1)).all()):
         raise ValueError(f"signs must hold L = {L} values, each +1 or -1")
     eye = torch.eye(d, dtype=torch.float64)
@@ -257,10 +353,18 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
     """
     n, d = check_int("n", n, minimum=2), check_int("d", d)
     if d < n - 1:
-        raise ValueError(f"d must be at least n - 1 = {n - 1} for a regular simplex of n tokens, got {d}")
+        raise ValueError(
+            f"d must be at least n - 1 = {n - 1} for a regular simplex of n tokens, got {d}"
+        )
     smaller = "build the simplex on fewer tokens (the book's has n = 4)"
     check_elements("n * (n + d)", 3 * n * n + n * d, alternative=smaller)
-    check_cost("n", 10 * n**3, MAX_WORK, unit="multiply-adds (the SVD of an (n, n) matrix)", alternative=smaller)
+    check_cost(
+        "n",
+        10 * n**3,
+        MAX_WORK,
+        unit="multiply-adds (the SVD of an (n, n) matrix)",
+        alternative=smaller,
+    )
     b0 = check_positive_float("b0", b0)
     C = torch.eye(n, dtype=torch.float64) - 1 / n
     U, S, _ = torch.linalg.svd(C)
@@ -269,7 +373,9 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
     return X * (b0 / residual_inf(X))
 
 
-def simplex_log10_ratios(signs, n: int, d: int, H: int, q: float, omega: float, b0: float) -> np.ndarray:
+def simplex_log10_ratios(
+    signs, n: int, d: int, H: int, q: float, omega: float, b0: float
+) -> np.ndarray:
     """``log10(b_l / b_0)``, ``l = 0..L``, of :func:`construction` (``signs``) on :func:`simplex_tokens`, exactly.
 
     The tokens stay a regular simplex: each layer multiplies the residual by ``1 + s_l H omega a``
@@ -282,7 +388,13 @@ def simplex_log10_ratios(signs, n: int, d: int, H: int, q: float, omega: float, 
     q = check_positive_float("q", q, allow_zero=True)
     Om = H * check_positive_float("omega", omega, allow_zero=True)
     signs = np.atleast_1d(np.asarray(signs, dtype=float))
-    check_cost("signs", signs.size, 10**7, unit="layers", alternative="follow the recursion on fewer layers")
+    check_cost(
+        "signs",
+        signs.size,
+        10**7,
+        unit="layers",
+        alternative="follow the recursion on fewer layers",
+    )
     if not np.isin(signs, (-1.0, 1.0)).all() or signs.ndim != 1:
         raise ValueError("signs must be a sequence of +1 (grow) and -1 (shrink)")
     if Om > 1 and (signs < 0).any():
@@ -291,20 +403,36 @@ def simplex_log10_ratios(signs, n: int, d: int, H: int, q: float, omega: float, 
     log_shrunk = math.log(1 - Om) if Om < 1 else -math.inf  # log of (1 - Om)
     out = [0.0]
     for s in signs:
-        log_g = math.log(q) + 2 * log_rho + math.log(n / ((n - 1) * math.sqrt(d))) if q > 0 else -math.inf
+        log_g = (
+            math.log(q) + 2 * log_rho + math.log(n / ((n - 1) * math.sqrt(d)))
+            if q > 0
+            else -math.inf
+        )
         if log_g > 700:
-            raise ValueError("the residual grew beyond what the recursion follows in float64 (g > e^700)")
+            raise ValueError(
+                "the residual grew beyond what the recursion follows in float64 (g > e^700)"
+            )
         g = math.exp(log_g)
         if s > 0:  # log(1 + Om a)
             log_rho += math.log1p(Om * -math.expm1(-g) / (1 + (n - 1) * math.exp(-g)))
         else:  # log(1 - Om a) = log((1 - Om) e^g + n - 1 + Om) - log(e^g + n - 1)
-            log_rho += np.logaddexp(g + log_shrunk, math.log(n - 1 + Om)) - np.logaddexp(g, math.log(n - 1))
+            log_rho += np.logaddexp(g + log_shrunk, math.log(n - 1 + Om)) - np.logaddexp(
+                g, math.log(n - 1)
+            )
         out.append((log_rho - start) / math.log(10))
     return np.array(out)
 
 
-def random_networks(count: int, *, seed: int, batch: int = 100, max_n: int = 10, max_d: int = 10, max_H: int = 4,
-                    max_L: int = 12):
+def random_networks(
+    count: int,
+    *,
+    seed: int,
+    batch: int = 100,
+    max_n: int = 10,
+    max_d: int = 10,
+    max_H: int = 4,
+    max_L: int = 12,
+):
     """Random networks with skips in the theorem's regime, ``(Stack, X)`` in batches of ``batch``.
 
     Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H`` heads,
@@ -313,11 +441,18 @@ def random_networks(count: int, *, seed: int, batch: int = 100, max_n: int = 10,
     rescaled to ``Omega`` in ``(0, 1/2)``, most near ``1/2``; inputs Gaussian with a residual scale
     and a mean log-uniform in ``[1e-2, 1e2]`` (a tenth of them regular simplices).
     """
-    count, batch, seed = check_int("count", count), check_int("batch", batch), check_seed("seed", seed)
+    count, batch, seed = (
+        check_int("count", count),
+        check_int("batch", batch),
+        check_seed("seed", seed),
+    )
     max_n, max_d = check_int("max_n", max_n, minimum=2), check_int("max_d", max_d, minimum=2)
     max_H, max_L = check_int("max_H", max_H), check_int("max_L", max_L, maximum=MAX_LAYERS)
-    check_elements("batch * max_L * max_H * max_d**2", 4 * batch * max_L * max_H * max_d**2,
-                   alternative="use smaller batches or networks")
+    check_elements(
+        "batch * max_L * max_H * max_d**2",
+        4 * batch * max_L * max_H * max_d**2,
+        alternative="use smaller batches or networks",
+    )
     g = torch.Generator().manual_seed(seed)
     randint = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
     logu = lambda *shape: 10 ** (4 * torch.rand(*shape, generator=g, dtype=torch.float64) - 2)  # noqa: E731
@@ -330,7 +465,11 @@ def random_networks(count: int, *, seed: int, batch: int = 100, max_n: int = 10,
         half = (torch.arange(B) % 2 == 0).to(torch.float64)[:, None, None, None, None]
         QK = (noise() + half * eye) * logu(B, 1, 1, 1, 1)
         W = noise() - half * eye
-        target = 0.5 * (1 - torch.rand(B, L, 1, 1, 1, generator=g, dtype=torch.float64) ** 3) * (1 - 1e-9)
+        target = (
+            0.5
+            * (1 - torch.rand(B, L, 1, 1, 1, generator=g, dtype=torch.float64) ** 3)
+            * (1 - 1e-9)
+        )
         W = W / W.abs().sum(-1).amax(-1).sum(-1)[..., None, None, None] * target
         X = torch.randn(B, n, d, generator=g, dtype=torch.float64) * logu(B, 1, 1)
         X = X + torch.randn(B, 1, d, generator=g, dtype=torch.float64) * logu(B, 1, 1)
@@ -352,19 +491,26 @@ class BoundCheck:
     violations: int
     worst: float
 
-    def __add__(self, other: "BoundCheck") -> "BoundCheck":
-        return BoundCheck(self.networks + other.networks, self.pairs + other.pairs,
-                          self.violations + other.violations, min(self.worst, other.worst))
+    def __add__(self, other: BoundCheck) -> BoundCheck:
+        return BoundCheck(
+            self.networks + other.networks,
+            self.pairs + other.pairs,
+            self.violations + other.violations,
+            min(self.worst, other.worst),
+        )
 
 
 def bound_check(stack: Stack, X) -> BoundCheck:
     """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``), against
     the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over layers)."""
     if not isinstance(stack, Stack):
-        raise TypeError(f"stack must be a rankcollapse.lower_bound.Stack, got {type(stack).__name__}")
+        raise TypeError(
+            f"stack must be a rankcollapse.lower_bound.Stack, got {type(stack).__name__}"
+        )
     measured = stack.residuals(X)  # (B, L+1)
     k, omega = stack.constants()
     bound = depth_bound(measured[:, 0], k, omega, range(measured.shape[1]))
     ratio = (measured / bound)[:, 1:]  # depth 0: the input itself, not compared
-    return BoundCheck(stack.QK.shape[0], ratio.numel(), int((ratio < 1 - 1e-9).sum()), float(ratio.min()))
-
+    return BoundCheck(
+        stack.QK.shape[0], ratio.numel(), int((ratio < 1 - 1e-9).sum()), float(ratio.min())
+    )

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import MAX_LAYERS, MAX_LOOP, MAX_WORK, check_cost, check_elements, check_int, check_positive_float, check_seed
+from ._validate import (
+    MAX_LAYERS,
+    MAX_LOOP,
+    MAX_WORK,
+    check_cost,
+    check_elements,
+    check_int,
+    check_positive_float,
+    check_seed,
+)
 from .lower_bound import Stack, residual_inf
 
 __all__ = ["MAX_STEPS", "MAX_RESTARTS", "project_rows", "SearchResult", "search"]
@@ -82,8 +91,20 @@ class SearchResult:
         return np.array(out)
 
 
-def search(depths, *, n: int, d: int, H: int, q: float, omega: float, b0: float, restarts: int, steps: int,
-           seed: int, lr: float = 0.02) -> SearchResult:
+def search(
+    depths,
+    *,
+    n: int,
+    d: int,
+    H: int,
+    q: float,
+    omega: float,
+    b0: float,
+    restarts: int,
+    steps: int,
+    seed: int,
+    lr: float = 0.02,
+) -> SearchResult:
     """Search, at each depth of ``depths``, for the smallest ``||res(X_L)||_inf / b0`` with skips.
 
     Networks of ``H`` heads on ``n`` tokens of width ``d`` (``d_qk = d``); every head's
@@ -101,13 +122,26 @@ def search(depths, *, n: int, d: int, H: int, q: float, omega: float, b0: float,
     restarts = check_int("restarts", restarts, maximum=MAX_RESTARTS)
     steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     seed, lr = check_seed("seed", seed), check_positive_float("lr", lr)
-    check_elements("restarts * max(depths) * H * d * d", 8 * restarts * max(depths) * H * d * d,
-                   alternative="use fewer restarts or shallower depths")
+    check_elements(
+        "restarts * max(depths) * H * d * d",
+        8 * restarts * max(depths) * H * d * d,
+        alternative="use fewer restarts or shallower depths",
+    )
     layer_steps = sum(depths) * (steps + 1)
-    check_cost("steps", layer_steps, MAX_LOOP, unit="layer-steps (sum(depths) * (steps + 1))",
-               alternative="use fewer steps or depths (the book's full run: 3.1e+04)")
-    check_cost("steps", layer_steps * restarts * H * (n * d * d + n * n * d) * 6, MAX_WORK, unit="multiply-adds",
-               alternative="use fewer restarts, steps or depths")
+    check_cost(
+        "steps",
+        layer_steps,
+        MAX_LOOP,
+        unit="layer-steps (sum(depths) * (steps + 1))",
+        alternative="use fewer steps or depths (the book's full run: 3.1e+04)",
+    )
+    check_cost(
+        "steps",
+        layer_steps * restarts * H * (n * d * d + n * n * d) * 6,
+        MAX_WORK,
+        unit="multiply-adds",
+        alternative="use fewer restarts, steps or depths",
+    )
     best, initial, networks = [], [], []
     with torch.enable_grad():
         for L in depths:
@@ -115,8 +149,17 @@ def search(depths, *, n: int, d: int, H: int, q: float, omega: float, b0: float,
             best.append(float(found[0].min()))
             initial.append(found[1])
             networks.append(found[2])
-    return SearchResult(np.array(depths, dtype=float), np.array(best), np.array(initial), networks, q, omega, b0,
-                        steps, restarts)
+    return SearchResult(
+        np.array(depths, dtype=float),
+        np.array(best),
+        np.array(initial),
+        networks,
+        q,
+        omega,
+        b0,
+        steps,
+        restarts,
+    )
 
 
 def _search_depth(L, n, d, H, q, omega, b0, restarts, steps, seed, lr):

@@ -12,12 +12,39 @@ import math
 import torch
 from torch import nn
 
-from ._validate import (MAX_BYTES as _CALL_BYTES, MAX_LAYERS, MAX_LOOP, MAX_WORK, check_bool, check_choice, check_cost,
-                        check_elements, check_int, check_positive_float, check_tensor_kind)
+from ._validate import (
+    MAX_BYTES as _CALL_BYTES,
+)
+from ._validate import (
+    MAX_LAYERS,
+    MAX_LOOP,
+    MAX_WORK,
+    check_bool,
+    check_choice,
+    check_cost,
+    check_elements,
+    check_int,
+    check_positive_float,
+    check_tensor_kind,
+)
 
-__all__ = ["LN_EPS", "ACTIVATIONS", "layer_norm", "activation", "relative_positions", "allowed_keys",
-           "check_key_mask", "relative_scores", "set_weights", "MAX_BYTES", "weight_count", "check_size", "forward_cost", "check_forward",
-           "check_runs"]
+__all__ = [
+    "LN_EPS",
+    "ACTIVATIONS",
+    "layer_norm",
+    "activation",
+    "relative_positions",
+    "allowed_keys",
+    "check_key_mask",
+    "relative_scores",
+    "set_weights",
+    "MAX_BYTES",
+    "weight_count",
+    "check_size",
+    "forward_cost",
+    "check_forward",
+    "check_runs",
+]
 
 LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -57,8 +84,12 @@ def relative_positions(n: int, d: int, clamp_len: int = 0, dtype=torch.float64) 
     n, d = check_int("n", n), check_int("d", d)
     clamp_len = check_int("clamp_len", clamp_len, minimum=0)
     # the (2n, d) result, its sines and cosines, and the (2n, d/2) angles: about 2 * 2n * d entries
-    check_elements("n", 2 * (2 * n) * d, itemsize=torch.empty((), dtype=dtype).element_size(),
-                   alternative="ask for fewer positions n (or a smaller width d)")
+    check_elements(
+        "n",
+        2 * (2 * n) * d,
+        itemsize=torch.empty((), dtype=dtype).element_size(),
+        alternative="ask for fewer positions n (or a smaller width d)",
+    )
     inv_freq = 1.0 / torch.pow(10000, torch.arange(0, d, 2, dtype=torch.int64).to(dtype) / d)
     pos = torch.arange(n, -n, -1, dtype=torch.int64).to(dtype)
     if clamp_len > 0:
@@ -82,8 +113,11 @@ def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: in
     if key_mask is None and not causal and (window == 0 or window >= n):
         return None
     eye = torch.eye(n, dtype=torch.bool)
-    ok = torch.ones(n, n, dtype=torch.bool) if key_mask is None else key_mask[..., None, None, :].expand(
-        *key_mask.shape[:-1], 1, n, n)
+    ok = (
+        torch.ones(n, n, dtype=torch.bool)
+        if key_mask is None
+        else key_mask[..., None, None, :].expand(*key_mask.shape[:-1], 1, n, n)
+    )
     if causal:
         ok = ok & torch.ones(n, n, dtype=torch.bool).tril()
     if window:
@@ -98,17 +132,23 @@ def set_weights(module: nn.Module, given: dict, where: str, names=None) -> None:
     expected = {k: v for k, v in module.named_parameters() if names is None or k in names}
     missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
     if missing or extra:
-        raise ValueError(f"{where}: weights {'missing ' + str(missing) if missing else ''}"
-                         f"{'; ' if missing and extra else ''}{'unexpected ' + str(extra) if extra else ''}"
-                         f" (expected {sorted(expected)})")
+        raise ValueError(
+            f"{where}: weights {'missing ' + str(missing) if missing else ''}"
+            f"{'; ' if missing and extra else ''}{'unexpected ' + str(extra) if extra else ''}"
+            f" (expected {sorted(expected)})"
+        )
     for name, old in expected.items():
         t = given[name]
-        if type(t).__module__ == "numpy" and hasattr(t, "shape"):  # an array: a tensor of its values
+        if type(t).__module__ == "numpy" and hasattr(
+            t, "shape"
+        ):  # an array: a tensor of its values
             t = torch.from_numpy(t.copy()) if t.dtype.kind == "f" else t
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{where}[{name!r}] must be a tensor, got {type(t).__name__}")
         if t.shape != old.shape:
-            raise ValueError(f"{where}[{name!r}] must have shape {tuple(old.shape)}, got {tuple(t.shape)}")
+            raise ValueError(
+                f"{where}[{name!r}] must have shape {tuple(old.shape)}, got {tuple(t.shape)}"
+            )
         if not (isinstance(t, nn.Parameter) and t.dtype == old.dtype):
             t = nn.Parameter(t.detach().to(old.dtype).clone(), requires_grad=old.requires_grad)
         setattr(module, name, t)
@@ -124,9 +164,13 @@ def check_key_mask(key_mask, shape) -> torch.Tensor | None:
         return None
     key_mask = torch.as_tensor(key_mask)
     if key_mask.dtype not in (torch.bool, torch.int32, torch.int64, torch.uint8):
-        raise TypeError(f"key_mask must be boolean (True on real tokens) or 0/1 integers, got {key_mask.dtype}")
+        raise TypeError(
+            f"key_mask must be boolean (True on real tokens) or 0/1 integers, got {key_mask.dtype}"
+        )
     if key_mask.shape != tuple(shape):
-        raise ValueError(f"key_mask must have shape {tuple(shape)} (the tokens of X), got {tuple(key_mask.shape)}")
+        raise ValueError(
+            f"key_mask must have shape {tuple(shape)} (the tokens of X), got {tuple(key_mask.shape)}"
+        )
     if key_mask.dtype != torch.bool:
         if ((key_mask != 0) & (key_mask != 1)).any():
             raise ValueError("key_mask must hold 0 and 1 (or booleans) only")
@@ -151,12 +195,16 @@ def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> t
         raise TypeError(f"block must be a rankcollapse.san.Block, got {type(block).__name__}")
     cfg = block.cfg
     n = q.shape[-2]
-    r = relative_positions(n, cfg.d_model, cfg.clamp_len, cfg.position_dtype or cfg.dtype).to(cfg.dtype)
+    r = relative_positions(n, cfg.d_model, cfg.clamp_len, cfg.position_dtype or cfg.dtype).to(
+        cfg.dtype
+    )
     k_r = torch.einsum("pd,hde->hpe", r, block.W_R)  # (H, 2n, dqk)
     ac = (q + block.r_w_bias[:, None, :]) @ k.transpose(-1, -2)
     bd_all = (q + block.r_r_bias[:, None, :]) @ k_r.transpose(-1, -2)  # (..., H, n, 2n)
     i = torch.arange(n)
-    offset = (n - i[:, None] + i[None, :]).expand(*bd_all.shape[:-1], n)  # row p embeds i - j = n - p
+    offset = (n - i[:, None] + i[None, :]).expand(
+        *bd_all.shape[:-1], n
+    )  # row p embeds i - j = n - p
     scores = ac + torch.gather(bd_all, -1, offset)
     if segments is not None:
         e = torch.einsum("...hne,she->...hns", q + block.r_s_bias[:, None, :], block.seg_embed)
@@ -165,12 +213,17 @@ def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> t
     return scores
 
 
-MAX_BYTES = 2**31  # the largest network SAN builds: 2 GiB of weights (BERT-base in float64: 0.7 GiB)
+MAX_BYTES = (
+    2**31
+)  # the largest network SAN builds: 2 GiB of weights (BERT-base in float64: 0.7 GiB)
 
 
 def weight_count(config) -> int:
     """How many weights a SAN of ``config`` (a :class:`~rankcollapse.san.SANConfig`) holds (its largest matrices; biases and LayerNorms aside)."""
-    if not all(hasattr(config, k) for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "n_layers")):
+    if not all(
+        hasattr(config, k)
+        for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "n_layers")
+    ):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
     return _block_weights(config) * (1 if config.shared else config.n_layers)
 
@@ -200,7 +253,9 @@ def check_forward(config, shape) -> None:
     n_bytes, work = forward_cost(config, shape)
     alternative = "use fewer tokens (n), a smaller batch, or fewer layers or heads"
     check_cost(f"X (shape {tuple(shape)})", n_bytes, _CALL_BYTES, alternative=alternative)
-    check_cost(f"X (shape {tuple(shape)})", work, MAX_WORK, unit="multiply-adds", alternative=alternative)
+    check_cost(
+        f"X (shape {tuple(shape)})", work, MAX_WORK, unit="multiply-adds", alternative=alternative
+    )
 
 
 def check_runs(config, shape, runs: int, *, name: str = "samples", per_layer: int = 1) -> None:
@@ -218,22 +273,39 @@ def check_runs(config, shape, runs: int, *, name: str = "samples", per_layer: in
     check_forward(config, shape)
     alternative = f"use fewer {name}, fewer layers (n_layers), or fewer or smaller tokens"
     work = runs * (forward_cost(config, shape)[1] + weight_count(config) * config.d_model)
-    check_cost(name, work, MAX_WORK, unit=f"multiply-adds ({name} x n_layers x per-layer work)", alternative=alternative)
+    check_cost(
+        name,
+        work,
+        MAX_WORK,
+        unit=f"multiply-adds ({name} x n_layers x per-layer work)",
+        alternative=alternative,
+    )
     passes = runs * (config.n_layers + 1) * per_layer
-    check_cost(name, passes, MAX_LOOP, unit=f"layer passes ({name} x (n_layers + 1), each a Python-level step)",
-               alternative=alternative)
+    check_cost(
+        name,
+        passes,
+        MAX_LOOP,
+        unit=f"layer passes ({name} x (n_layers + 1), each a Python-level step)",
+        alternative=alternative,
+    )
 
 
 def check_size(config, max_bytes: int = MAX_BYTES) -> None:
     """Refuse, before any allocation, a network whose weights would take more than ``max_bytes``, or
     deeper than :data:`rankcollapse._validate.MAX_LAYERS` layers (building and running each layer
     costs time whatever its size)."""
-    check_cost("n_layers", config.n_layers, MAX_LAYERS, unit="layers",
-               alternative="the book's deepest network has 1024 layers; study depth on a shallower grid")
+    check_cost(
+        "n_layers",
+        config.n_layers,
+        MAX_LAYERS,
+        unit="layers",
+        alternative="the book's deepest network has 1024 layers; study depth on a shallower grid",
+    )
     n_bytes = weight_count(config) * torch.finfo(config.dtype).bits // 8
     if n_bytes > max_bytes:
         raise ValueError(
             f"a SAN with n_layers={config.n_layers}, n_heads={config.n_heads}, d_model={config.d_model}, "
             f"d_qk={config.d_qk}, d_v={config.d_v}, mlp={config.mlp} would hold {n_bytes / 2**30:.3g} GiB of "
             f"weights, more than the {max_bytes / 2**30:.3g} GiB rankcollapse.san.MAX_BYTES allows: "
-            "make it smaller (or raise rankcollapse.san.MAX_BYTES)")
+            "make it smaller (or raise rankcollapse.san.MAX_BYTES)"
+        )

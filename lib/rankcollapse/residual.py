@@ -23,11 +23,25 @@ import torch
 
 from ._validate import as_tokens, check_choice
 
-__all__ = ["NORMS", "CENTERS", "check_center", "norm_1", "norm_inf", "composite_norm", "matrix_norm",
-           "center_of", "res", "relative_residual", "DEPTH_QUANTITIES", "through_depth"]
+__all__ = [
+    "NORMS",
+    "CENTERS",
+    "check_center",
+    "norm_1",
+    "norm_inf",
+    "composite_norm",
+    "matrix_norm",
+    "center_of",
+    "res",
+    "relative_residual",
+    "DEPTH_QUANTITIES",
+    "through_depth",
+]
 
 NORMS = ("l1inf", "fro")
-UNDERFLOW_LOG10 = -300  # log10 of the smallest residual a float64 tracked residual follows (below it, underflow)
+UNDERFLOW_LOG10 = (
+    -300
+)  # log10 of the smallest residual a float64 tracked residual follows (below it, underflow)
 CENTERS = ("mean",)  # the named centres; any function X -> x is accepted too
 
 
@@ -46,7 +60,9 @@ def check_center(center):
             "the named centres are ['mean']"
         )
     if not isinstance(center, str):
-        raise TypeError(f"center must be 'mean' or a function X -> x, got {type(center).__name__} {center!r}")
+        raise TypeError(
+            f"center must be 'mean' or a function X -> x, got {type(center).__name__} {center!r}"
+        )
     return check_choice("center", center, CENTERS)
 
 
@@ -99,8 +115,10 @@ def center_of(X, center="mean", norm: str = "l1inf") -> torch.Tensor:
         return X.mean(dim=-2)
     x = center(X)
     if not isinstance(x, torch.Tensor) or x.shape != X.shape[:-2] + X.shape[-1:]:
-        raise ValueError(f"center(X) must return a tensor of shape {tuple(X.shape[:-2] + X.shape[-1:])}, "
-                         f"got {getattr(x, 'shape', type(x).__name__)}")
+        raise ValueError(
+            f"center(X) must return a tensor of shape {tuple(X.shape[:-2] + X.shape[-1:])}, "
+            f"got {getattr(x, 'shape', type(x).__name__)}"
+        )
     return x
 
 
@@ -128,7 +146,9 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     X = _rescaled(as_tokens("X", X))
     num = matrix_norm(res(X, center=center, norm=norm), norm=norm)
     den = matrix_norm(X, norm=norm)
-    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+    return torch.where(
+        den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den)
+    )
 
 
 def _rescaled(X: torch.Tensor, dims: tuple = (-2, -1)) -> torch.Tensor:
@@ -149,7 +169,9 @@ def _rescaled(X: torch.Tensor, dims: tuple = (-2, -1)) -> torch.Tensor:
 DEPTH_QUANTITIES = ("residual", "relative", "norm")
 
 
-def through_depth(hidden_states, quantity: str = "relative", norm: str = "l1inf", center="mean") -> torch.Tensor:
+def through_depth(
+    hidden_states, quantity: str = "relative", norm: str = "l1inf", center="mean"
+) -> torch.Tensor:
     r"""One quantity of every hidden state, stacked through depth: shape ``(L + 1, ...)``, detached.
 
     ``hidden_states``: the ``L + 1`` token matrices ``(..., n, d)`` of a forward pass (a
@@ -158,9 +180,15 @@ def through_depth(hidden_states, quantity: str = "relative", norm: str = "l1inf"
     norm of :math:`X_l` itself. ``norm`` and ``center`` as in :func:`relative_residual`.
     """
     check_choice("quantity", quantity, DEPTH_QUANTITIES)
-    if isinstance(hidden_states, torch.Tensor) or not hasattr(hidden_states, "__len__") or not len(hidden_states):
-        raise TypeError("hidden_states must be a non-empty list of token matrices (..., n, d), "
-                        f"got {type(hidden_states).__name__}")
+    if (
+        isinstance(hidden_states, torch.Tensor)
+        or not hasattr(hidden_states, "__len__")
+        or not len(hidden_states)
+    ):
+        raise TypeError(
+            "hidden_states must be a non-empty list of token matrices (..., n, d), "
+            f"got {type(hidden_states).__name__}"
+        )
     measure = {
         "residual": lambda X: matrix_norm(res(X, center=center, norm=norm), norm=norm),
         "relative": lambda X: relative_residual(X, norm=norm, center=center),

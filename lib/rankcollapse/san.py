@@ -30,14 +30,46 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import nn
 
-from ._validate import as_tokens, check_choice, check_int, check_positive_float, check_seed
-from ._validate import check_dtype
-from .ops import ACTIVATIONS, LN_EPS, activation, allowed_keys, check_key_mask, layer_norm
-from .ops import relative_positions, relative_scores, set_weights as _set_weights
-from .ops import MAX_BYTES, check_forward, check_size, weight_count  # noqa: F401  (re-exported)
+from ._validate import (
+    as_tokens,
+    check_choice,
+    check_dtype,
+    check_int,
+    check_positive_float,
+    check_seed,
+)
+from .ops import (  # noqa: F401  (re-exported)
+    ACTIVATIONS,
+    LN_EPS,
+    MAX_BYTES,
+    activation,
+    allowed_keys,
+    check_forward,
+    check_key_mask,
+    check_size,
+    layer_norm,
+    relative_positions,
+    relative_scores,
+    weight_count,
+)
+from .ops import set_weights as _set_weights
 
-__all__ = ["SANConfig", "SAN", "SANOutput", "Block", "LAYERNORMS", "ACTIVATIONS", "ATTENTIONS",
-           "check_san", "layer_norm", "activation", "relative_positions", "MAX_BYTES", "weight_count", "check_size"]
+__all__ = [
+    "SANConfig",
+    "SAN",
+    "SANOutput",
+    "Block",
+    "LAYERNORMS",
+    "ACTIVATIONS",
+    "ATTENTIONS",
+    "check_san",
+    "layer_norm",
+    "activation",
+    "relative_positions",
+    "MAX_BYTES",
+    "weight_count",
+    "check_size",
+]
 
 LAYERNORMS = ("none", "post", "pre")
 ATTENTIONS = ("dot", "relative")
@@ -110,12 +142,16 @@ class SANConfig:
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
         if self.mlp_skip is not None and not isinstance(self.mlp_skip, bool):
-            raise TypeError(f"mlp_skip must be True, False or None (as skip), got {self.mlp_skip!r}")
+            raise TypeError(
+                f"mlp_skip must be True, False or None (as skip), got {self.mlp_skip!r}"
+            )
         check_choice("layernorm", self.layernorm, LAYERNORMS)
         check_choice("activation", self.activation, ACTIVATIONS)
         check_choice("attention", self.attention, ATTENTIONS)
         if self.attention == "relative" and self.d_qk != self.d_v:
-            raise ValueError(f"attention='relative' needs d_qk == d_v, got {self.d_qk} and {self.d_v}")
+            raise ValueError(
+                f"attention='relative' needs d_qk == d_v, got {self.d_qk} and {self.d_v}"
+            )
         set_("clamp_len", check_int("clamp_len", self.clamp_len, minimum=0))
         set_("window", check_int("window", self.window, minimum=0))
         set_("init_scale", check_positive_float("init_scale", self.init_scale, allow_zero=True))
@@ -130,7 +166,7 @@ class SANConfig:
         """Whether the MLP has its skip connection (``mlp_skip``, or ``skip`` when it is ``None``)."""
         return self.skip if self.mlp_skip is None else self.mlp_skip
 
-    def replace(self, **changes) -> "SANConfig":
+    def replace(self, **changes) -> SANConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -177,7 +213,9 @@ class Block(nn.Module):
         def bias(*shape, fan_in):  # as torch.nn.Linear: uniform in +-1/sqrt(fan_in)
             if not cfg.bias or gen is None:
                 return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype)) if cfg.bias else None
-            return nn.Parameter((torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1) / math.sqrt(fan_in))
+            return nn.Parameter(
+                (torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1) / math.sqrt(fan_in)
+            )
 
         def const(value, *shape):
             return nn.Parameter(torch.full(shape, float(value), dtype=cfg.dtype))
@@ -198,7 +236,9 @@ class Block(nn.Module):
                 self.ln2_gain, self.ln2_shift = const(1, d), const(0, d)
         if cfg.attention == "relative":  # drawn last: the other weights do not depend on it
             self.W_R = normal(H, d, dqk, std=s / math.sqrt(d))
-            self.r_w_bias, self.r_r_bias, self.r_s_bias = (normal(H, dqk, std=s / math.sqrt(d)) for _ in range(3))
+            self.r_w_bias, self.r_r_bias, self.r_s_bias = (
+                normal(H, dqk, std=s / math.sqrt(d)) for _ in range(3)
+            )
             self.seg_embed = normal(2, H, dqk, std=s / math.sqrt(d))
 
     def weights(self) -> dict[str, nn.Parameter]:
@@ -316,7 +356,7 @@ class SAN(nn.Module):
             self.lnf_shift = nn.Parameter(torch.zeros(config.d_model, dtype=config.dtype))
 
     @classmethod
-    def from_weights(cls, config: SANConfig, layers, final=None) -> "SAN":
+    def from_weights(cls, config: SANConfig, layers, final=None) -> SAN:
         """A SAN whose layer ``l`` holds the tensors ``layers[l]`` (a mapping name -> tensor).
 
         The names and shapes are those of :meth:`Block.weights` for ``config`` (an error names
@@ -331,15 +371,23 @@ class SAN(nn.Module):
         layers = list(layers)
         distinct = list(dict.fromkeys(model.layers))
         if len(layers) != len(distinct):
-            raise ValueError(f"layers must hold {len(distinct)} mapping(s) of weights "
-                             f"({'shared=True: one' if config.shared else 'one per layer'}), got {len(layers)}")
+            raise ValueError(
+                f"layers must hold {len(distinct)} mapping(s) of weights "
+                f"({'shared=True: one' if config.shared else 'one per layer'}), got {len(layers)}"
+            )
         for l, (block, given) in enumerate(zip(distinct, layers)):
             _set_weights(block, dict(given), f"layers[{l}]")
         if config.final_layernorm:
             if final is None:
-                raise ValueError("final must give the final LayerNorm's gain and shift (final_layernorm=True)")
-            _set_weights(model, {"lnf_" + k: v for k, v in dict(final).items()}, "final",
-                         names=("lnf_gain", "lnf_shift"))
+                raise ValueError(
+                    "final must give the final LayerNorm's gain and shift (final_layernorm=True)"
+                )
+            _set_weights(
+                model,
+                {"lnf_" + k: v for k, v in dict(final).items()},
+                "final",
+                names=("lnf_gain", "lnf_shift"),
+            )
         elif final is not None:
             raise ValueError("final was given but config.final_layernorm is False")
         return model
@@ -362,7 +410,9 @@ class SAN(nn.Module):
         if segments is not None:
             segments = torch.as_tensor(segments)
             if segments.shape != X.shape[:-1]:
-                raise ValueError(f"segments must have shape {tuple(X.shape[:-1])}, got {tuple(segments.shape)}")
+                raise ValueError(
+                    f"segments must have shape {tuple(X.shape[:-1])}, got {tuple(segments.shape)}"
+                )
         hidden, attentions, scales = [X], [], []
         for block in self.layers:
             X, P, sigma = block(X, key_mask, segments)
@@ -370,15 +420,21 @@ class SAN(nn.Module):
             attentions.append(P)
             scales.append(sigma)
         if self.config.final_layernorm:
-            hidden[-1] = layer_norm(hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps)[0]
+            hidden[-1] = layer_norm(hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps)[
+                0
+            ]
         return SANOutput(hidden_states=hidden, attentions=attentions, ln_scales=scales)
 
     @torch.no_grad()
-    def scale_weights(self, factor: float, which: str = "attention") -> "SAN":
+    def scale_weights(self, factor: float, which: str = "attention") -> SAN:
         """Multiply the attention (or ``which="mlp"``) weight matrices by ``factor`` in place; returns self."""
         factor = check_positive_float("factor", factor, allow_zero=True)
         check_choice("which", which, ("attention", "mlp", "value"))
-        names = {"attention": ("W_Q", "W_K", "W_V", "W_O"), "mlp": ("W_1", "W_2"), "value": ("W_V",)}[which]
+        names = {
+            "attention": ("W_Q", "W_K", "W_V", "W_O"),
+            "mlp": ("W_1", "W_2"),
+            "value": ("W_V",),
+        }[which]
         if which == "mlp" and not self.config.mlp:
             raise ValueError("which='mlp' needs a model with an MLP (config.mlp > 0)")
         for block in dict.fromkeys(self.layers):  # each distinct block once (shared weights)

@@ -31,13 +31,17 @@ def _array(name: str, values, *, ndim: int | None = None, finite: bool = False) 
     try:
         v = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}") from None
+        raise TypeError(
+            f"{name} must be an array of real numbers, got {type(values).__name__}"
+        ) from None
     if v.size == 0:
         raise ValueError(f"{name} is empty")
     if ndim is not None and v.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {v.shape}")
     if finite and not np.isfinite(v).all():
-        raise ValueError(f"{name} must be finite, got {int((~np.isfinite(v)).sum())} NaN or infinite entries")
+        raise ValueError(
+            f"{name} must be finite, got {int((~np.isfinite(v)).sum())} NaN or infinite entries"
+        )
     return v
 
 
@@ -52,8 +56,10 @@ def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
     """
     v = _array("values", values, finite=True)
     if (v < 0).any():
-        raise ValueError(f"values must be non-negative (a geometric mean), got {int((v < 0).sum())} negative "
-                         f"entries, the smallest {float(v.min()):.3g}")
+        raise ValueError(
+            f"values must be non-negative (a geometric mean), got {int((v < 0).sum())} negative "
+            f"entries, the smallest {float(v.min()):.3g}"
+        )
     floor = check_positive_float("floor", floor)
     axis = check_int("axis", axis, minimum=-v.ndim, maximum=v.ndim - 1)
     return np.exp(np.log(np.clip(v, floor, None)).mean(axis))
@@ -84,7 +90,9 @@ def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
         raise ValueError("base must not be 1")
     x, y = _array("x", x, ndim=1, finite=True), _array("y", y, ndim=1, finite=True)
     if x.shape != y.shape or x.size < 2:
-        raise ValueError(f"x and y must have the same length, at least 2, got {x.size} and {y.size}")
+        raise ValueError(
+            f"x and y must have the same length, at least 2, got {x.size} and {y.size}"
+        )
     for name, v, logged in (("x", x, log_x), ("y", y, True)):
         if logged and (v <= 0).any():
             raise ValueError(f"{name} must be finite and positive (its log is taken)")
@@ -110,6 +118,8 @@ def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
         spread = float(np.max(np.abs(t)))
         slope = float(np.polyfit(t / spread, log(y), 1)[0]) / spread / top
     if not math.isfinite(slope):
-        raise ValueError(f"x spans too small a range for the slope to be a float (it overflows): x from "
-                         f"{float(x.min()):.3g} to {float(x.max()):.3g}")
+        raise ValueError(
+            f"x spans too small a range for the slope to be a float (it overflows): x from "
+            f"{float(x.min()):.3g} to {float(x.max()):.3g}"
+        )
     return slope

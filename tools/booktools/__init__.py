@@ -26,7 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # tools/booktools/__init__.py -> the checkout
 
 if not (ROOT / "_toc.yml").exists():  # pragma: no cover  (installed without the book's sources)
-    raise ImportError(f"booktools works from a checkout of the book (pip install -e .); no _toc.yml in {ROOT}")
+    raise ImportError(
+        f"booktools works from a checkout of the book (pip install -e .); no _toc.yml in {ROOT}"
+    )
 
 # Where the builds go (the HTML book, its executed chapters, the student edition, the logs):
 # ``_build`` in the checkout, or ``<BOOKTOOLS_OUTPUT>/_build`` when that variable names a folder

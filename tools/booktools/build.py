@@ -24,9 +24,15 @@ from pathlib import Path
 from . import BUILD, OUTPUT, ROOT
 
 # jupyter-book's command line, run by this Python (works in a venv, pyenv or the system Python)
-JUPYTER_BOOK = (sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())")
+JUPYTER_BOOK = (
+    sys.executable,
+    "-c",
+    "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+)
 LOG = BUILD / "build.log"
-MODE_FILE = BUILD / "mode.txt"  # the mode of the last successful build (the student edition reads it)
+MODE_FILE = (
+    BUILD / "mode.txt"
+)  # the mode of the last successful build (the student edition reads it)
 
 
 def clean_build() -> None:
@@ -39,7 +45,17 @@ def clean_build() -> None:
 def build_command(root: Path = ROOT, output: Path | None = None) -> list[str]:
     """jupyter-book build of the whole book in ``root`` (its HTML to ``output/_build/html``;
     ``output`` is ``root`` unless given), failing on any warning (-W -n) or cell error."""
-    return [*JUPYTER_BOOK, "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(output or root), str(root)]
+    return [
+        *JUPYTER_BOOK,
+        "build",
+        "--all",
+        "-W",
+        "-n",
+        "--keep-going",
+        "--path-output",
+        str(output or root),
+        str(root),
+    ]
 
 
 def _env(mode: str) -> dict:
@@ -58,10 +74,15 @@ def run_build(mode: str, **run_options) -> subprocess.CompletedProcess:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _EXECUTING = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): Executing notebook using .*\[mystnb\]\s*$")
-_EXECUTED = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): Executed notebook in (?P<seconds>[\d.]+) seconds \[mystnb\]\s*$")
+_EXECUTED = re.compile(
+    r"^(?P<path>\S+\.(?:md|ipynb)): Executed notebook in (?P<seconds>[\d.]+) seconds \[mystnb\]\s*$"
+)
 _WARNING = re.compile(r"^(?P<where>.*?):?\s*(?P<kind>WARNING|ERROR|CRITICAL): (?P<message>.*)$")
 _EXECUTION_ERROR = re.compile(r"ExecutionError: (?P<path>\S+\.(?:md|ipynb))\s*$")
-_CELL_FAILED = ("An error occurred while executing the following cell:", "A cell timed out while it was being executed")
+_CELL_FAILED = (
+    "An error occurred while executing the following cell:",
+    "A cell timed out while it was being executed",
+)
 _RULE = re.compile(r"^-{10,}$")
 _KERNEL_NOISE = ("[IPKernelApp] WARNING", "Kernel is running over TCP")
 
@@ -93,7 +114,9 @@ class BuildProgress:
     gives seconds (for the time spent writing the pages).
     """
 
-    def __init__(self, root: Path = ROOT, locate=cell_location, clock=time.monotonic, tail: int = 25):
+    def __init__(
+        self, root: Path = ROOT, locate=cell_location, clock=time.monotonic, tail: int = 25
+    ):
         self.root, self.locate, self.clock, self.tail_size = Path(root), locate, clock, tail
         self.open_chapter: str | None = None  # a chapter line printed without its time yet
         self.chapters: dict[str, float] = {}
@@ -125,7 +148,7 @@ class BuildProgress:
 
     def feed(self, line: str) -> str:
         line = _ANSI.sub("", line).rstrip("\n")
-        self._tail = (self._tail + [line])[-self.tail_size:]
+        self._tail = (self._tail + [line])[-self.tail_size :]
         if any(noise in line for noise in _KERNEL_NOISE):
             return ""
         # the failing cell's report (nbclient's CellExecutionError or CellTimeoutError)
@@ -147,7 +170,9 @@ class BuildProgress:
                 self.cell_source.append(line)
             return ""
         if self._state == "error":
-            if line.startswith("The above exception was the direct cause") or line.startswith("Traceback (most recent"):
+            if line.startswith("The above exception was the direct cause") or line.startswith(
+                "Traceback (most recent"
+            ):
                 self._state = "done"
             else:
                 self.cell_error.append(line)
@@ -188,14 +213,18 @@ class BuildProgress:
         """The failed chapter and cell, with the cell's code and error, or ``None``."""
         if self.cell_source is None and self.failed_path is None:
             return None
-        path = self.failed_path or (str(self.root / (self.open_chapter + ".md")) if self.open_chapter else None)
+        path = self.failed_path or (
+            str(self.root / (self.open_chapter + ".md")) if self.open_chapter else None
+        )
         chapter = self._key(path) if path else "a chapter"
         where = ""
         if path and self.cell_source:
             found = self.locate(Path(path), "\n".join(self.cell_source))
             if found:
                 n, line = found
-                where = f", code cell {n}" + (f" (line {line} of {self._rel(str(path))})" if line else "")
+                where = f", code cell {n}" + (
+                    f" (line {line} of {self._rel(str(path))})" if line else ""
+                )
         lines = [f"FAILED: {chapter}{where}:"]
         if self.cell_source:
             lines += ["  the cell:"] + [f"    {s}" for s in self.cell_source if s.strip()]
@@ -217,7 +246,9 @@ class BuildProgress:
         elif self.warnings:
             out += f"FAILED: {len(self.warnings)} warning(s) (the build fails on any warning), listed above.\n"
         else:
-            out += "FAILED; the log's last lines:\n" + "\n".join(f"    {t}" for t in self._tail) + "\n"
+            out += (
+                "FAILED; the log's last lines:\n" + "\n".join(f"    {t}" for t in self._tail) + "\n"
+            )
         if log is not None:
             out += f"The whole log: {log}\n"
         return out
@@ -228,15 +259,18 @@ def build(mode: str = "full", out=None, log: Path = LOG) -> int:
     progress to ``out`` (default stdout) and the whole log to ``log``; returns the exit code."""
     out = out or sys.stdout
     clean_build()
-    out.write(f"Building the book ({mode} mode): each chapter is executed, then the pages are written.\n")
+    out.write(
+        f"Building the book ({mode} mode): each chapter is executed, then the pages are written.\n"
+    )
     code = run_with_progress(ROOT, mode, out, log, output=OUTPUT)
     if code == 0:
         MODE_FILE.write_text(mode + "\n")
     return code
 
 
-def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The book",
-                      output: Path | None = None) -> int:
+def run_with_progress(
+    root: Path, mode: str, out, log: Path, what: str = "The book", output: Path | None = None
+) -> int:
     """Run :func:`build_command` in ``root`` (HTML to ``output/_build/html``, ``output`` is ``root``
     unless given), printing :class:`BuildProgress`'s report to ``out`` and the whole log to
     ``log``; returns the exit code."""
@@ -245,8 +279,17 @@ def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The bo
     progress = BuildProgress(root)
     out.flush()
     start = time.monotonic()
-    with open(log, "w") as keep, subprocess.Popen(build_command(root, output), cwd=root, env=_env(mode), text=True,
-                                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
+    with (
+        open(log, "w") as keep,
+        subprocess.Popen(
+            build_command(root, output),
+            cwd=root,
+            env=_env(mode),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        ) as proc,
+    ):
         for line in proc.stdout:
             keep.write(line)
             text = progress.feed(line)
@@ -263,8 +306,12 @@ def run_with_progress(root: Path, mode: str, out, log: Path, what: str = "The bo
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=("fast", "full"), default="full",
-                    help="the chapters' run sizes (RANKCOLLAPSE_MODE for every chapter)")
+    ap.add_argument(
+        "--mode",
+        choices=("fast", "full"),
+        default="full",
+        help="the chapters' run sizes (RANKCOLLAPSE_MODE for every chapter)",
+    )
     return build(ap.parse_args(argv).mode)
 
 

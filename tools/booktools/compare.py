@@ -35,13 +35,22 @@ def record(chapters=None, mode: str = "fast", seed: int = 0, from_dir: Path | No
         if unknown:
             raise ValueError(f"not a chapter in _toc.yml: {', '.join(sorted(unknown))}")
         toc = [p for p in toc if p.stem in chapters]
-    out = {"mode": mode, "seed": seed, "source": str(from_dir) if from_dir else "papermill", "chapters": {}}
+    out = {
+        "mode": mode,
+        "seed": seed,
+        "source": str(from_dir) if from_dir else "papermill",
+        "chapters": {},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for path in toc:
             if from_dir is not None:
                 nb = read_executed(Path(from_dir) / (path.stem + ".ipynb"))
             else:
-                print(f"  executing {chapter_key(path)} ({mode}, seed {seed}) ...", file=sys.stderr, flush=True)
+                print(
+                    f"  executing {chapter_key(path)} ({mode}, seed {seed}) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 nb = execute(path, mode=mode, seed=seed, out_dir=Path(tmp))
             out["chapters"][chapter_key(path)] = results(nb)
     return out
@@ -67,33 +76,53 @@ def _read_record(parser: argparse.ArgumentParser, path: Path) -> dict:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         parser.error(f"{path}: not a JSON file ({exc})")
-    missing = [k for k in ("mode", "seed", "chapters") if not isinstance(data, dict) or k not in data]
+    missing = [
+        k for k in ("mode", "seed", "chapters") if not isinstance(data, dict) or k not in data
+    ]
     if missing or not isinstance(data["chapters"], dict):
-        what = f"it lacks {', '.join(repr(k) for k in missing)}" if missing else "its 'chapters' is not a mapping"
+        what = (
+            f"it lacks {', '.join(repr(k) for k in missing)}"
+            if missing
+            else "its 'chapters' is not a mapping"
+        )
         parser.error(f"{path}: not a record written by `record` ({what})")
     return data
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="write the chapters' results to a JSON file")
     rec.add_argument("out", type=Path)
-    rec.add_argument("--chapters", nargs="+", metavar="NAME", help="file stems in _toc.yml (default: all)")
+    rec.add_argument(
+        "--chapters", nargs="+", metavar="NAME", help="file stems in _toc.yml (default: all)"
+    )
     rec.add_argument("--mode", choices=("fast", "full"), default="fast")
     rec.add_argument("--seed", type=int, default=0)
-    rec.add_argument("--from", dest="from_dir", type=Path, metavar="DIR",
-                     help="read executed notebooks <DIR>/<name>.ipynb instead of executing")
+    rec.add_argument(
+        "--from",
+        dest="from_dir",
+        type=Path,
+        metavar="DIR",
+        help="read executed notebooks <DIR>/<name>.ipynb instead of executing",
+    )
     cmp = sub.add_parser("compare", help="compare two JSON files written by record")
     cmp.add_argument("first", type=Path)
     cmp.add_argument("second", type=Path)
-    cmp.add_argument("--rtol", type=float, default=1e-12, help="relative tolerance on numbers (default 1e-12)")
+    cmp.add_argument(
+        "--rtol", type=float, default=1e-12, help="relative tolerance on numbers (default 1e-12)"
+    )
     args = ap.parse_args(argv)
     if args.command == "record":
         if args.from_dir is not None and not args.from_dir.is_dir():
             why = "is not a folder" if args.from_dir.exists() else "does not exist"
-            rec.error(f"--from {args.from_dir} {why} (it should be a folder of executed notebooks <name>.ipynb)")
+            rec.error(
+                f"--from {args.from_dir} {why} (it should be a folder of executed notebooks <name>.ipynb)"
+            )
         try:
             data = record(args.chapters, args.mode, args.seed, args.from_dir)
         except ValueError as exc:
@@ -101,7 +130,9 @@ def main(argv=None) -> int:
         except FileNotFoundError as exc:
             if args.from_dir is None:
                 raise
-            rec.error(f"--from {args.from_dir}: no executed notebook {Path(exc.filename or '?').name} there")
+            rec.error(
+                f"--from {args.from_dir}: no executed notebook {Path(exc.filename or '?').name} there"
+            )
         args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.out}: {len(data['chapters'])} chapter(s)")
         return 0
@@ -109,13 +140,20 @@ def main(argv=None) -> int:
         cmp.error(f"--rtol must be a finite number >= 0 (a relative tolerance), got {args.rtol:g}")
     a, b = (_read_record(cmp, p) for p in (args.first, args.second))
     if (a["mode"], a["seed"]) != (b["mode"], b["seed"]):
-        print(f"note: the runs differ: mode {a['mode']}, seed {a['seed']} against mode {b['mode']}, seed {b['seed']}")
+        print(
+            f"note: the runs differ: mode {a['mode']}, seed {a['seed']} against mode {b['mode']}, seed {b['seed']}"
+        )
     found = compare(a, b, args.rtol)
     for line in found:
         print(line)
-    n = sum(len(c["glue"]) + sum(map(len, c["text"])) + len(c["figures"]) for c in a["chapters"].values())
-    print(f"{len(found)} difference(s) in {len(a['chapters'])} chapter(s), {n} values, lines and figures compared"
-          f" (relative tolerance {args.rtol:g})")
+    n = sum(
+        len(c["glue"]) + sum(map(len, c["text"])) + len(c["figures"])
+        for c in a["chapters"].values()
+    )
+    print(
+        f"{len(found)} difference(s) in {len(a['chapters'])} chapter(s), {n} values, lines and figures compared"
+        f" (relative tolerance {args.rtol:g})"
+    )
     return 1 if found else 0
 
 

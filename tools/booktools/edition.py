@@ -52,7 +52,13 @@ def without_guide(toc: dict) -> dict:
             out = {}
             for key, value in node.items():
                 if key in ("parts", "chapters", "sections") and isinstance(value, list):
-                    value = [walk(v) for v in value if not (isinstance(v, dict) and v.get("file", "").removesuffix(".md") == GUIDE)]
+                    value = [
+                        walk(v)
+                        for v in value
+                        if not (
+                            isinstance(v, dict) and v.get("file", "").removesuffix(".md") == GUIDE
+                        )
+                    ]
                 out[key] = value
             return out
         return node
@@ -66,17 +72,23 @@ def executed_notebooks(mode: str | None = None) -> dict[Path, Path]:
     from another mode than ``mode``."""
     built = MODE_FILE.read_text().strip() if MODE_FILE.exists() else None
     if built is None:
-        raise RuntimeError("no book build to take the executed chapters from: run `python -m booktools.build "
-                           "--mode fast` (or `python3 tasks.py book`) first, or leave out --reuse")
+        raise RuntimeError(
+            "no book build to take the executed chapters from: run `python -m booktools.build "
+            "--mode fast` (or `python3 tasks.py book`) first, or leave out --reuse"
+        )
     if mode is not None and built != mode:
-        raise RuntimeError(f"the last book build ran in {built} mode, not {mode}: build it again, or leave out --reuse")
+        raise RuntimeError(
+            f"the last book build ran in {built} mode, not {mode}: build it again, or leave out --reuse"
+        )
     out = {}
     for path in toc_notebooks():
         executed = EXECUTED / (chapter_key(path) + ".ipynb")
         if not executed.exists():
             raise RuntimeError(f"{executed} is missing: build the book again")
         if executed.stat().st_mtime < path.stat().st_mtime:
-            raise RuntimeError(f"{path.relative_to(ROOT)} changed after the book build: build the book again")
+            raise RuntimeError(
+                f"{path.relative_to(ROOT)} changed after the book build: build the book again"
+            )
         out[path] = executed
     return out
 
@@ -89,13 +101,19 @@ def glue_cell(glue: dict):
     import nbformat
 
     outputs = []
-    for name, output in glue.items():
+    for output in glue.values():
         prefix = output.get("metadata", {}).get("scrapbook", {}).get("mime_prefix", "")
         if not prefix:
             continue
-        outputs.append(nbformat.from_dict({**output, "data": {prefix + k: v for k, v in output["data"].items()}}))
-    cell = nbformat.v4.new_code_cell("# the values glued in the book build (booktools.edition)",
-                                     metadata={"tags": ["remove-cell"]})
+        outputs.append(
+            nbformat.from_dict(
+                {**output, "data": {prefix + k: v for k, v in output["data"].items()}}
+            )
+        )
+    cell = nbformat.v4.new_code_cell(
+        "# the values glued in the book build (booktools.edition)",
+        metadata={"tags": ["remove-cell"]},
+    )
     cell.outputs = outputs
     return cell
 
@@ -114,7 +132,9 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = Tru
         if item.name in NOT_COPIED or item.name.startswith("."):
             continue
         if item.is_dir():
-            shutil.copytree(item, source / item.name, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+            shutil.copytree(
+                item, source / item.name, ignore=shutil.ignore_patterns(".*", "__pycache__")
+            )
         else:
             shutil.copy2(item, source / item.name)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -148,7 +168,10 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = Tru
 def write_student_notebooks(html: Path = HTML) -> list[Path]:
     """The student notebooks (not executed) the chapter pages offer, at ``html/student/<chapter>.ipynb``,
     written from the chapters' sources as the book build writes them."""
-    return [write_student_notebook(path.read_text(), html, chapter_key(path)) for path in toc_notebooks()]
+    return [
+        write_student_notebook(path.read_text(), html, chapter_key(path))
+        for path in toc_notebooks()
+    ]
 
 
 def build_student(mode: str = "full", reuse: bool = False, out=None) -> int:
@@ -166,7 +189,9 @@ def build_student(mode: str = "full", reuse: bool = False, out=None) -> int:
         out.write(f"FAILED: {e}\n")
         return 1
     source = stage(executed)
-    out.write("Building the student edition (no execution: the chapters as the book build executed them).\n")
+    out.write(
+        "Building the student edition (no execution: the chapters as the book build executed them).\n"
+    )
     code = run_with_progress(source, mode or "fast", out, STUDENT_LOG, what="The student edition")
     if code:
         return code
@@ -180,9 +205,15 @@ def build_student(mode: str = "full", reuse: bool = False, out=None) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=("fast", "full"), default=None,
-                    help="the chapters' run sizes (default full; with --reuse, whatever the last build ran)")
-    ap.add_argument("--reuse", action="store_true", help="take the last book build's executed chapters")
+    ap.add_argument(
+        "--mode",
+        choices=("fast", "full"),
+        default=None,
+        help="the chapters' run sizes (default full; with --reuse, whatever the last build ran)",
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="take the last book build's executed chapters"
+    )
     args = ap.parse_args(argv)
     return build_student(args.mode or ("full" if not args.reuse else None), reuse=args.reuse)
 

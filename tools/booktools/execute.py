@@ -5,13 +5,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import BUILD, ROOT
+from . import BUILD
 
 EXECUTED = BUILD / "papermill"  # executed fast-mode notebooks, kept for inspection
 
 
-def execute(path: Path, mode: str = "fast", seed: int = 0, out_dir: Path = EXECUTED, nb=None, name: str | None = None,
-            student: bool = False):
+def execute(
+    path: Path,
+    mode: str = "fast",
+    seed: int = 0,
+    out_dir: Path = EXECUTED,
+    nb=None,
+    name: str | None = None,
+    student: bool = False,
+):
     """Execute a chapter with papermill in ``mode`` with ``seed`` and return the executed notebook.
 
     The notebook is written to ``out_dir / (name or the chapter's stem) + ".ipynb"``. ``nb``: a

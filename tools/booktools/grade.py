@@ -72,15 +72,29 @@ from .grade_plan import OUTPUT_MARK, chapter_specs, find_submissions, identify, 
 from .grade_report import markdown_table, report_name, write_report
 from .grade_submission import Outcome, Submission, grade_one  # noqa: F401
 
-OUTCOMES = ("correct", "incorrect", "not attempted", "crashed", "timed out", "missing", "edited", "tampered",
-            "used the reference")
+OUTCOMES = (
+    "correct",
+    "incorrect",
+    "not attempted",
+    "crashed",
+    "timed out",
+    "missing",
+    "edited",
+    "tampered",
+    "used the reference",
+)
 # ----------------------------------------------------------------------------- the command
+
 
 def _options(out, formats, pattern, assignments, specs=None):
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(out)!r} is a file, not a folder: give a folder to write the grades to")
-    formats = sorted({"csv", *(f.strip() for spec in formats or () for f in spec.split(",") if f.strip())})
+        raise ValueError(
+            f"--out {str(out)!r} is a file, not a folder: give a folder to write the grades to"
+        )
+    formats = sorted(
+        {"csv", *(f.strip() for spec in formats or () for f in spec.split(",") if f.strip())}
+    )
     bad = [f for f in formats if f not in export.FORMATS]
     if bad:
         raise ValueError(f"--format {bad[0]!r} is not one of {', '.join(export.FORMATS)}")
@@ -89,26 +103,44 @@ def _options(out, formats, pattern, assignments, specs=None):
     for item in assignments or ():
         chapter, sep, header = item.partition("=")
         if not sep or not header.strip():
-            raise ValueError(f"--assignment {item!r}: write CHAPTER=HEADER, e.g. paths=\"Homework 1 (123456)\"")
+            raise ValueError(
+                f'--assignment {item!r}: write CHAPTER=HEADER, e.g. paths="Homework 1 (123456)"'
+            )
         if specs is not None and chapter not in specs:
-            raise ValueError(f"--assignment {item!r}: no chapter {chapter!r}; chapters: {', '.join(specs)}")
+            raise ValueError(
+                f"--assignment {item!r}: no chapter {chapter!r}; chapters: {', '.join(specs)}"
+            )
         parsed[chapter] = header.strip()
     return out, formats, parsed
 
 
-def grade(folder: Path, out: Path | None = None, timeout: float = 600, jobs: int = 2, mode: str = "fast",
-          echo=print, formats=("csv",), student_pattern: str | None = None, assignments=()) -> list[Submission]:
+def grade(
+    folder: Path,
+    out: Path | None = None,
+    timeout: float = 600,
+    jobs: int = 2,
+    mode: str = "fast",
+    echo=print,
+    formats=("csv",),
+    student_pattern: str | None = None,
+    assignments=(),
+) -> list[Submission]:
     folder = Path(folder)
     if not folder.is_dir():
-        raise ValueError(f"SUBMISSIONS_DIR {str(folder)!r} is not a folder" if folder.exists()
-                         else f"SUBMISSIONS_DIR {str(folder)!r} does not exist")
+        raise ValueError(
+            f"SUBMISSIONS_DIR {str(folder)!r} is not a folder"
+            if folder.exists()
+            else f"SUBMISSIONS_DIR {str(folder)!r} does not exist"
+        )
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if not (isinstance(jobs, int) and jobs >= 1):
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     if mode not in ("fast", "full"):
         raise ValueError(f"mode must be 'fast' or 'full', got {mode!r}")
-    out, formats, _ = _options(out if out is not None else folder / "graded", formats, student_pattern, ())
+    out, formats, _ = _options(
+        out if out is not None else folder / "graded", formats, student_pattern, ()
+    )
     paths = find_submissions(folder, out)
     if not paths:
         raise ValueError(f"no .ipynb or .md notebooks in {str(folder)!r}")
@@ -123,9 +155,11 @@ def grade(folder: Path, out: Path | None = None, timeout: float = 600, jobs: int
             p = export.score(s, specs.get(s.chapter))
             right = sum(o.outcome == "correct" for o in s.outcomes.values())
             later = f" ({export._num(p['to grade'])} to grade by hand)" if p["to grade"] else ""
-            echo(f"graded {s.rel}: {s.chapter or '-'}, {s.run}, {export._num(p['total'])} of "
-                 f"{export._num(p['max'])} points{later}, {right}/{len(s.outcomes)} checks correct "
-                 f"({s.seconds:.0f} s)")
+            echo(
+                f"graded {s.rel}: {s.chapter or '-'}, {s.run}, {export._num(p['total'])} of "
+                f"{export._num(p['max'])} points{later}, {right}/{len(s.outcomes)} checks correct "
+                f"({s.seconds:.0f} s)"
+            )
     write_outputs(subs, specs, out, formats, named, echo)
     return subs
 
@@ -139,23 +173,33 @@ def _earlier(folder: Path | None, out: Path | None, files) -> Path:
         for d in (f.parent.parent, f.parent):
             if (d / OUTPUT_MARK).is_file():
                 return d
-    raise ValueError("--merge: name the earlier grading with SUBMISSIONS_DIR or --out "
-                     "(no grades.json beside the sheets)")
+    raise ValueError(
+        "--merge: name the earlier grading with SUBMISSIONS_DIR or --out "
+        "(no grades.json beside the sheets)"
+    )
 
 
-def merge(folder: Path | None, out: Path | None, files, formats=(), assignments=(), echo=print) -> list[Submission]:
+def merge(
+    folder: Path | None, out: Path | None, files, formats=(), assignments=(), echo=print
+) -> list[Submission]:
     """Fold the hand scores of filled-in sheets into an earlier grading's outputs (nothing re-runs)."""
     out = _earlier(folder, out, files)
     _options(out, formats, None, ())
     if not (out / OUTPUT_MARK).is_file():
-        raise ValueError(f"no earlier grading in {str(out)!r} ({OUTPUT_MARK} is missing): "
-                         f"run `python3 tasks.py grade {folder or 'SUBMISSIONS_DIR'}` first")
+        raise ValueError(
+            f"no earlier grading in {str(out)!r} ({OUTPUT_MARK} is missing): "
+            f"run `python3 tasks.py grade {folder or 'SUBMISSIONS_DIR'}` first"
+        )
     state = json.loads((out / OUTPUT_MARK).read_text())
     subs = [_from_state(r) for r in state["submissions"]]
     specs = chapter_specs()
-    _, formats, named = _options(out, [*state.get("formats", []), *formats], subs[0].pattern if subs else None,
-                                 [f"{k}={v}" for k, v in state.get("assignments", {}).items()] + list(assignments),
-                                 specs)
+    _, formats, named = _options(
+        out,
+        [*state.get("formats", []), *formats],
+        subs[0].pattern if subs else None,
+        [f"{k}={v}" for k, v in state.get("assignments", {}).items()] + list(assignments),
+        specs,
+    )
     for rel, scores in read_scores(files, subs, specs).items():
         next(s for s in subs if s.rel == rel).hand_scores.update(scores)
     write_outputs(subs, specs, out, formats, named, echo)
@@ -163,13 +207,24 @@ def merge(folder: Path | None, out: Path | None, files, formats=(), assignments=
 
 
 def _from_state(r: dict) -> Submission:
-    return Submission(Path(r["path"]), r["rel"], r["chapter"], r["run"],
-                      {k: Outcome(*v) for k, v in r["outcomes"].items()}, [tuple(e) for e in r["cell_errors"]],
-                      r["seconds"], r["hand"], r["values"], {k: tuple(v) for k, v in r["hand_scores"].items()},
-                      r.get("pattern"))
+    return Submission(
+        Path(r["path"]),
+        r["rel"],
+        r["chapter"],
+        r["run"],
+        {k: Outcome(*v) for k, v in r["outcomes"].items()},
+        [tuple(e) for e in r["cell_errors"]],
+        r["seconds"],
+        r["hand"],
+        r["values"],
+        {k: tuple(v) for k, v in r["hand_scores"].items()},
+        r.get("pattern"),
+    )
 
 
-def write_outputs(subs, specs: dict, out: Path, formats=("csv",), assignments=None, echo=print) -> None:
+def write_outputs(
+    subs, specs: dict, out: Path, formats=("csv",), assignments=None, echo=print
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     taken, reports = set(), {}
     for s in subs:
@@ -178,7 +233,11 @@ def write_outputs(subs, specs: dict, out: Path, formats=("csv",), assignments=No
     export.write_csv(subs, specs, out / "grades.csv", reports)
     (out / "grades.md").write_text(markdown_table(subs, specs, *export.columns(subs, specs)))
     sheets = write_sheets(subs, specs, out, lambda s: export.student_of(s.rel, s.pattern))
-    written = ["grades.csv", f"{len(subs)} reports", f"{len(sheets) // 2} hand-grading sheets in hand/"]
+    written = [
+        "grades.csv",
+        f"{len(subs)} reports",
+        f"{len(sheets) // 2} hand-grading sheets in hand/",
+    ]
     if "canvas" in formats:
         for warning in export.write_canvas(subs, specs, out / "canvas.csv", assignments):
             echo(f"warning: {warning}")
@@ -186,45 +245,105 @@ def write_outputs(subs, specs: dict, out: Path, formats=("csv",), assignments=No
     if "gradescope" in formats:
         export.write_gradescope(subs, specs, out, reports)
         written.append("gradescope/")
-    state = {"version": 1, "formats": list(formats), "assignments": assignments or {},
-             "submissions": [{"path": str(s.path), "rel": s.rel, "chapter": s.chapter, "run": s.run,
-                              "outcomes": {k: list(v) for k, v in s.outcomes.items()},
-                              "cell_errors": s.cell_errors, "seconds": s.seconds, "hand": s.hand,
-                              "values": s.values, "hand_scores": s.hand_scores, "pattern": s.pattern}
-                             for s in subs]}
+    state = {
+        "version": 1,
+        "formats": list(formats),
+        "assignments": assignments or {},
+        "submissions": [
+            {
+                "path": str(s.path),
+                "rel": s.rel,
+                "chapter": s.chapter,
+                "run": s.run,
+                "outcomes": {k: list(v) for k, v in s.outcomes.items()},
+                "cell_errors": s.cell_errors,
+                "seconds": s.seconds,
+                "hand": s.hand,
+                "values": s.values,
+                "hand_scores": s.hand_scores,
+                "pattern": s.pattern,
+            }
+            for s in subs
+        ],
+    }
     (out / OUTPUT_MARK).write_text(json.dumps(state, indent=1))
-    unscored = sum(1 for s in subs for _, pts in export.score(s, specs.get(s.chapter))["hand"].items()
-                   if pts[0] is None)
-    echo(f"wrote to {out}: {', '.join(written)}" + (f"; {unscored} answers to grade by hand count 0 "
-                                                    f"until merged (--merge)" if unscored else ""))
+    unscored = sum(
+        1
+        for s in subs
+        for _, pts in export.score(s, specs.get(s.chapter))["hand"].items()
+        if pts[0] is None
+    )
+    echo(
+        f"wrote to {out}: {', '.join(written)}"
+        + (
+            f"; {unscored} answers to grade by hand count 0 until merged (--merge)"
+            if unscored
+            else ""
+        )
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 tasks.py grade", description=__doc__.split("\n")[0])
     ap.add_argument("submissions", metavar="SUBMISSIONS_DIR", nargs="?", default=None)
-    ap.add_argument("--out", default=None, help="where to write the grades (default SUBMISSIONS_DIR/graded/)")
+    ap.add_argument(
+        "--out", default=None, help="where to write the grades (default SUBMISSIONS_DIR/graded/)"
+    )
     ap.add_argument("--timeout", type=float, default=600, help="seconds per notebook (default 600)")
     ap.add_argument("--jobs", type=int, default=2, help="submissions run at a time (default 2)")
     ap.add_argument("--mode", default="fast", choices=("fast", "full"))
-    ap.add_argument("--format", action="append", default=[], metavar="csv|canvas|gradescope",
-                    help="also write canvas.csv or gradescope/ (repeat, or comma-separate)")
-    ap.add_argument("--student-pattern", default=None, metavar="REGEX",
-                    help="named groups name, id, sis_user_id, sis_login_id, section, searched in each "
-                         "submission's path (default: a Canvas download's name, the folder, the file name)")
-    ap.add_argument("--assignment", action="append", default=[], metavar="CHAPTER=HEADER",
-                    help='the Canvas column of a chapter, e.g. paths="Homework 1 (123456)"')
-    ap.add_argument("--merge", action="append", default=[], metavar="HAND_SCORES.csv",
-                    help="fold the scores of a filled-in hand-grading sheet into the earlier grading in --out "
-                         "(repeat it for several sheets: --merge a.csv --merge b.csv)")
+    ap.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        metavar="csv|canvas|gradescope",
+        help="also write canvas.csv or gradescope/ (repeat, or comma-separate)",
+    )
+    ap.add_argument(
+        "--student-pattern",
+        default=None,
+        metavar="REGEX",
+        help="named groups name, id, sis_user_id, sis_login_id, section, searched in each "
+        "submission's path (default: a Canvas download's name, the folder, the file name)",
+    )
+    ap.add_argument(
+        "--assignment",
+        action="append",
+        default=[],
+        metavar="CHAPTER=HEADER",
+        help='the Canvas column of a chapter, e.g. paths="Homework 1 (123456)"',
+    )
+    ap.add_argument(
+        "--merge",
+        action="append",
+        default=[],
+        metavar="HAND_SCORES.csv",
+        help="fold the scores of a filled-in hand-grading sheet into the earlier grading in --out "
+        "(repeat it for several sheets: --merge a.csv --merge b.csv)",
+    )
     args = ap.parse_args(argv)
     try:
         if args.merge:
-            merge(args.submissions and Path(args.submissions), args.out, args.merge, args.format, args.assignment)
+            merge(
+                args.submissions and Path(args.submissions),
+                args.out,
+                args.merge,
+                args.format,
+                args.assignment,
+            )
         elif args.submissions is None:
             ap.error("the following arguments are required: SUBMISSIONS_DIR")
         else:
-            grade(Path(args.submissions), args.out, args.timeout, args.jobs, args.mode, formats=args.format,
-                  student_pattern=args.student_pattern, assignments=args.assignment)
+            grade(
+                Path(args.submissions),
+                args.out,
+                args.timeout,
+                args.jobs,
+                args.mode,
+                formats=args.format,
+                student_pattern=args.student_pattern,
+                assignments=args.assignment,
+            )
     except ValueError as err:
         print(f"grade: error: {err}", file=sys.stderr)
         return 2

@@ -32,9 +32,15 @@ import re
 from pathlib import Path
 
 from .grade_submission import SCORED
+
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-FIELDS = {"name": "Student", "id": "ID", "sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID",
-          "section": "Section"}
+FIELDS = {
+    "name": "Student",
+    "id": "ID",
+    "sis_user_id": "SIS User ID",
+    "sis_login_id": "SIS Login ID",
+    "section": "Section",
+}
 CANVAS_DOWNLOAD = r"(?:^|/)(?P<name>[A-Za-z-]+)_(?:late_|LATE_)?(?P<id>\d+)_\d+_[^/]*$"
 FORMATS = ("csv", "canvas", "gradescope")
 
@@ -51,7 +57,9 @@ def check_pattern(pattern: str | None) -> re.Pattern:
         raise ValueError(f"--student-pattern is not a regular expression: {err}") from None
     unknown = set(compiled.groupindex) - set(FIELDS)
     if unknown:
-        raise ValueError(f"--student-pattern has groups {sorted(unknown)}; allowed: {sorted(FIELDS)}")
+        raise ValueError(
+            f"--student-pattern has groups {sorted(unknown)}; allowed: {sorted(FIELDS)}"
+        )
     return compiled
 
 
@@ -76,7 +84,14 @@ def score(sub, chapter) -> dict:
     score for a predict question (its label) replaces the check's points; hand scores not given
     count 0 in the total."""
     if chapter is None:
-        return {"checks": {}, "hand": {}, "by hand": set(), "total": 0.0, "max": 0.0, "to grade": 0.0}
+        return {
+            "checks": {},
+            "hand": {},
+            "by hand": set(),
+            "total": 0.0,
+            "max": 0.0,
+            "to grade": 0.0,
+        }
     hand = getattr(sub, "hand_scores", {}) or {}
     checks, replaced = {}, set()
     for c in chapter.checks:
@@ -86,39 +101,78 @@ def score(sub, chapter) -> dict:
             earned = hand[c.label][0]
             replaced.add(c.id)
         checks[c.id] = (earned, c.points)
-    by_hand = {h.label: (hand[h.label][0] if h.label in hand else None, h.points)
-               for h in chapter.hand if h.check is None}
+    by_hand = {
+        h.label: (hand[h.label][0] if h.label in hand else None, h.points)
+        for h in chapter.hand
+        if h.check is None
+    }
     total = sum(e for e, _ in checks.values()) + sum(e or 0.0 for e, _ in by_hand.values())
     later = sum(m for e, m in by_hand.values() if e is None)
-    return {"checks": checks, "hand": by_hand, "by hand": replaced, "total": total, "max": chapter.max_points,
-            "to grade": later}
+    return {
+        "checks": checks,
+        "hand": by_hand,
+        "by hand": replaced,
+        "total": total,
+        "max": chapter.max_points,
+        "to grade": later,
+    }
 
 
 def columns(subs, specs: dict) -> tuple[list, list]:
     """The check ids and the hand-graded labels of the chapters found, in book order."""
     found = {s.chapter for s in subs}
     chapters = [spec for name, spec in specs.items() if name in found]
-    return ([c.id for ch in chapters for c in ch.checks],
-            [h.label for ch in chapters for h in ch.hand if h.check is None])
+    return (
+        [c.id for ch in chapters for c in ch.checks],
+        [h.label for ch in chapters for h in ch.hand if h.check is None],
+    )
 
 
 def write_csv(subs, specs: dict, path: Path, reports: dict) -> None:
     ids, labels = columns(subs, specs)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["submission", "student", "chapter", "run",
-                    *[x for i in ids for x in (i, f"{i} points")], *(f"{lb} points" for lb in labels),
-                    "points", "max points", "correct", "out of", "report"])
+        w.writerow(
+            [
+                "submission",
+                "student",
+                "chapter",
+                "run",
+                *[x for i in ids for x in (i, f"{i} points")],
+                *(f"{lb} points" for lb in labels),
+                "points",
+                "max points",
+                "correct",
+                "out of",
+                "report",
+            ]
+        )
         for s in subs:
             p = score(s, specs.get(s.chapter))
             cells = []
             for i in ids:
                 got, pts = s.outcomes.get(i), p["checks"].get(i)
                 cells += [got.outcome if got else "", _num(pts[0]) if pts else ""]
-            hand = [("" if p["hand"].get(lb, (None,))[0] is None else _num(p["hand"][lb][0])) for lb in labels]
+            hand = [
+                ("" if p["hand"].get(lb, (None,))[0] is None else _num(p["hand"][lb][0]))
+                for lb in labels
+            ]
             right = sum(o.outcome == "correct" for o in s.outcomes.values())
-            w.writerow([s.rel, student_of(s.rel, s.pattern)["Student"], s.chapter or "", s.run, *cells, *hand,
-                        _num(p["total"]), _num(p["max"]), right, len(s.outcomes), reports[s.rel]])
+            w.writerow(
+                [
+                    s.rel,
+                    student_of(s.rel, s.pattern)["Student"],
+                    s.chapter or "",
+                    s.run,
+                    *cells,
+                    *hand,
+                    _num(p["total"]),
+                    _num(p["max"]),
+                    right,
+                    len(s.outcomes),
+                    reports[s.rel],
+                ]
+            )
 
 
 def write_canvas(subs, specs: dict, path: Path, assignments: dict | None = None) -> list[str]:
@@ -134,12 +188,16 @@ def write_canvas(subs, specs: dict, path: Path, assignments: dict | None = None)
         row = rows.setdefault(key, {})
         total = score(s, specs[s.chapter])["total"]
         if s.chapter in row:
-            warnings.append(f"{who['Student']} has two submissions of {s.chapter}: the higher total goes to Canvas")
+            warnings.append(
+                f"{who['Student']} has two submissions of {s.chapter}: the higher total goes to Canvas"
+            )
         row[s.chapter] = max(total, row.get(s.chapter, total))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CANVAS_COLUMNS + [headers[ch] for ch in chapters])
-        w.writerow(["Points Possible", "", "", "", ""] + [_num(specs[ch].max_points) for ch in chapters])
+        w.writerow(
+            ["Points Possible", "", "", "", ""] + [_num(specs[ch].max_points) for ch in chapters]
+        )
         for key, row in sorted(rows.items()):
             w.writerow(list(key) + [_num(row[ch]) if ch in row else "" for ch in chapters])
     return warnings
@@ -152,16 +210,31 @@ def gradescope_results(sub, chapter) -> dict:
     for c in chapter.checks if chapter else []:
         got = sub.outcomes.get(c.id)
         earned, most = p["checks"][c.id]
-        said = f"{got.outcome}. {got.message}" if got and got.message else got.outcome if got else ""
+        said = (
+            f"{got.outcome}. {got.message}" if got and got.message else got.outcome if got else ""
+        )
         if c.id in p["by hand"]:  # a prediction scored by hand: its points replace the check's
-            tests.append({"name": c.id, "score": earned, "max_score": most,
-                          "status": "passed" if earned >= most else "failed",
-                          "output": f"Scored by hand: {_num(earned)} of {_num(most)}. The check said: {said}",
-                          "visibility": "visible"})
+            tests.append(
+                {
+                    "name": c.id,
+                    "score": earned,
+                    "max_score": most,
+                    "status": "passed" if earned >= most else "failed",
+                    "output": f"Scored by hand: {_num(earned)} of {_num(most)}. The check said: {said}",
+                    "visibility": "visible",
+                }
+            )
             continue
-        tests.append({"name": c.id, "score": earned, "max_score": most,
-                      "status": "passed" if got is not None and got.outcome == "correct" else "failed",
-                      "output": said, "visibility": "visible"})
+        tests.append(
+            {
+                "name": c.id,
+                "score": earned,
+                "max_score": most,
+                "status": "passed" if got is not None and got.outcome == "correct" else "failed",
+                "output": said,
+                "visibility": "visible",
+            }
+        )
     later = []
     for h in chapter.hand if chapter else []:
         if h.check is None:
@@ -170,8 +243,15 @@ def gradescope_results(sub, chapter) -> dict:
                 later.append(f"{h.label} ({h.kind}, {_num(h.points)} points)")
                 continue
             comment = sub.hand_scores[h.label][1]
-            tests.append({"name": f"{h.label} (graded by hand)", "score": earned, "max_score": h.points,
-                          "output": f"Scored by hand. {comment}".strip(), "visibility": "visible"})
+            tests.append(
+                {
+                    "name": f"{h.label} (graded by hand)",
+                    "score": earned,
+                    "max_score": h.points,
+                    "output": f"Scored by hand. {comment}".strip(),
+                    "visibility": "visible",
+                }
+            )
     output = f"{sub.rel}: {sub.chapter or 'chapter not recognised'}; the notebook {sub.run}."
     if later:
         output += " Graded by hand, not here: " + ", ".join(later) + "."
@@ -211,7 +291,7 @@ else:
     results.write_text(json.dumps({{"score": 0.0, "output": "Not graded: " + why + " (upload one notebook)."}}))
 '''
 
-SETUP_SH = '''#!/usr/bin/env bash
+SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image: install the book's library
 # and tools from the copy of the repository in this zip (the repository's own install step).
 set -euo pipefail
@@ -219,7 +299,7 @@ apt-get install -y python3 python3-pip python3-venv
 cd /autograder/source
 python3 -m venv /autograder/venv
 /autograder/venv/bin/python tasks.py install
-'''
+"""
 
 
 def gradescope_autograder(dest: Path, timeout: float = 600) -> list[Path]:
@@ -227,8 +307,11 @@ def gradescope_autograder(dest: Path, timeout: float = 600) -> list[Path]:
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     run = dest / "run_autograder"
-    run.write_text(RUN_AUTOGRADER.replace("#!/usr/bin/env python3", "#!/autograder/venv/bin/python", 1)
-                   .format(timeout=f"{timeout:g}"))
+    run.write_text(
+        RUN_AUTOGRADER.replace("#!/usr/bin/env python3", "#!/autograder/venv/bin/python", 1).format(
+            timeout=f"{timeout:g}"
+        )
+    )
     setup = dest / "setup.sh"
     setup.write_text(SETUP_SH)
     for path in (run, setup):

@@ -44,7 +44,9 @@ def collect(cells: list[dict], chapter) -> dict[str, str]:
     """``{label: text}``: what the submission added in each exercise (module docstring)."""
     theirs = _lines([(c.get("type", "code"), c["source"]) for c in cells])
     ours = _lines(chapter.student_cells)
-    matcher = difflib.SequenceMatcher(None, [x[2] for x in ours], [x[2] for x in theirs], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, [x[2] for x in ours], [x[2] for x in theirs], autojunk=False
+    )
     added = set()
     for op, _, _, j1, j2 in matcher.get_opcodes():
         if op in ("insert", "replace"):
@@ -119,21 +121,39 @@ def write_sheets(subs, specs: dict, out: Path, student_of) -> list[Path]:
         mine = [s for s in subs if s.chapter == name]
         for h in chapter.hand if mine else []:
             folder.mkdir(parents=True, exist_ok=True)
-            rows = [[h.label, s.rel, student_of(s)["Student"], f"{h.points:g}", "", "", _answer(s, h)] for s in mine]
+            rows = [
+                [h.label, s.rel, student_of(s)["Student"], f"{h.points:g}", "", "", _answer(s, h)]
+                for s in mine
+            ]
             with open(folder / f"{h.label}.csv", "w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(SHEET_COLUMNS)
                 w.writerows(rows)
             rubric = "\n".join(f"- **{_plural(p)}**: {c}" for p, c in h.criteria)
-            lines = [f"# `{h.label}`: {h.title} ({_plural(h.points)})", "",
-                     f"Chapter `{name}`, {'an' if h.kind[0] in 'aeiou' else 'a'} {h.kind} question. "
-                     f"Fill in the `score` column of `{h.label}.csv` and run `python3 tasks.py grade "
-                     f"--merge {folder / (h.label + '.csv')}`.", "", "## Rubric", "", rubric, ""]
+            lines = [
+                f"# `{h.label}`: {h.title} ({_plural(h.points)})",
+                "",
+                f"Chapter `{name}`, {'an' if h.kind[0] in 'aeiou' else 'a'} {h.kind} question. "
+                f"Fill in the `score` column of `{h.label}.csv` and run `python3 tasks.py grade "
+                f"--merge {folder / (h.label + '.csv')}`.",
+                "",
+                "## Rubric",
+                "",
+                rubric,
+                "",
+            ]
             if h.wrong_turns:
                 lines += ["Common wrong turns:", ""] + [f"- {w}" for w in h.wrong_turns] + [""]
-            lines += ["## Model answer", "",
-                      _model(h.model) or "*(the chapter gives none)*", "", "## Answers", "",
-                      "| submission | student | answer | score |", "|:--|:--|:--|:--|"]
+            lines += [
+                "## Model answer",
+                "",
+                _model(h.model) or "*(the chapter gives none)*",
+                "",
+                "## Answers",
+                "",
+                "| submission | student | answer | score |",
+                "|:--|:--|:--|:--|",
+            ]
             lines += [f"| `{r[1]}` | {_cell(r[2])} | {_cell(r[6])} | ___ of {r[3]} |" for r in rows]
             (folder / f"{h.label}.md").write_text("\n".join(lines) + "\n")
             written += [folder / f"{h.label}.md", folder / f"{h.label}.csv"]
@@ -153,21 +173,31 @@ def read_scores(paths, subs, specs: dict) -> dict[str, dict[str, tuple]]:
             reader = csv.DictReader(f)
             missing = {"question", "submission", "score"} - set(reader.fieldnames or [])
             if missing:
-                raise ValueError(f"--merge {path.name}: no column {sorted(missing)} (a sheet from hand/ has them)")
+                raise ValueError(
+                    f"--merge {path.name}: no column {sorted(missing)} (a sheet from hand/ has them)"
+                )
             for n, row in enumerate(reader, start=2):
-                label, rel, raw = row["question"].strip(), row["submission"].strip(), (row["score"] or "").strip()
+                label, rel, raw = (
+                    row["question"].strip(),
+                    row["submission"].strip(),
+                    (row["score"] or "").strip(),
+                )
                 if not raw:
                     continue
                 where = f"--merge {path.name}, line {n}"
                 if label not in points:
                     raise ValueError(f"{where}: unknown question {label!r}")
                 if rel not in by_rel or by_rel[rel].chapter != points[label][1]:
-                    raise ValueError(f"{where}: no submission {rel!r} of chapter {points[label][1]} was graded")
+                    raise ValueError(
+                        f"{where}: no submission {rel!r} of chapter {points[label][1]} was graded"
+                    )
                 try:
                     value = float(raw)
                 except ValueError:
                     raise ValueError(f"{where}: score {raw!r} is not a number") from None
                 if not 0 <= value <= points[label][0]:
-                    raise ValueError(f"{where}: score {raw} is not between 0 and {points[label][0]:g}")
+                    raise ValueError(
+                        f"{where}: score {raw} is not between 0 and {points[label][0]:g}"
+                    )
                 out.setdefault(rel, {})[label] = (value, (row.get("comment") or "").strip())
     return out

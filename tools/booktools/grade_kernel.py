@@ -36,8 +36,12 @@ class KernelTracer:
         self.calls: set[str] = set()
 
     def __call__(self, frame, event, arg):
-        if event == "call" and frame.f_back is not None and is_package(frame.f_code) \
-                and not is_package(frame.f_back.f_code):
+        if (
+            event == "call"
+            and frame.f_back is not None
+            and is_package(frame.f_code)
+            and not is_package(frame.f_back.f_code)
+        ):
             name = frame_name(frame)
             if is_library(frame.f_code) or is_key(name):
                 self.calls.add(name)
@@ -67,8 +71,14 @@ def setup(traced: list[str], log: str) -> None:
         intact = sys.getprofile() is tracer
         sys.setprofile(None)
         threading.setprofile(None)
-        _append(log, {"execution_count": result.execution_count, "calls": sorted(tracer.calls),
-                      "intact": intact})
+        _append(
+            log,
+            {
+                "execution_count": result.execution_count,
+                "calls": sorted(tracer.calls),
+                "intact": intact,
+            },
+        )
 
     ip.events.register("pre_run_cell", pre)
     ip.events.register("post_run_cell", post)
@@ -85,11 +95,18 @@ def capture(caps: list[dict], answers: str, cell: int) -> None:
     for cap in caps:
         name, kind = cap["name"], cap["kind"]
         if name not in ns:
-            record = {"failed": f"`{name}` is not defined when its check cell (code cell {cell}) runs"}
+            record = {
+                "failed": f"`{name}` is not defined when its check cell (code cell {cell}) runs"
+            }
         else:
             try:
-                record = ({"value": plain_value(ns[name])} if kind == "value"
-                          else {"packed": pack_namespace(ns, name)})
+                record = (
+                    {"value": plain_value(ns[name])}
+                    if kind == "value"
+                    else {"packed": pack_namespace(ns, name)}
+                )
             except Exception as err:  # noqa: BLE001
-                record = {"failed": f"the grader could not take `{name}` out of the notebook: {_error_text(err)}"}
+                record = {
+                    "failed": f"the grader could not take `{name}` out of the notebook: {_error_text(err)}"
+                }
         (Path(answers) / f"{cap['id']}.pkl").write_bytes(pickle.dumps(record))

@@ -86,11 +86,22 @@ def _pack(obj, ns, todo, depth):
         return ("module", obj.__name__)
     if isinstance(obj, types.FunctionType) and obj.__globals__ is ns:
         todo.extend(_code_names(obj.__code__))
-        closure = [_pack(c.cell_contents, ns, todo, depth + 1) if _filled(c) else ("empty",)
-                   for c in obj.__closure__ or ()]
+        closure = [
+            _pack(c.cell_contents, ns, todo, depth + 1) if _filled(c) else ("empty",)
+            for c in obj.__closure__ or ()
+        ]
         defaults = [_pack(d, ns, todo, depth + 1) for d in obj.__defaults__ or ()]
-        kwdefaults = {k: _pack(v, ns, todo, depth + 1) for k, v in (obj.__kwdefaults__ or {}).items()}
-        return ("function", marshal.dumps(obj.__code__), obj.__name__, defaults, kwdefaults, closure)
+        kwdefaults = {
+            k: _pack(v, ns, todo, depth + 1) for k, v in (obj.__kwdefaults__ or {}).items()
+        }
+        return (
+            "function",
+            marshal.dumps(obj.__code__),
+            obj.__name__,
+            defaults,
+            kwdefaults,
+            closure,
+        )
     if type(obj) in PLAIN:
         return ("data", pickle.dumps(obj))
     ref = _by_reference(obj)
@@ -108,7 +119,7 @@ def _pack(obj, ns, todo, depth):
 
 def _filled(cell) -> bool:
     try:
-        cell.cell_contents
+        _ = cell.cell_contents
     except ValueError:
         return False
     return True
@@ -167,10 +178,13 @@ def _unpack(item, ns, suspect):
         _, code, name, defaults, kwdefaults, closure = item
         code = marshal.loads(code)
         suspect.update(SUSPECT_NAMES & _code_names(code))
-        cells = tuple(types.CellType() if c[0] == "empty" else types.CellType(_unpack(c, ns, suspect))
-                      for c in closure)
-        fn = types.FunctionType(code, ns, name, tuple(_unpack(d, ns, suspect) for d in defaults) or None,
-                                cells or None)
+        cells = tuple(
+            types.CellType() if c[0] == "empty" else types.CellType(_unpack(c, ns, suspect))
+            for c in closure
+        )
+        fn = types.FunctionType(
+            code, ns, name, tuple(_unpack(d, ns, suspect) for d in defaults) or None, cells or None
+        )
         fn.__kwdefaults__ = {k: _unpack(v, ns, suspect) for k, v in kwdefaults.items()} or None
         return fn
     if kind == "checks":  # an object of the checks' own (a reference, a known mistake)

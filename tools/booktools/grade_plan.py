@@ -45,11 +45,15 @@ class ChapterSpec:
     checks: list[CheckSpec]
     hand: list[HandSpec]
     trees: set = field(default_factory=set)  # every code cell of the student version (ast.dump)
-    student_cells: list = field(default_factory=list)  # [(cell_type, source)] of the student version
+    student_cells: list = field(
+        default_factory=list
+    )  # [(cell_type, source)] of the student version
 
     @property
     def max_points(self) -> float:
-        return sum(c.points for c in self.checks) + sum(h.points for h in self.hand if h.check is None)
+        return sum(c.points for c in self.checks) + sum(
+            h.points for h in self.hand if h.check is None
+        )
 
 
 def tree(source: str) -> str | None:
@@ -61,15 +65,21 @@ def tree(source: str) -> str | None:
         return None
 
 
-_EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise-start\}\n:label: (\S+)\n\1\n\n\*\*([^*]+)\*\*(.*?)^\1\{exercise-end\}",
-                       re.M | re.S)
+_EXERCISE = re.compile(
+    r"^(`{3,}|:{3,})\{exercise-start\}\n:label: (\S+)\n\1\n\n\*\*([^*]+)\*\*(.*?)^\1\{exercise-end\}",
+    re.M | re.S,
+)
 _CHECK_CALL = re.compile(r"""rc\.checks\.check\(["']([^"']+)["']""")
 _GOOD_ANSWER = re.compile(r"A good answer[^.]*\.", re.S)
 
 
 def _solution(text: str, label: str) -> str:
-    m = re.search(rf"^(`{{3,}}|:{{3,}})\{{solution-start\}} {re.escape(label)}\n(?::class: \w+\n)?\1\n(.*?)"
-                  rf"^\1\{{solution-end\}}", text, re.M | re.S)
+    m = re.search(
+        rf"^(`{{3,}}|:{{3,}})\{{solution-start\}} {re.escape(label)}\n(?::class: \w+\n)?\1\n(.*?)"
+        rf"^\1\{{solution-end\}}",
+        text,
+        re.M | re.S,
+    )
     return m.group(2).strip() if m else ""
 
 
@@ -85,10 +95,23 @@ def _hand_specs(text: str, checks: dict[str, str]) -> list[HandSpec]:
             q = rc.checks.QUESTIONS.get(checks[label])
             if q is None or q.kind != "predict":
                 continue
-            out.append(HandSpec(label, title, "predict", float(q.points),
-                                [(q.points, "Scored by the check (the prediction itself); a score "
-                                            "given here replaces it, e.g. for the reasoning.")],
-                                model, checks[label]))
+            out.append(
+                HandSpec(
+                    label,
+                    title,
+                    "predict",
+                    float(q.points),
+                    [
+                        (
+                            q.points,
+                            "Scored by the check (the prediction itself); a score "
+                            "given here replaces it, e.g. for the reasoning.",
+                        )
+                    ],
+                    model,
+                    checks[label],
+                )
+            )
             continue
         rubric = rc.checks.RUBRICS.get(label)
         wrong_turns = ()
@@ -99,8 +122,17 @@ def _hand_specs(text: str, checks: dict[str, str]) -> list[HandSpec]:
             good = " ".join(" ".join(s.split()) for s in _GOOD_ANSWER.findall(model))
             criteria = [(1.0, good or "Agrees with the model answer in substance.")]
         kind = "explain" if title.startswith("Explain") else title.split(":")[0].strip().lower()
-        out.append(HandSpec(label, title, kind, sum(p for p, _ in criteria), criteria, model,
-                            wrong_turns=wrong_turns))
+        out.append(
+            HandSpec(
+                label,
+                title,
+                kind,
+                sum(p for p, _ in criteria),
+                criteria,
+                model,
+                wrong_turns=wrong_turns,
+            )
+        )
     return out
 
 
@@ -137,18 +169,34 @@ def chapter_specs() -> dict[str, ChapterSpec]:
             trees.add(tree(cell.source))
             if "checks.check(" not in cell.source:
                 continue
-            call = next(n for n in ast.walk(ast.parse(cell.source))
-                        if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "check")
+            call = next(
+                n
+                for n in ast.walk(ast.parse(cell.source))
+                if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "check"
+            )
             ex_id, arg = call.args[0].value, call.args[1]
             entry = rc.checks.QUESTIONS.get(ex_id) or rc.checks.EXERCISES[ex_id]
             kind = "value" if ex_id in rc.checks.QUESTIONS else "function"
-            found.append(CheckSpec(ex_id, arg.id, kind, tree(cell.source), label_of.get(ex_id, ""),
-                                   float(entry.points)))
+            found.append(
+                CheckSpec(
+                    ex_id,
+                    arg.id,
+                    kind,
+                    tree(cell.source),
+                    label_of.get(ex_id, ""),
+                    float(entry.points),
+                )
+            )
         if found:
             title = re.search(r"^#\s+(.+)$", source, re.M)
-            specs[path.stem] = ChapterSpec(path.stem, title.group(1).strip() if title else path.stem, found,
-                                           _hand_specs(source, labels), trees - {None},
-                                           [(c.cell_type, c.source) for c in nb.cells])
+            specs[path.stem] = ChapterSpec(
+                path.stem,
+                title.group(1).strip() if title else path.stem,
+                found,
+                _hand_specs(source, labels),
+                trees - {None},
+                [(c.cell_type, c.source) for c in nb.cells],
+            )
     return specs
 
 
@@ -164,9 +212,14 @@ def find_submissions(folder: Path, out: Path) -> list[Path]:
     found = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if (path.suffix not in (".ipynb", ".md") or not path.is_file()
-                or any(p.startswith(".") for p in rel.parts) or out == path.parent or out in path.parents
-                or any(_is_output(d) for d in path.parents if folder in d.parents or d == folder)):
+        if (
+            path.suffix not in (".ipynb", ".md")
+            or not path.is_file()
+            or any(p.startswith(".") for p in rel.parts)
+            or out == path.parent
+            or out in path.parents
+            or any(_is_output(d) for d in path.parents if folder in d.parents or d == folder)
+        ):
             continue
         found.append(path)
     return found
@@ -181,16 +234,23 @@ def read_cells(path: Path) -> list[dict]:
     cells = []
     for cell in nb.cells:
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
-        cells.append({"type": cell.cell_type, "source": source,
-                      "tags": list(cell.get("metadata", {}).get("tags", []))})
+        cells.append(
+            {
+                "type": cell.cell_type,
+                "source": source,
+                "tags": list(cell.get("metadata", {}).get("tags", [])),
+            }
+        )
     return cells
 
 
 def identify(cells: list[dict], specs: dict[str, ChapterSpec]) -> str | None:
     """The chapter whose check ids the submission's code mentions most (``None``: none)."""
     text = "\n".join(c["source"] for c in cells if c.get("type", "code") == "code")
-    counts = {ch: sum(bool(re.search(rf"""["']{re.escape(s.id)}["']""", text)) for s in spec.checks)
-              for ch, spec in specs.items()}
+    counts = {
+        ch: sum(bool(re.search(rf"""["']{re.escape(s.id)}["']""", text)) for s in spec.checks)
+        for ch, spec in specs.items()
+    }
     best = max(counts, key=counts.get, default=None)
     return best if best is not None and counts[best] > 0 else None
 
@@ -200,7 +260,9 @@ def _assigned(source: str) -> set[str]:
         parsed = ast.parse(source)
     except SyntaxError:
         return set()
-    return {n.id for n in ast.walk(parsed) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {
+        n.id for n in ast.walk(parsed) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 def plan(cells: list[dict], chapter: ChapterSpec | list, mode: str, seed: int = 0):
@@ -232,11 +294,19 @@ def plan(cells: list[dict], chapter: ChapterSpec | list, mode: str, seed: int = 
         traced = i not in unchanged and (trees[i] is None or trees[i] not in known)
         if traced:
             since.append(len(out))
-        out.append({"source": "pass" if i in unchanged else c["source"], "origin": i + 1, "traced": traced,
-                    "capture": [{"id": s.id, "name": s.name, "kind": s.kind} for s in caps]})
+        out.append(
+            {
+                "source": "pass" if i in unchanged else c["source"],
+                "origin": i + 1,
+                "traced": traced,
+                "capture": [{"id": s.id, "name": s.name, "kind": s.kind} for s in caps],
+            }
+        )
         for s in caps:
             if s.kind == "value":
-                assigns = [k for k, o in enumerate(out) if o["traced"] and s.name in _assigned(o["source"])]
+                assigns = [
+                    k for k, o in enumerate(out) if o["traced"] and s.name in _assigned(o["source"])
+                ]
                 windows[s.id] = sorted(set(since) | set(assigns))
         if caps:
             since = []

@@ -111,10 +111,15 @@ def run(run_dir: Path) -> None:
     program = _program(plan, run_dir)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for _, _, src in program])
     deadline = math.inf  # the notebook's budget starts once its kernel is up
-    client = NotebookClient(nb, timeout_func=lambda cell: max(1, math.ceil(deadline - time.monotonic())),
-                            allow_errors=True, kernel_name="python3", shutdown_kernel="immediate",
-                            extra_arguments=["--HistoryManager.hist_file=:memory:"],  # as papermill
-                            resources={"metadata": {"path": os.getcwd()}})
+    client = NotebookClient(
+        nb,
+        timeout_func=lambda cell: max(1, math.ceil(deadline - time.monotonic())),
+        allow_errors=True,
+        kernel_name="python3",
+        shutdown_kernel="immediate",
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],  # as papermill
+        resources={"metadata": {"path": os.getcwd()}},
+    )
     state, where = "ran", None
     try:
         with client.setup_kernel():
@@ -135,8 +140,14 @@ def run(run_dir: Path) -> None:
                     state, where = "crashed", i
                     break
                 if kind == "cell":
-                    _append(log, {"cell": i, "error": _cell_error(nb.cells[k]),
-                                  "count": nb.cells[k].get("execution_count")})
+                    _append(
+                        log,
+                        {
+                            "cell": i,
+                            "error": _cell_error(nb.cells[k]),
+                            "count": nb.cells[k].get("execution_count"),
+                        },
+                    )
                 nb.cells[k].outputs = []  # what the notebook printed is never read: keep no copy
     except (DeadKernelError, RuntimeError) as err:  # the kernel did not start, or died in between
         if state == "ran":
@@ -161,10 +172,12 @@ def _attribute_calls(plan: dict, run_dir: Path) -> None:
                 untraced = True
             calls.update(record.get("calls", []) if record else [])
         (run_dir / "answers" / f"{ex_id}.calls.json").write_text(
-            json.dumps({"calls": sorted(calls), "untraced": untraced}))
+            json.dumps({"calls": sorted(calls), "untraced": untraced})
+        )
 
 
 # ------------------------------------------------------------------------------------ verify
+
 
 def _snapshot():
     """(owner, attribute, object) for everything the verdict depends on, objects kept alive."""
@@ -175,15 +188,31 @@ def _snapshot():
     import rankcollapse.checks as C
 
     items = []
-    for mod_name in sorted(m for m in sys.modules if m == "rankcollapse" or m.startswith("rankcollapse.")):
+    for mod_name in sorted(
+        m for m in sys.modules if m == "rankcollapse" or m.startswith("rankcollapse.")
+    ):
         mod = sys.modules[mod_name]
         for k, v in list(vars(mod).items()):
             items.append((mod_name, k, v))
             if hasattr(v, "__code__"):
                 items.append((mod_name, k + ".__code__", v.__code__))
     for owner in (builtins, math, torch, torch.Tensor):
-        for k in ("allclose", "as_tensor", "isclose", "isinstance", "float", "abs", "max", "callable",
-                  "set", "type", "len", "__eq__", "isfinite", "repr"):
+        for k in (
+            "allclose",
+            "as_tensor",
+            "isclose",
+            "isinstance",
+            "float",
+            "abs",
+            "max",
+            "callable",
+            "set",
+            "type",
+            "len",
+            "__eq__",
+            "isfinite",
+            "repr",
+        ):
             if k in vars(owner):
                 items.append((getattr(owner, "__name__", "?"), k, vars(owner)[k]))
     for reg in (C.EXERCISES, C.QUESTIONS):
@@ -238,8 +267,10 @@ def verify(run_dir: Path, ids: list[str]) -> None:
         verdict = _verdict(rc, ex_id, record, calls)
         tampered = _changed(before)
         if tampered is not None:
-            verdict = {"status": "tampered",
-                       "message": f"Checking the answer changed {tampered}: the verdict is void."}
+            verdict = {
+                "status": "tampered",
+                "message": f"Checking the answer changed {tampered}: the verdict is void.",
+            }
         _append(out, {"id": ex_id, **verdict})
         if tampered is not None:
             return  # the process is no longer clean: the parent starts another for the rest
@@ -258,25 +289,41 @@ def _verdict(rc, ex_id: str, record: dict, calls: dict) -> dict:
         if isinstance(value, tuple) and value[:1] == ("unusable",):
             return {"status": "incorrect", "message": f"The answer is {value[1]}."}
         if calls.get("untraced"):
-            return {"status": "tampered", "message": "A cell that computes this answer turned off "
-                    "the grader's call tracing."}
+            return {
+                "status": "tampered",
+                "message": "A cell that computes this answer turned off the grader's call tracing.",
+            }
         with tracer:
             res = rc.checks.check(ex_id, value, quiet=True)
         answer_calls, shown = set(calls.get("calls", [])), {"value": value}
         keys = sorted(c for c in answer_calls if is_key(c))
         if keys and res.status != "not attempted":
-            return {**shown, "status": "used the reference", "message": "A cell that computes this answer "
-                    f"calls the checks' own {', '.join(f'`{k}`' for k in keys)}; the answer itself: {res.status}."}
+            return {
+                **shown,
+                "status": "used the reference",
+                "message": "A cell that computes this answer "
+                f"calls the checks' own {', '.join(f'`{k}`' for k in keys)}; the answer itself: {res.status}.",
+            }
     else:
         try:
             fn, suspect = unpack(record["packed"])
         except Exception as err:  # noqa: BLE001
-            return {"status": "crashed", "message": f"the answer could not be rebuilt: {_error_text(err)}"}
+            return {
+                "status": "crashed",
+                "message": f"the answer could not be rebuilt: {_error_text(err)}",
+            }
         if suspect:
-            return {"status": "used the reference", "message": "The answer uses the checks module ("
-                    + ", ".join(suspect) + ") instead of computing its result."}
+            return {
+                "status": "used the reference",
+                "message": "The answer uses the checks module ("
+                + ", ".join(suspect)
+                + ") instead of computing its result.",
+            }
         if not callable(fn):
-            return {"status": "incorrect", "message": f"The answer is a {type(fn).__name__}, not a function."}
+            return {
+                "status": "incorrect",
+                "message": f"The answer is a {type(fn).__name__}, not a function.",
+            }
 
         def on_copies(*args):
             return fn(*copy.deepcopy(args))
@@ -287,22 +334,34 @@ def _verdict(rc, ex_id: str, record: dict, calls: dict) -> dict:
         except Exception as err:  # noqa: BLE001 (a check that raises: report, do not stop)
             return {"status": "crashed", "message": f"the check raised {_error_text(err)}"}
         if not tracer.intact:
-            return {"status": "tampered", "message": "The answer turned off the grader's call tracing."}
+            return {
+                "status": "tampered",
+                "message": "The answer turned off the grader's call tracing.",
+            }
         answer_calls, shown = tracer.answer_calls, {}
         if tracer.checks_calls and res.status != "not attempted":
             names = ", ".join(f"`{u}`" for u in sorted(tracer.checks_calls))
-            return {"status": "used the reference", "message": f"The answer calls the checks' own {names} "
-                    f"instead of computing its result; the answer itself: {res.status}."}
+            return {
+                "status": "used the reference",
+                "message": f"The answer calls the checks' own {names} "
+                f"instead of computing its result; the answer itself: {res.status}.",
+            }
     used = sorted(answer_calls & watched(ex, tracer))
     verdict = {"status": res.status, "message": res.message, "credit": res.credit, **shown}
     if used and res.status != "not attempted":
         names = ", ".join(f"`{u}`" for u in used)
         if ex.allow_reference:
-            verdict["message"] = (f"{res.message} (It calls {names}, which this check allows.)").strip()
+            verdict["message"] = (
+                f"{res.message} (It calls {names}, which this check allows.)"
+            ).strip()
         else:
-            verdict = {**shown, "status": "used the reference", "credit": 0.0,
-                       "message": f"The answer calls {names}, the library's own answer to this check; "
-                                  f"the answer itself: {res.status}."}
+            verdict = {
+                **shown,
+                "status": "used the reference",
+                "credit": 0.0,
+                "message": f"The answer calls {names}, the library's own answer to this check; "
+                f"the answer itself: {res.status}.",
+            }
     return verdict
 
 

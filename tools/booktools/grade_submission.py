@@ -69,12 +69,22 @@ def _kill_kernel(pid: int) -> None:
 def _child(args: list[str], cwd: Path, timeout: float, log: Path) -> str:
     """Run ``python -m booktools.grade_run ...`` in its own session; "ok", "timed out" or "died (…)".
     On a time-out or a death its process group goes, and the kernel it started (its own session)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("RANKCOLLAPSE_MODE", "RANKCOLLAPSE_BOOK_BUILD")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANKCOLLAPSE_MODE", "RANKCOLLAPSE_BOOK_BUILD")
+    }
     env.setdefault("MPLBACKEND", "Agg")
     with open(log, "ab") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "booktools.grade_run", *args], cwd=cwd, env=env,
-                                stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "booktools.grade_run", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -113,12 +123,18 @@ def grade_one(sub: Submission, specs: dict, mode: str, timeout: float) -> Submis
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
         run_dir, work = Path(tmp), Path(tmp) / "work"
         work.mkdir()
-        (run_dir / "plan.json").write_text(json.dumps({"cells": to_run, "timeout": timeout, "windows": windows}))
+        (run_dir / "plan.json").write_text(
+            json.dumps({"cells": to_run, "timeout": timeout, "windows": windows})
+        )
         state = _child(["run", str(run_dir)], work, timeout + GRACE, run_dir / "output.txt")
         origin = [c["origin"] for c in to_run]  # the submission's code cell, counted from 1
         log = _jsonl(run_dir / "cells.jsonl")
         sub.cell_errors = [(origin[r["cell"]], r["error"]) for r in log if r.get("error")]
-        ran = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else None
+        ran = (
+            json.loads((run_dir / "run.json").read_text())
+            if (run_dir / "run.json").exists()
+            else None
+        )
         if state == "timed out" or ran is None:
             stuck = next((r["cell"] for r in reversed(log) if r.get("started")), None)
             ran = {"state": "timed out" if state == "timed out" else "crashed", "cell": stuck}
@@ -138,16 +154,25 @@ def grade_one(sub: Submission, specs: dict, mode: str, timeout: float) -> Submis
                 outcome = "timed out" if ran["state"] == "timed out" else "crashed"
                 got = Outcome(outcome, f"The notebook {sub.run} before this check.")
             if status[s.id] == "edited":
-                got = Outcome("edited", f"The check cell was edited; the answer itself: {got.outcome}. "
-                                        f"{got.message}".strip())
+                got = Outcome(
+                    "edited",
+                    f"The check cell was edited; the answer itself: {got.outcome}. "
+                    f"{got.message}".strip(),
+                )
             sub.outcomes[s.id] = got
     sub.seconds = time.monotonic() - start
     return sub
 
 
-LIBRARY_STATUS = {"correct": "correct", "incorrect": "incorrect", "not attempted": "not attempted",
-                  "error": "crashed", "crashed": "crashed", "tampered": "tampered",
-                  "used the reference": "used the reference"}
+LIBRARY_STATUS = {
+    "correct": "correct",
+    "incorrect": "incorrect",
+    "not attempted": "not attempted",
+    "error": "crashed",
+    "crashed": "crashed",
+    "tampered": "tampered",
+    "used the reference": "used the reference",
+}
 
 
 def _verify(run_dir: Path, work: Path, ids: list[str], timeout: float) -> dict:
@@ -171,10 +196,14 @@ def _verify(run_dir: Path, work: Path, ids: list[str], timeout: float) -> dict:
         busy = (run_dir / "verifying").read_text() if (run_dir / "verifying").exists() else todo[0]
         busy = busy if busy in todo else todo[0]
         if state == "timed out":
-            verdicts[busy] = Outcome("timed out", f"Checking the answer took more than {timeout:g} s.")
+            verdicts[busy] = Outcome(
+                "timed out", f"Checking the answer took more than {timeout:g} s."
+            )
         elif state == "ok":
             continue  # stopped after a tampered verdict: the rest in a fresh process
         else:
-            verdicts[busy] = Outcome("crashed", f"Checking the answer killed the process ({state}).")
+            verdicts[busy] = Outcome(
+                "crashed", f"Checking the answer killed the process ({state})."
+            )
         todo = [i for i in todo if i not in verdicts]
     return verdicts, values

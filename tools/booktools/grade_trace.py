@@ -58,14 +58,19 @@ def is_package(code) -> bool:
 
 
 # what a notebook may call in the checks: the check itself, and its verdict's methods
-PUBLIC_CHECKS = ("rankcollapse.checks.check", "rankcollapse.checks.in_book_build", "rankcollapse.checks.CheckResult.")
+PUBLIC_CHECKS = (
+    "rankcollapse.checks.check",
+    "rankcollapse.checks.in_book_build",
+    "rankcollapse.checks.CheckResult.",
+)
 
 
 def is_key(name: str) -> bool:
     """Is ``name`` (``module.qualname``) a function of the checks a notebook has no business
     calling (a reference, an answer, a helper of theirs: anything but ``PUBLIC_CHECKS``)?"""
     return name.startswith("rankcollapse.checks") and not any(
-        name == p or (p.endswith(".") and name.startswith(p)) for p in PUBLIC_CHECKS)
+        name == p or (p.endswith(".") and name.startswith(p)) for p in PUBLIC_CHECKS
+    )
 
 
 def frame_name(frame) -> str:
@@ -113,7 +118,9 @@ class CallTracer:
             if self._ref_frame is None and code is self.reference_code:
                 self._ref_frame = frame
             elif self._ref_frame is not None and back is self._ref_frame and is_library(code):
-                own = [back.f_locals.get(n) for n in back.f_code.co_varnames[:back.f_code.co_argcount]]
+                own = [
+                    back.f_locals.get(n) for n in back.f_code.co_varnames[: back.f_code.co_argcount]
+                ]
                 given = list(frame.f_locals.values())
                 uses = not own or any(a is b for a in given for b in own)
                 rec = [frame_name(frame), uses, None]

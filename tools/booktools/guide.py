@@ -25,12 +25,16 @@ GUIDE = "instructors"  # the guide's page in _toc.yml
 EXERCISE_MAP = ROOT / "_includes" / "exercise_map.md"
 NOT_STATED = "not stated"
 
-_BOX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{admonition\} In this chapter[ \t]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                  re.S | re.M)
+_BOX = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{admonition\} In this chapter[ \t]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.S | re.M,
+)
 _LABEL_TITLE = re.compile(r"^\((?P<label>[\w-]+)\)=[ \t]*\n#[ \t]+(?P<title>.+)$", re.M)
 _TITLE = re.compile(r"^#[ \t]+(?P<title>.+)$", re.M)
-_MINUTES = re.compile(r"(?P<reading>\d+)\s+minutes\s+of\s+reading(?:\s+and\s+(?P<exercises>\d+)\s+minutes\s+of"
-                      r"\s+exercises)?")
+_MINUTES = re.compile(
+    r"(?P<reading>\d+)\s+minutes\s+of\s+reading(?:\s+and\s+(?P<exercises>\d+)\s+minutes\s+of"
+    r"\s+exercises)?"
+)
 _MAP_HEADING = re.compile(r"^\*\*\{ref\}`(?P<label>[\w-]+)`\*\*[ \t]*$", re.M)
 _MAP_ROW = re.compile(r"^\|\s*`(?P<label>[\w-]+)`\s*\|(?P<rest>.*)\|\s*$")
 _RATING = re.compile(r"([123])/3")
@@ -110,7 +114,7 @@ def _paragraph(body: str, name: str) -> str | None:
     for para in re.split(r"\n[ \t]*\n", body):
         para = para.strip()
         if para.startswith(f"**{name}**"):
-            text = para[len(name) + 4:].lstrip(":").strip()
+            text = para[len(name) + 4 :].lstrip(":").strip()
             return " ".join(line.strip() for line in text.splitlines())
     return None
 
@@ -147,7 +151,9 @@ def read_chapter(file: str, part: str | None = None, root: Path = ROOT) -> Chapt
 
 def chapters(root: Path = ROOT) -> list[Chapter]:
     """Every page of the toc but its root and the guide, read (:func:`read_chapter`)."""
-    return [read_chapter(f, part, root) for part, f in toc_parts(Path(root) / "_toc.yml") if f != GUIDE]
+    return [
+        read_chapter(f, part, root) for part, f in toc_parts(Path(root) / "_toc.yml") if f != GUIDE
+    ]
 
 
 def exercise_map(path: Path = EXERCISE_MAP) -> dict[str, MapExercise]:
@@ -164,20 +170,28 @@ def exercise_map(path: Path = EXERCISE_MAP) -> dict[str, MapExercise]:
             continue
         cells = [c.strip() for c in row["rest"].split("|")]
         if len(cells) != 6:
-            raise ValueError(f"exercise map row {row['label']!r}: expected 7 cells, got {len(cells) + 1}")
+            raise ValueError(
+                f"exercise map row {row['label']!r}: expected 7 cells, got {len(cells) + 1}"
+            )
         title, kind, difficulty, importance, time, assesses = cells
         if kind not in KINDS:
-            raise ValueError(f"exercise map row {row['label']!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+            raise ValueError(
+                f"exercise map row {row['label']!r}: kind {kind!r} is not one of {', '.join(KINDS)}"
+            )
         ratings = []
         for name, cell in (("difficulty", difficulty), ("importance", importance)):
             m = _RATING.fullmatch(cell)
             if m is None:
-                raise ValueError(f"exercise map row {row['label']!r}: {name} {cell!r} is not '1/3', '2/3' or '3/3'")
+                raise ValueError(
+                    f"exercise map row {row['label']!r}: {name} {cell!r} is not '1/3', '2/3' or '3/3'"
+                )
             ratings.append(int(m[1]))
         minutes = re.fullmatch(r"(\d+) min", time)
         if minutes is None:
             raise ValueError(f"exercise map row {row['label']!r}: time {time!r} is not 'N min'")
-        out[row["label"]] = MapExercise(row["label"], title, kind, *ratings, int(minutes[1]), assesses, chapter)
+        out[row["label"]] = MapExercise(
+            row["label"], title, kind, *ratings, int(minutes[1]), assesses, chapter
+        )
     return out
 
 
@@ -201,22 +215,34 @@ def chapter_map_markdown(root: Path = ROOT, map_path: Path | None = None) -> str
     by_chapter: dict[str, list[MapExercise]] = {}
     for e in exercises.values():
         by_chapter.setdefault(e.chapter, []).append(e)
-    lines = ["| Part | Chapter | Prerequisites | Reading | Exercises (the chapter's estimate) "
-             "| Exercises in the map: how many, their times added |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| Part | Chapter | Prerequisites | Reading | Exercises (the chapter's estimate) "
+        "| Exercises in the map: how many, their times added |",
+        "|---|---|---|---|---|---|",
+    ]
     others = []
     for page in pages:
         if not page.has_box:
             others.append(page)
             continue
         mapped = by_chapter.get(page.label, [])
-        kinds = ", ".join(f"{sum(e.kind == k for e in mapped)} {k}" for k in dict.fromkeys(e.kind for e in mapped))
-        in_map = f"{len(mapped)} ({kinds}), {sum(e.minutes for e in mapped)} min" if mapped else "none yet"
-        lines.append(f"| {page.part or ''} | {{doc}}`/{page.file}` | {page.prerequisites} | {_minutes(page.reading)} "
-                     f"| {_minutes(page.exercises)} | {in_map} |")
+        kinds = ", ".join(
+            f"{sum(e.kind == k for e in mapped)} {k}" for k in dict.fromkeys(e.kind for e in mapped)
+        )
+        in_map = (
+            f"{len(mapped)} ({kinds}), {sum(e.minutes for e in mapped)} min"
+            if mapped
+            else "none yet"
+        )
+        lines.append(
+            f"| {page.part or ''} | {{doc}}`/{page.file}` | {page.prerequisites} | {_minutes(page.reading)} "
+            f"| {_minutes(page.exercises)} | {in_map} |"
+        )
     text = "\n".join(lines) + "\n"
     if others:
-        names = ", ".join(f"{{doc}}`/{p.file}`" + (f" ({p.part})" if p.part else "") for p in others)
+        names = ", ".join(
+            f"{{doc}}`/{p.file}`" + (f" ({p.part})" if p.part else "") for p in others
+        )
         text += f"\nThe book's other pages: {names}.\n"
     return text
 
@@ -261,14 +287,23 @@ def assignment_markdown(content: str, root: Path = ROOT, map_path: Path | None =
     exercises = exercise_map(map_path or Path(root) / "_includes" / "exercise_map.md")
     assignment = parse_assignment(content, exercises)
     by_label = {p.label: p for p in chapters(root) if p.label}
-    lines = ["| | Exercise | Chapter | Kind | Difficulty | Importance | Time |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| | Exercise | Chapter | Kind | Difficulty | Importance | Time |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, group in assignment.groups:
         for e in group:
-            lines.append(f"| {name or ''} | {e.title} (`{e.label}`) | {{ref}}`{e.chapter}` | {e.kind} "
-                         f"| {e.difficulty}/3 | {e.importance}/3 | {e.minutes} min |")
+            lines.append(
+                f"| {name or ''} | {e.title} (`{e.label}`) | {{ref}}`{e.chapter}` | {e.kind} "
+                f"| {e.difficulty}/3 | {e.importance}/3 | {e.minutes} min |"
+            )
         if name and len(assignment.groups) > 1:
-            lines.append(f"| | **{name}: {len(group)} exercises** | | | | | **{_hours(sum(e.minutes for e in group))}** |")
-    lines.append(f"| | **In all: {len(assignment.exercises)} exercises** | | | | | **{_hours(assignment.minutes)}** |")
+            lines.append(
+                f"| | **{name}: {len(group)} exercises** | | | | | **{_hours(sum(e.minutes for e in group))}** |"
+            )
+    lines.append(
+        f"| | **In all: {len(assignment.exercises)} exercises** | | | | | **{_hours(assignment.minutes)}** |"
+    )
     text = "\n".join(lines) + "\n"
     reading = []
     for name, group in assignment.groups:
@@ -278,16 +313,25 @@ def assignment_markdown(content: str, root: Path = ROOT, map_path: Path | None =
         if len(known) < len(labels):
             continue
         # a chapter counts once, in the first group that draws on it
-        earlier = {e.chapter for n, g in assignment.groups[:assignment.groups.index((name, group))] for e in g}
+        earlier = {
+            e.chapter
+            for n, g in assignment.groups[: assignment.groups.index((name, group))]
+            for e in g
+        }
         new = [p for p in pages if p.label not in earlier]
         if new:
             chapters_read = ", ".join(f"{{ref}}`{p.label}`" for p in new)
-            reading.append(((f"{name}: " if name else ""), chapters_read, sum(p.reading for p in new)))
+            reading.append(
+                ((f"{name}: " if name else ""), chapters_read, sum(p.reading for p in new))
+            )
     if reading:
         total = sum(r[2] for r in reading)
         parts = "; ".join(f"{who}{names}, {_hours(n)}" for who, names, n in reading)
-        text += (f"\nReading first (the chapters' own estimates, each chapter counted once): {parts}"
-                 + (f"; {_hours(total)} in all" if len(reading) > 1 else "") + ".\n")
+        text += (
+            f"\nReading first (the chapters' own estimates, each chapter counted once): {parts}"
+            + (f"; {_hours(total)} in all" if len(reading) > 1 else "")
+            + ".\n"
+        )
     return text
 
 
@@ -300,14 +344,19 @@ def rubrics_markdown(root: Path = ROOT, map_path: Path | None = None) -> str:
     exercises = exercise_map(map_path or Path(root) / "_includes" / "exercise_map.md")
     unknown = sorted(set(rc.checks.RUBRICS) - set(exercises))
     if unknown:
-        raise ValueError(f"rubrics for exercises the exercise map does not hold: {', '.join(unknown)}")
+        raise ValueError(
+            f"rubrics for exercises the exercise map does not hold: {', '.join(unknown)}"
+        )
     blocks = []
     for e in exercises.values():
         rubric = rc.checks.RUBRICS.get(e.label)
         if rubric is None:
             continue
-        lines = [f"**{e.title}** (`{e.label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): "
-                 f"{rubric.points:g} points.", ""]
+        lines = [
+            f"**{e.title}** (`{e.label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): "
+            f"{rubric.points:g} points.",
+            "",
+        ]
         lines += [f"- {p:g} point{'' if p == 1 else 's'}: {text}" for p, text in rubric.criteria]
         if rubric.wrong_turns:
             lines += ["", "Common wrong turns:", ""] + [f"- {w}" for w in rubric.wrong_turns]

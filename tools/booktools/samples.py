@@ -25,9 +25,11 @@ from .student import strip_solutions
 
 SAMPLES = ROOT / "tests" / "data" / "submissions"
 EXAMPLE = ROOT / "_includes" / "example_grades.md"
-EXAMPLE_HEADER = ("<!-- Written by scripts/samples.py: the grade sheet of the sample submissions in "
-                  "tests/data/submissions/,\n     graded by `python3 tasks.py grade tests/data/submissions`. "
-                  "Do not edit. -->\n\n")
+EXAMPLE_HEADER = (
+    "<!-- Written by scripts/samples.py: the grade sheet of the sample submissions in "
+    "tests/data/submissions/,\n     graded by `python3 tasks.py grade tests/data/submissions`. "
+    "Do not edit. -->\n\n"
+)
 
 STUB = {
     "count": "def path_count(L, H, length):\n    raise NotImplementedError",
@@ -38,31 +40,42 @@ STUB = {
 }
 RIGHT = {
     "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * H**length",
-    "two": ("def two_layer_paths(X, P1, P2, W1, W2):\n    return {\n        (None, None): X,\n"
-            "        (0, None): P1 @ X @ W1,\n        (None, 0): P2 @ X @ W2,\n"
-            "        (0, 0): P2 @ P1 @ X @ W1 @ W2,\n    }"),
+    "two": (
+        "def two_layer_paths(X, P1, P2, W1, W2):\n    return {\n        (None, None): X,\n"
+        "        (0, None): P1 @ X @ W1,\n        (None, 0): P2 @ X @ W2,\n"
+        "        (0, 0): P2 @ P1 @ X @ W1 @ W2,\n    }"
+    ),
     "mean": "def mean_length(L, H):\n    return L * H / (H + 1)",
     "predict": "prediction = 6",
     "read": "answer = 6",
 }
 # typical mistakes: the skip counted as a head; the attention matrices in layer order
-MISTAKE = {**RIGHT,
-           "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length",
-           "two": RIGHT["two"].replace("P2 @ P1 @ X", "P1 @ P2 @ X")}
+MISTAKE = {
+    **RIGHT,
+    "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length",
+    "two": RIGHT["two"].replace("P2 @ P1 @ X", "P1 @ P2 @ X"),
+}
 # a syntax error in one answer, a division by zero in another, the rest left alone
-CRASH = {**STUB, "count": RIGHT["count"],
-         "two": RIGHT["two"].replace("    }", "    ]"),
-         "mean": "def mean_length(L, H):\n    return L * H / (H + 1 - H - 1)"}
+CRASH = {
+    **STUB,
+    "count": RIGHT["count"],
+    "two": RIGHT["two"].replace("    }", "    ]"),
+    "mean": "def mean_length(L, H):\n    return L * H / (H + 1 - H - 1)",
+}
 # answers to the explain question, in a cell right below it
-GOOD_ANSWER = ("*My answer.* The norm of a sum is at most the sum of the norms, so shares above one say "
-               "the terms are not aligned; only their inner products would show cancelling. The paths share "
-               "the attention matrices of one forward pass: they are not independent members of an ensemble.")
+GOOD_ANSWER = (
+    "*My answer.* The norm of a sum is at most the sum of the norms, so shares above one say "
+    "the terms are not aligned; only their inner products would show cancelling. The paths share "
+    "the attention matrices of one forward pass: they are not independent members of an ensemble."
+)
 WEAK_ANSWER = "The paths are independent shallow networks, so their shares add up."
 QUESTION_END = "shallow networks, one per\npath?\n\n````{exercise-end}\n````\n"
 # a proof, written below the prove question (correct.md)
-PROOF_ANSWER = ("*My proof.* Induction on L: layer L is the sum over h = 0..H of P_h X_{L-1} W_h, the skip "
-                "being head 0; substituting the sum for X_{L-1} and distributing gives every path once, "
-                "the latest attention on the left. The bias stays 1 c^T because P 1 = 1.")
+PROOF_ANSWER = (
+    "*My proof.* Induction on L: layer L is the sum over h = 0..H of P_h X_{L-1} W_h, the skip "
+    "being head 0; substituting the sum for X_{L-1} and distributing gives every path once, "
+    "the latest attention on the left. The bias stays 1 c^T because P 1 = 1."
+)
 PROVE_END = "Write the proof in a Markdown cell below.\n\n````{exercise-end}\n````\n"
 # a proof at the notebook's end (mistake.md): it belongs to the last exercise, the proof
 WEAK_PROOF = "By induction the paths add up, in layer order P(1) ... P(L)."
@@ -86,12 +99,20 @@ def sample_texts() -> dict[str, str]:
     of ``test_tampering_crashes_and_loops_get_their_outcomes``, written as ipynb at test time."""
     base = _student()
     for anchor in (*STUB.values(), QUESTION_END, PROVE_END):
-        if base.count(anchor) != 1:  # the chapter's stubs and questions are where the samples expect
-            raise RuntimeError(f"the paths chapter's student version holds {base.count(anchor)} copies of "
-                               f"{anchor!r}, not one: update booktools/samples.py to the chapter")
+        if (
+            base.count(anchor) != 1
+        ):  # the chapter's stubs and questions are where the samples expect
+            raise RuntimeError(
+                f"the paths chapter's student version holds {base.count(anchor)} copies of "
+                f"{anchor!r}, not one: update booktools/samples.py to the chapter"
+            )
     out = {}
-    for name, answers in (("correct.md", RIGHT), ("mistake.md", MISTAKE),
-                          ("untouched.md", STUB), ("crashes.md", CRASH)):
+    for name, answers in (
+        ("correct.md", RIGHT),
+        ("mistake.md", MISTAKE),
+        ("untouched.md", STUB),
+        ("crashes.md", CRASH),
+    ):
         text = base
         for key, stub in STUB.items():
             text = text.replace(stub, answers[key])
@@ -113,19 +134,29 @@ def example_sheet(graded: Path) -> str:
 def grade_samples(out: Path, jobs: int = 2) -> list:
     """Grade the samples (fast mode, the formats the tests check) into ``out``."""
     from .grade import grade
-    return grade(SAMPLES, out, timeout=180, jobs=jobs, echo=lambda *a: None, formats=["canvas,gradescope"])
+
+    return grade(
+        SAMPLES, out, timeout=180, jobs=jobs, echo=lambda *a: None, formats=["canvas,gradescope"]
+    )
 
 
 def stale(texts: dict[str, str] | None = None) -> list[str]:
     """The sample files that differ from :func:`sample_texts` (or are missing)."""
     texts = sample_texts() if texts is None else texts
-    return [name for name, text in texts.items()
-            if not (SAMPLES / name).exists() or (SAMPLES / name).read_text() != text]
+    return [
+        name
+        for name, text in texts.items()
+        if not (SAMPLES / name).exists() or (SAMPLES / name).read_text() != text
+    ]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="only say whether the files are current (exit 1 if not)")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="only say whether the files are current (exit 1 if not)",
+    )
     args = ap.parse_args(argv)
     texts = sample_texts()
     old = stale(texts)
@@ -141,13 +172,22 @@ def main(argv=None) -> int:
         sheet = example_sheet(Path(tmp) / "graded")
     current = EXAMPLE.exists() and EXAMPLE.read_text() == sheet
     if args.check:
-        print("the samples and the example grade sheet are current" if current
-              else f"stale: {EXAMPLE.relative_to(ROOT)} (run python3 scripts/samples.py)")
+        print(
+            "the samples and the example grade sheet are current"
+            if current
+            else f"stale: {EXAMPLE.relative_to(ROOT)} (run python3 scripts/samples.py)"
+        )
         return 0 if current else 1
     if not current:
         EXAMPLE.write_text(sheet)
-    wrote = [f"tests/data/submissions/{n}" for n in old] + ([] if current else [str(EXAMPLE.relative_to(ROOT))])
-    print(f"wrote {', '.join(wrote)}: commit them" if wrote else "the samples and the example grade sheet were current")
+    wrote = [f"tests/data/submissions/{n}" for n in old] + (
+        [] if current else [str(EXAMPLE.relative_to(ROOT))]
+    )
+    print(
+        f"wrote {', '.join(wrote)}: commit them"
+        if wrote
+        else "the samples and the example grade sheet were current"
+    )
     return 0
 
 

@@ -61,7 +61,9 @@ def strip_notebook(nb):
             elif line.strip() == fence:
                 state = None
             else:
-                raise ValueError("a solution-end is not followed by its closing fence; nothing written")
+                raise ValueError(
+                    "a solution-end is not followed by its closing fence; nothing written"
+                )
         if "\n".join(kept).strip():
             cell.source = "\n".join(kept)
             cells.append(cell)

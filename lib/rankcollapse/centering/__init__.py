@@ -117,7 +117,9 @@ def optimal_center(X) -> torch.Tensor:
         ``X`` has fewer than two dimensions, an empty dimension, or NaN/infinite entries.
     """
     if not isinstance(X, torch.Tensor):
-        raise TypeError(f"X must be a torch.Tensor of shape (n, d) or (..., n, d), got {type(X).__name__}")
+        raise TypeError(
+            f"X must be a torch.Tensor of shape (n, d) or (..., n, d), got {type(X).__name__}"
+        )
     X = as_tokens("X", X)
     n, d = X.shape[-2:]
     M = X.detach().to(device="cpu", dtype=torch.float64).numpy().reshape(-1, n, d)

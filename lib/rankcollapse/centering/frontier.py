@@ -77,12 +77,16 @@ class _Search:
         m = nl > 0
         kk, cm = nl[m], cols[m]
         slope = (n - 2 * kk).astype(np.float64)  # minus the slope of F_j just left of S_kk
-        lo[m] = np.maximum(S[kk, cm] - (a - FS[kk, cm]) / np.where(slope > 0, slope, np.inf), S[kk - 1, cm])
+        lo[m] = np.maximum(
+            S[kk, cm] - (a - FS[kk, cm]) / np.where(slope > 0, slope, np.inf), S[kk - 1, cm]
+        )
         hi = S[-1].copy()
         m = nr > 0
         rr, cm = n - 1 - nr[m], cols[m]
         slope = (2 * rr + 2 - n).astype(np.float64)  # the slope of F_j just right of S_rr
-        hi[m] = np.minimum(S[rr, cm] + (a - FS[rr, cm]) / np.where(slope > 0, slope, np.inf), S[rr + 1, cm])
+        hi[m] = np.minimum(
+            S[rr, cm] + (a - FS[rr, cm]) / np.where(slope > 0, slope, np.inf), S[rr + 1, cm]
+        )
         return lo, np.maximum(hi, lo)
 
     # -- one LP of the frontier, by column generation over windows -------------------------------
@@ -138,8 +142,12 @@ class _Search:
             # S[k] with k the first sorted position where h_j stops decreasing minimises h_j.
             cum = np.cumsum(np.take_along_axis(C, self.order, axis=0), axis=0)
             k = np.argmax(2 * cum >= total * (1 - 1e-12), axis=0)
-            self.ih = np.where(up, np.clip(np.maximum(self.ih + 1, k + margin), 0, self.n - 1), self.ih)
-            self.il = np.where(down, np.clip(np.minimum(self.il - 1, k - margin), 0, self.n - 1), self.il)
+            self.ih = np.where(
+                up, np.clip(np.maximum(self.ih + 1, k + margin), 0, self.n - 1), self.ih
+            )
+            self.il = np.where(
+                down, np.clip(np.minimum(self.il - 1, k - margin), 0, self.n - 1), self.il
+            )
             margin *= 2
 
     # -- main loop -----------------------------------------------------------------------------

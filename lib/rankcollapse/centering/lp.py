@@ -5,7 +5,12 @@ See :func:`rankcollapse.centering.optimal_center` (the LP formulation and the co
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # the frontier search imports this module; the annotation only names its state
+    from .frontier import _Search
 
 # HiGHS feasibility tolerances; the data are scaled so that the largest centred entry is 1.
 _LP_TOL = 1e-9
@@ -31,7 +36,12 @@ class _LP:
 
     DENSE_UP_TO = 4  # columns with at most this many intervals use (1)
 
-    def __init__(self, search: _Search, lo: np.ndarray, hi: np.ndarray):
+    def __init__(
+        self,
+        search: _Search,
+        lo: np.ndarray,
+        hi: np.ndarray,
+    ):
         import scipy.sparse as sp
 
         Y, S = search.Y, search.S
@@ -101,12 +111,15 @@ class _LP:
         cols += [np.full(n, N - 1), np.full(keep_f.size, N - 2)]
         vals += [-np.ones(n), -np.ones(keep_f.size)]
         n_ub = n + keep_f.size
-        self.A_ub = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_ub, N))
+        self.A_ub = sp.csc_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_ub, N)
+        )
         self.b_ub = np.concatenate([-R.sum(axis=1), -F_lo[keep_f]])
         self.keep_f = keep_f
         if n_aux:
             self.A_eq = sp.csc_matrix(
-                (np.concatenate(eq_vals), (np.concatenate(eq_rows), np.concatenate(eq_cols))), shape=(n_aux, N)
+                (np.concatenate(eq_vals), (np.concatenate(eq_rows), np.concatenate(eq_cols))),
+                shape=(n_aux, N),
             )
             self.b_eq = np.zeros(n_aux)
         else:

@@ -42,17 +42,28 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
 from .._validate import check_bool
+from .questions import Question
+from .questions import check_grading as _check_grading
 
-from .questions import Question, check_grading as _check_grading
-
-__all__ = ["Exercise", "Question", "Rubric", "CheckResult", "EXERCISES", "QUESTIONS", "RUBRICS",
-           "register", "check", "in_book_build", "BOOK_BUILD_ENV"]
+__all__ = [
+    "Exercise",
+    "Question",
+    "Rubric",
+    "CheckResult",
+    "EXERCISES",
+    "QUESTIONS",
+    "RUBRICS",
+    "register",
+    "check",
+    "in_book_build",
+    "BOOK_BUILD_ENV",
+]
 
 
 @dataclass
@@ -95,14 +106,18 @@ class Rubric:
     wrong_turns: tuple = ()
 
     def __post_init__(self):
-        if isinstance(self.wrong_turns, str) or not all(isinstance(w, str) and w.strip() for w in self.wrong_turns):
+        if isinstance(self.wrong_turns, str) or not all(
+            isinstance(w, str) and w.strip() for w in self.wrong_turns
+        ):
             raise ValueError(f"Rubric {self.label!r}: wrong_turns is a tuple of non-empty strings")
         self.wrong_turns = tuple(self.wrong_turns)
         if not (isinstance(self.label, str) and self.label.startswith("ex-")):
             raise ValueError(f"Rubric label must be an exercise label 'ex-...', got {self.label!r}")
         self.criteria = tuple((p, str(text)) for p, text in self.criteria)
-        if not self.criteria or any(isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0
-                                    for p, _ in self.criteria):
+        if not self.criteria or any(
+            isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0
+            for p, _ in self.criteria
+        ):
             raise ValueError(f"Rubric {self.label!r}: criteria are (positive points, text) pairs")
 
     @property
@@ -130,8 +145,10 @@ class CheckResult:
         if self.status == "correct" and in_book_build():
             # the book runs the check on the solution printed above it: say so, so that a reader
             # does not take it for their own pass (in a notebook the check runs their function)
-            return (f"{mark} {self.exercise}: checked against the reference solution.\n"
-                    "  It passes; in a notebook this cell checks your own function.")
+            return (
+                f"{mark} {self.exercise}: checked against the reference solution.\n"
+                "  It passes; in a notebook this cell checks your own function."
+            )
         if self.status == "correct" and self.message:
             return f"{mark} {self.exercise}: correct ({self.message})."
         return f"{mark} {self.exercise}: {self.status}. {self.message}".rstrip()
@@ -161,7 +178,9 @@ def register(ex):
         RUBRICS[ex.label] = ex
         return ex
     if not isinstance(ex, (Exercise, Question)):
-        raise TypeError(f"register takes an Exercise or a Question (or a Rubric), got {type(ex).__name__}")
+        raise TypeError(
+            f"register takes an Exercise or a Question (or a Rubric), got {type(ex).__name__}"
+        )
     if ex.id in EXERCISES or ex.id in QUESTIONS:
         raise ValueError(f"exercise {ex.id!r} is registered twice")
     if isinstance(ex, Question):
@@ -173,11 +192,19 @@ def register(ex):
 
 def _close(got, want, rtol=1e-8, atol=1e-10) -> bool:
     if isinstance(want, dict):
-        return isinstance(got, dict) and set(got) == set(want) and all(_close(got[k], want[k]) for k in want)
+        return (
+            isinstance(got, dict)
+            and set(got) == set(want)
+            and all(_close(got[k], want[k]) for k in want)
+        )
     if isinstance(want, torch.Tensor):
         try:
-            got = torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
-            return got.shape == want.shape and torch.allclose(got.to(want.dtype), want, rtol=rtol, atol=atol)
+            got = (
+                torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
+            )
+            return got.shape == want.shape and torch.allclose(
+                got.to(want.dtype), want, rtol=rtol, atol=atol
+            )
         except (TypeError, ValueError, RuntimeError):  # an answer that is no tensor at all
             return False
     if isinstance(want, (int, float)):
@@ -218,8 +245,12 @@ def _has_float_tensor(x) -> bool:
 def _close32(got, want, want32) -> bool:
     """``got`` equals the float64 reference ``want`` to float32 precision (``want32``: the reference in float32)."""
     if isinstance(want, dict):
-        return (isinstance(got, dict) and isinstance(want32, dict) and set(got) == set(want) == set(want32)
-                and all(_close32(got[k], want[k], want32[k]) for k in want))
+        return (
+            isinstance(got, dict)
+            and isinstance(want32, dict)
+            and set(got) == set(want) == set(want32)
+            and all(_close32(got[k], want[k], want32[k]) for k in want)
+        )
     if isinstance(want, torch.Tensor):
         try:
             g = torch.as_tensor(got).double()
@@ -290,7 +321,9 @@ def _check_question(q: Question, value) -> CheckResult:
     if value is None or value is Ellipsis:
         return CheckResult(q.id, "not attempted", "Replace the `None` with your answer.")
     if not q.allowed(value):
-        expected = f"one of {', '.join(map(repr, q.choices))}" if q.choices is not None else "a number"
+        expected = (
+            f"one of {', '.join(map(repr, q.choices))}" if q.choices is not None else "a number"
+        )
         return CheckResult(q.id, "incorrect", f"Your answer {value!r} is not {expected}.")
     want = q.answer()
     if q.same(value, want):
@@ -313,7 +346,9 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
             print(result)
         return result
     if exercise_id not in EXERCISES:
-        raise ValueError(f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES) + sorted(QUESTIONS)}")
+        raise ValueError(
+            f"unknown exercise {exercise_id!r}; known: {sorted(EXERCISES) + sorted(QUESTIONS)}"
+        )
     if not callable(fn):
         raise TypeError(f"fn must be the function you wrote, got {type(fn).__name__}")
     quiet = check_bool("quiet", quiet)
@@ -324,10 +359,21 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
         try:
             got = fn(*case)
         except NotImplementedError:
-            result, passed = CheckResult(ex.id, "not attempted", "Replace the `raise NotImplementedError` with your code."), 0
+            result, passed = (
+                CheckResult(
+                    ex.id,
+                    "not attempted",
+                    "Replace the `raise NotImplementedError` with your code.",
+                ),
+                0,
+            )
             break
         except Exception as err:  # the reader's code failed: report it, do not crash the notebook
-            result = result or CheckResult(ex.id, "error", f"On input {_short(case)} your function raised {type(err).__name__}: {err}")
+            result = result or CheckResult(
+                ex.id,
+                "error",
+                f"On input {_short(case)} your function raised {type(err).__name__}: {err}",
+            )
             if ex.partial:
                 continue
             break
@@ -341,9 +387,13 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
             passed += 1
             continue
         if note is not None:  # an answer without a dtype (an int) that is also a known mistake's
-            hint += (" (Computed in float32? This input's answer lies below float32's resolution, "
-                     "where float32 gives this same answer: compute in float64.)")
-        result = result or CheckResult(ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint or ex.hint}")
+            hint += (
+                " (Computed in float32? This input's answer lies below float32's resolution, "
+                "where float32 gives this same answer: compute in float64.)"
+            )
+        result = result or CheckResult(
+            ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint or ex.hint}"
+        )
         if not ex.partial:
             break
     if result is None:
@@ -357,16 +407,14 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
     return result
 
 
-
-
 # Each chapter's exercises, registered on import (keep this list in book order).
-from . import paths as _paths  # noqa: E402,F401
 from . import collapse as _collapse  # noqa: E402,F401
-from . import skip as _skip  # noqa: E402,F401
-from . import lower_bound as _lower_bound  # noqa: E402,F401
-from . import toy_tasks as _toy_tasks  # noqa: E402,F401
-from . import mlp as _mlp  # noqa: E402,F401
-from . import layernorm as _layernorm  # noqa: E402,F401
-from . import real_models as _real_models  # noqa: E402,F401
-from . import limits as _limits  # noqa: E402,F401
 from . import later as _later  # noqa: E402,F401
+from . import layernorm as _layernorm  # noqa: E402,F401
+from . import limits as _limits  # noqa: E402,F401
+from . import lower_bound as _lower_bound  # noqa: E402,F401
+from . import mlp as _mlp  # noqa: E402,F401
+from . import paths as _paths  # noqa: E402,F401
+from . import real_models as _real_models  # noqa: E402,F401
+from . import skip as _skip  # noqa: E402,F401
+from . import toy_tasks as _toy_tasks  # noqa: E402,F401

@@ -23,9 +23,18 @@ register(
         cases=_cascade_cases,
         hint="Unroll r_l <= c r_{l-1}^3 from the input: each earlier layer's constant is cubed by every later layer.",
         mistakes=[
-            (lambda c, r0, L: c**L * r0 ** (3**L), "The constants cascade too: r_2 <= c (c r_0^3)^3 = c^4 r_0^9, not c^2 r_0^9."),
-            (lambda c, r0, L: c ** (3**L) * r0 ** (3**L), "Count the constants: c^(1 + 3 + ... + 3^(L-1)) = c^((3^L - 1)/2)."),
-            (lambda c, r0, L: c ** ((3**L - 1) / 2) * r0 ** (3 * L), "The residual is cubed once per layer: the exponent is 3^L, not 3L."),
+            (
+                lambda c, r0, L: c**L * r0 ** (3**L),
+                "The constants cascade too: r_2 <= c (c r_0^3)^3 = c^4 r_0^9, not c^2 r_0^9.",
+            ),
+            (
+                lambda c, r0, L: c ** (3**L) * r0 ** (3**L),
+                "Count the constants: c^(1 + 3 + ... + 3^(L-1)) = c^((3^L - 1)/2).",
+            ),
+            (
+                lambda c, r0, L: c ** ((3**L - 1) / 2) * r0 ** (3 * L),
+                "The residual is cubed once per layer: the exponent is 3^L, not 3L.",
+            ),
         ],
     )
 )
@@ -52,13 +61,25 @@ register(
         cases=_beta_cases,
         hint="beta = ||W_Q W_K^T||_1 * ||W_V W_O||_{1,inf}: the largest column sum, then the composite norm sqrt(||.||_1 ||.||_inf).",
         mistakes=[
-            (lambda W_Q, W_K, W_V, W_O: norm_1(W_K @ W_Q.T) * torch.sqrt(norm_1(W_V @ W_O) * norm_inf(W_V @ W_O)),
-             "The logits are X W_Q (X W_K)^T = X (W_Q W_K^T) X^T: W_QK = W_Q W_K^T, not its transpose "
-             "(whose largest column sum is W_QK's largest row sum)."),
-            (lambda W_Q, W_K, W_V, W_O: norm_1(W_Q @ W_K.T) * norm_1(W_V @ W_O) * norm_inf(W_V @ W_O),
-             "Is your square root there? The composite norm is sqrt(||W||_1 ||W||_inf)."),
-            (lambda W_Q, W_K, W_V, W_O: norm_1(W_Q @ W_K.T) * torch.sqrt(norm_1(W_V) * norm_inf(W_V)),
-             "The head's value map includes its slice of the output projection: W = W_V W_O."),
+            (
+                lambda W_Q, W_K, W_V, W_O: (
+                    norm_1(W_K @ W_Q.T) * torch.sqrt(norm_1(W_V @ W_O) * norm_inf(W_V @ W_O))
+                ),
+                "The logits are X W_Q (X W_K)^T = X (W_Q W_K^T) X^T: W_QK = W_Q W_K^T, not its transpose "
+                "(whose largest column sum is W_QK's largest row sum).",
+            ),
+            (
+                lambda W_Q, W_K, W_V, W_O: (
+                    norm_1(W_Q @ W_K.T) * norm_1(W_V @ W_O) * norm_inf(W_V @ W_O)
+                ),
+                "Is your square root there? The composite norm is sqrt(||W||_1 ||W||_inf).",
+            ),
+            (
+                lambda W_Q, W_K, W_V, W_O: (
+                    norm_1(W_Q @ W_K.T) * torch.sqrt(norm_1(W_V) * norm_inf(W_V))
+                ),
+                "The head's value map includes its slice of the output projection: W = W_V W_O.",
+            ),
         ],
     )
 )
@@ -88,11 +109,18 @@ register(
         cases=_centred_cases,
         hint="res(P X W) = (I - 11^T/n) P X W, and (I - 11^T/n) P = P - 1 pbar^T with pbar the column means of P.",
         mistakes=[
-            (lambda P, R, W: P @ R @ W, "P R W is not centred: P mixes the rows, so its columns need not average to zero."),
-            (lambda P, R, W: (P - P.mean(dim=-2, keepdim=True)) @ R,
-             "Don't forget the value map: the head outputs P X W, so the residual is (P - 1 pbar^T) R W."),
-            (lambda P, R, W: (P - torch.eye(P.shape[0], dtype=P.dtype)) @ R @ W,
-             "P - I measures how far attention is from each token keeping itself; the residual needs P - 1 pbar^T."),
+            (
+                lambda P, R, W: P @ R @ W,
+                "P R W is not centred: P mixes the rows, so its columns need not average to zero.",
+            ),
+            (
+                lambda P, R, W: (P - P.mean(dim=-2, keepdim=True)) @ R,
+                "Don't forget the value map: the head outputs P X W, so the residual is (P - 1 pbar^T) R W.",
+            ),
+            (
+                lambda P, R, W: (P - torch.eye(P.shape[0], dtype=P.dtype)) @ R @ W,
+                "P - I measures how far attention is from each token keeping itself; the residual needs P - 1 pbar^T.",
+            ),
         ],
     )
 )
@@ -109,8 +137,11 @@ def _residual_and_norm(X):
 
 def _residual_mistake(centre="columns", norm="l1inf"):
     def wrong(X):
-        R = {"columns": X - X.mean(dim=-2, keepdim=True), "rows": X - X.mean(dim=-1, keepdim=True),
-             "none": X}[centre]
+        R = {
+            "columns": X - X.mean(dim=-2, keepdim=True),
+            "rows": X - X.mean(dim=-1, keepdim=True),
+            "none": X,
+        }[centre]
         if norm == "sum-then-max":
             value = torch.sqrt(norm_1(R) * norm_inf(R))
         elif norm == "max-then-sum":  # the reductions of each norm in the wrong order
@@ -126,8 +157,9 @@ def _residual_cases():
     gen = torch.Generator().manual_seed(2021)
     cases = []
     for n, d, shift in ((3, 2, 0.0), (5, 4, 3.0), (6, 6, -1.5), (4, 7, 10.0)):
-        X = torch.randn(n, d, generator=gen, dtype=torch.float64) + shift * torch.randn(1, d, generator=gen,
-                                                                                         dtype=torch.float64)
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64) + shift * torch.randn(
+            1, d, generator=gen, dtype=torch.float64
+        )
         cases.append((X,))
     return cases
 
@@ -139,18 +171,26 @@ register(
         cases=_residual_cases,
         points=2,
         hint="res(X) = X - 1 x^T with x the mean of the tokens (the column means); its norm is "
-             "sqrt(||R||_1 ||R||_inf): the largest absolute column sum times the largest absolute row sum.",
+        "sqrt(||R||_1 ||R||_inf): the largest absolute column sum times the largest absolute row sum.",
         mistakes=[
-            (_residual_mistake(centre="rows", norm="sum-then-max"),
-             "Wrong centre: you subtracted each token's own mean over its features. The residual subtracts the "
-             "token that is common to all rows, the mean over the tokens (axis -2)."),
-            (_residual_mistake(centre="none", norm="sum-then-max"),
-             "You did not centre: res(X) = X - 1 x^T removes the part every token shares."),
-            (_residual_mistake(norm="max-then-sum"),
-             "Wrong order in the norms: ||R||_1 is the largest of the column sums (sum down each column, then "
-             "the maximum), not the sum of the columns' largest entries; likewise ||R||_inf over rows."),
-            (_residual_mistake(norm="fro"),
-             "That is the Frobenius norm; the book's norm is the composite sqrt(||R||_1 ||R||_inf)."),
+            (
+                _residual_mistake(centre="rows", norm="sum-then-max"),
+                "Wrong centre: you subtracted each token's own mean over its features. The residual subtracts the "
+                "token that is common to all rows, the mean over the tokens (axis -2).",
+            ),
+            (
+                _residual_mistake(centre="none", norm="sum-then-max"),
+                "You did not centre: res(X) = X - 1 x^T removes the part every token shares.",
+            ),
+            (
+                _residual_mistake(norm="max-then-sum"),
+                "Wrong order in the norms: ||R||_1 is the largest of the column sums (sum down each column, then "
+                "the maximum), not the sum of the columns' largest entries; likewise ||R||_inf over rows.",
+            ),
+            (
+                _residual_mistake(norm="fro"),
+                "That is the Frobenius norm; the book's norm is the composite sqrt(||R||_1 ||R||_inf).",
+            ),
         ],
     )
 )
@@ -168,7 +208,9 @@ def _network_and_input(init_scale, n_layers=6):
     from ..theory import unit_residual_tokens
 
     model = SAN(SANConfig(**{**_SHAPE, "n_layers": n_layers}, init_scale=init_scale), seed=0)
-    X = unit_residual_tokens(_N_TOKENS, _SHAPE["d_model"], generator=torch.Generator().manual_seed(0))
+    X = unit_residual_tokens(
+        _N_TOKENS, _SHAPE["d_model"], generator=torch.Generator().manual_seed(0)
+    )
     return model, X
 
 
@@ -195,10 +237,16 @@ register(
         choices=("scale 1", "scale 30", "neither"),
         hint="Look again at section 4: what does attention become when its weights are very large?",
         mistakes=[
-            ("scale 1", "Larger weights make the constant c larger, so the bound says nothing; and they make attention "
-                        "nearly hard, each token attending to a single token: P stops averaging the tokens together."),
-            ("neither", "Pure attention with usual weights collapses, but nearly hard attention (init_scale 30) is the "
-                        "way out that section 4 found: its relative residual stays above 1e-3."),
+            (
+                "scale 1",
+                "Larger weights make the constant c larger, so the bound says nothing; and they make attention "
+                "nearly hard, each token attending to a single token: P stops averaging the tokens together.",
+            ),
+            (
+                "neither",
+                "Pure attention with usual weights collapses, but nearly hard attention (init_scale 30) is the "
+                "way out that section 4 found: its relative residual stays above 1e-3.",
+            ),
         ],
     )
 )
@@ -222,9 +270,15 @@ register(
         choices=(1, 2, 3),
         hint="The bound is c^((3^l - 1)/2) r0^(3^l): how does its logarithm grow with l?",
         mistakes=[
-            (1, "Equal steps down a log axis would be a geometric (linear-rate) fall; the dashed curve steepens "
-                "with every layer."),
-            (2, "Squaring would double the exponent each layer; the residual enters each layer's bound cubed (Step 4)."),
+            (
+                1,
+                "Equal steps down a log axis would be a geometric (linear-rate) fall; the dashed curve steepens "
+                "with every layer.",
+            ),
+            (
+                2,
+                "Squaring would double the exponent each layer; the residual enters each layer's bound cubed (Step 4).",
+            ),
         ],
     )
 )
@@ -233,14 +287,26 @@ register(
     Rubric(
         label="ex-collapse-prove",
         criteria=(
-            (1, "Derives P_ij = s_j rho_ij by dividing numerator and denominator by sum_k e^{a_k}."),
-            (1, "rho_ij in [e^{-2 eps}, e^{2 eps}]: the normaliser is an average (weights s_k) of numbers "
-                "in [e^{-eps}, e^{eps}]."),
-            (2, "|Delta_ij| <= 2 sinh(2 eps) s_j: the column mean of rho lies in the same interval, and two "
+            (
+                1,
+                "Derives P_ij = s_j rho_ij by dividing numerator and denominator by sum_k e^{a_k}.",
+            ),
+            (
+                1,
+                "rho_ij in [e^{-2 eps}, e^{2 eps}]: the normaliser is an average (weights s_k) of numbers "
+                "in [e^{-eps}, e^{eps}].",
+            ),
+            (
+                2,
+                "|Delta_ij| <= 2 sinh(2 eps) s_j: the column mean of rho lies in the same interval, and two "
                 "numbers of an interval of length e^{2 eps} - e^{-2 eps} differ by at most that; row sums "
-                "give ||Delta||_inf <= 2 sinh(2 eps) because the s_j sum to one."),
-            (2, "||Delta||_1: bounds n s_j by e^{2 eps} ||P||_1 from P_kj >= s_j e^{-2 eps}, and says why "
-                "the column sums need it (one s_j repeated n times, not summed over j)."),
+                "give ||Delta||_inf <= 2 sinh(2 eps) because the s_j sum to one.",
+            ),
+            (
+                2,
+                "||Delta||_1: bounds n s_j by e^{2 eps} ||P||_1 from P_kj >= s_j e^{-2 eps}, and says why "
+                "the column sums need it (one s_j repeated n times, not summed over j).",
+            ),
         ),
         wrong_turns=(
             "Taking the normaliser to be 1 (or at least 1): gives rho in [e^{-eps}, e^{eps}] and loses the "
@@ -278,14 +344,22 @@ def step3_measure(a: torch.Tensor, E: torch.Tensor) -> dict:
     """For ``P = softmax(1 a^T + E)`` row by row: ``eps`` (max|E|), ``p1`` (||P||_1, the largest
     column sum) and ``delta_inf``, ``delta_1`` (the two norms of Delta = P - 1 p-bar^T)."""
     if not (isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() > 0):
-        raise ValueError(f"a must be a non-empty 1-d tensor of logits, got {getattr(a, 'shape', type(a).__name__)}")
+        raise ValueError(
+            f"a must be a non-empty 1-d tensor of logits, got {getattr(a, 'shape', type(a).__name__)}"
+        )
     n = a.numel()
     if not (isinstance(E, torch.Tensor) and tuple(E.shape) == (n, n)):
-        raise ValueError(f"E must be an ({n}, {n}) tensor to match a, got {getattr(E, 'shape', type(E).__name__)}")
+        raise ValueError(
+            f"E must be an ({n}, {n}) tensor to match a, got {getattr(E, 'shape', type(E).__name__)}"
+        )
     P = torch.softmax(a[None, :] + E, dim=1)
     delta = P - P.mean(dim=0, keepdim=True)
-    return {"eps": float(E.abs().max()), "p1": float(norm_1(P)),
-            "delta_inf": float(norm_inf(delta)), "delta_1": float(norm_1(delta))}
+    return {
+        "eps": float(E.abs().max()),
+        "p1": float(norm_1(P)),
+        "delta_inf": float(norm_inf(delta)),
+        "delta_1": float(norm_1(delta)),
+    }
 
 
 def _step3_cases():
@@ -303,16 +377,26 @@ register(
         cases=_step3_cases,
         hint="Row sums: 2 sinh(2 eps) (the s_j sum to one); column sums: the same times e^(2 eps) ||P||_1.",
         mistakes=[
-            (_pair(lambda e, p: (2 * math.sinh(e), 2 * math.sinh(e) * math.exp(e) * p)),
-             "The normaliser sum_k s_k e^(E_ik) is not 1: it is an average of numbers in [e^-eps, e^eps], "
-             "so rho lies in [e^-2eps, e^2eps]."),
-            (_pair(lambda e, p: (math.exp(2 * e) - 1, (math.exp(2 * e) - 1) * math.exp(2 * e) * p)),
-             "rho_ij and the column mean of rho both lie in [e^-2eps, e^2eps]: they can differ by the "
-             "interval's whole length, e^2eps - e^-2eps = 2 sinh(2 eps)."),
-            (_pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e))),
-             "A column repeats one s_j n times instead of summing the s_j: bound n s_j by e^(2 eps) ||P||_1."),
-            (_pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e) * p)),
-             "n s_j <= e^(2 eps) ||P||_1, from P_kj >= s_j e^(-2 eps): the factor e^(2 eps) is missing."),
+            (
+                _pair(lambda e, p: (2 * math.sinh(e), 2 * math.sinh(e) * math.exp(e) * p)),
+                "The normaliser sum_k s_k e^(E_ik) is not 1: it is an average of numbers in [e^-eps, e^eps], "
+                "so rho lies in [e^-2eps, e^2eps].",
+            ),
+            (
+                _pair(
+                    lambda e, p: (math.exp(2 * e) - 1, (math.exp(2 * e) - 1) * math.exp(2 * e) * p)
+                ),
+                "rho_ij and the column mean of rho both lie in [e^-2eps, e^2eps]: they can differ by the "
+                "interval's whole length, e^2eps - e^-2eps = 2 sinh(2 eps).",
+            ),
+            (
+                _pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e))),
+                "A column repeats one s_j n times instead of summing the s_j: bound n s_j by e^(2 eps) ||P||_1.",
+            ),
+            (
+                _pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e) * p)),
+                "n s_j <= e^(2 eps) ||P||_1, from P_kj >= s_j e^(-2 eps): the factor e^(2 eps) is missing.",
+            ),
         ],
     )
 )

@@ -47,10 +47,16 @@ register(
         cases=_ln_cases,
         hint="Row by row: subtract the token's mean over features, divide by sqrt(biased variance + 1e-5).",
         mistakes=[
-            (_ln_columns, "LayerNorm normalises each token (a row, over its d features), not each feature over the tokens."),
+            (
+                _ln_columns,
+                "LayerNorm normalises each token (a row, over its d features), not each feature over the tokens.",
+            ),
             (_ln_unbiased, "torch.nn.LayerNorm uses the biased variance (divide by d, not d - 1)."),
             (_ln_eps_outside, "Is your epsilon inside the square root? sigma = sqrt(var + eps)."),
-            (_ln_no_centre, "Centre first: the centring C = I - 11^T/d is half of LayerNorm's right multiplication."),
+            (
+                _ln_no_centre,
+                "Centre first: the centring C = I - 11^T/d is half of LayerNorm's right multiplication.",
+            ),
         ],
     )
 )
@@ -60,7 +66,11 @@ def _scale_cases():
     gen = torch.Generator().manual_seed(2107)
     cases = []
     for n, d in ((4, 3), (8, 6), (16, 16)):
-        Z = torch.randn(n, d, generator=gen, dtype=torch.float64) * torch.rand(n, 1, generator=gen, dtype=torch.float64) * 3
+        Z = (
+            torch.randn(n, d, generator=gen, dtype=torch.float64)
+            * torch.rand(n, 1, generator=gen, dtype=torch.float64)
+            * 3
+        )
         sigma = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
         cases.append((Z, sigma))
     return cases
@@ -73,9 +83,18 @@ register(
         cases=_scale_cases,
         hint="Minimise sum_i ||z_i / sigma_i - c z_i||^2 over c: set the derivative to zero.",
         mistakes=[
-            (lambda Z, sigma: (1.0 / sigma).mean(), "The mean of 1/sigma_i ignores how large each token is; weight token i by ||z_i||^2."),
-            (lambda Z, sigma: 1.0 / sigma.mean(), "1 / mean(sigma) is neither the least-squares scale nor the mean of 1/sigma_i; weight by ||z_i||^2."),
-            (lambda Z, sigma: ((Z**2).sum(-1) / sigma**2).sum() / (Z**2).sum(), "Too many factors of sigma: the least-squares c is sum ||z_i||^2/sigma_i over sum ||z_i||^2."),
+            (
+                lambda Z, sigma: (1.0 / sigma).mean(),
+                "The mean of 1/sigma_i ignores how large each token is; weight token i by ||z_i||^2.",
+            ),
+            (
+                lambda Z, sigma: 1.0 / sigma.mean(),
+                "1 / mean(sigma) is neither the least-squares scale nor the mean of 1/sigma_i; weight by ||z_i||^2.",
+            ),
+            (
+                lambda Z, sigma: ((Z**2).sum(-1) / sigma**2).sum() / (Z**2).sum(),
+                "Too many factors of sigma: the least-squares c is sum ||z_i||^2/sigma_i over sum ||z_i||^2.",
+            ),
         ],
     )
 )
@@ -103,11 +122,23 @@ register(
         cases=_rank_cases,
         hint="Count singular values larger than rtol times the largest singular value.",
         mistakes=[
-            (lambda Y, rtol: int((torch.linalg.svdvals(Y) > rtol).sum()),
-             "The tolerance is relative: compare with rtol * (largest singular value), or a rescaled matrix changes rank."),
-            (lambda Y, rtol: min(Y.shape), "Not every matrix has full rank: count the singular values that are not negligible."),
-            (lambda Y, rtol: int((torch.linalg.eigvals(Y @ Y.T).abs() > rtol * torch.linalg.eigvals(Y @ Y.T).abs().max()).sum()),
-             "Eigenvalues of Y Y^T are squared singular values: compare them with rtol^2 times the largest, or use singular values."),
+            (
+                lambda Y, rtol: int((torch.linalg.svdvals(Y) > rtol).sum()),
+                "The tolerance is relative: compare with rtol * (largest singular value), or a rescaled matrix changes rank.",
+            ),
+            (
+                lambda Y, rtol: min(Y.shape),
+                "Not every matrix has full rank: count the singular values that are not negligible.",
+            ),
+            (
+                lambda Y, rtol: int(
+                    (
+                        torch.linalg.eigvals(Y @ Y.T).abs()
+                        > rtol * torch.linalg.eigvals(Y @ Y.T).abs().max()
+                    ).sum()
+                ),
+                "Eigenvalues of Y Y^T are squared singular values: compare them with rtol^2 times the largest, or use singular values.",
+            ),
         ],
     )
 )
@@ -142,10 +173,16 @@ register(
         choices=("about 1", "about 1e-3", "rounding error"),
         hint="Which path does a skip connection add, and can a LayerNorm, which rescales each token, remove it?",
         mistakes=[
-            ("rounding error", "That is post-LN without skips (fig-ln-collapse a). With skips the length-zero path "
-                               "carries the input, and LayerNorm rescales each token without mixing tokens."),
-            ("about 1e-3", "A skip layer loses residual only slowly, and LayerNorm does not mix tokens: after 6 "
-                           "layers the relative residual is still of order one."),
+            (
+                "rounding error",
+                "That is post-LN without skips (fig-ln-collapse a). With skips the length-zero path "
+                "carries the input, and LayerNorm rescales each token without mixing tokens.",
+            ),
+            (
+                "about 1e-3",
+                "A skip layer loses residual only slowly, and LayerNorm does not mix tokens: after 6 "
+                "layers the relative residual is still of order one.",
+            ),
         ],
     )
 )
@@ -171,10 +208,16 @@ register(
         choices=("constant", "geometric", "doubly exponential"),
         hint="Look at the noise-0 curve in the right-hand panel, after the first layer.",
         mistakes=[
-            ("doubly exponential", "That is the left-hand panel, without LayerNorm, where the curves steepen layer "
-                                   "after layer."),
-            ("geometric", "A geometric fall is a straight sloping line on the log axis; the noiseless post-LN curve "
-                          "is flat after the first layer: LayerNorm resets the tokens' size every layer."),
+            (
+                "doubly exponential",
+                "That is the left-hand panel, without LayerNorm, where the curves steepen layer "
+                "after layer.",
+            ),
+            (
+                "geometric",
+                "A geometric fall is a straight sloping line on the log axis; the noiseless post-LN curve "
+                "is flat after the first layer: LayerNorm resets the tokens' size every layer.",
+            ),
         ],
     )
 )
@@ -186,8 +229,11 @@ register(
             (1, "States rank(AB) <= min(rank A, rank B) and rank(A + B) <= rank A + rank B."),
             (1, "rank LN(Y) <= rank Y + 1, and <= rank Y with a zero shift."),
             (1, "Pi LN(Y) = Pi S^{-1} Y C G because Pi 1 = 0, so its rank is at most rank Y."),
-            (2, "A rank-one Y with LN(Y) of rank two (tokens of opposite sign along one direction, a shift "
-                "not parallel to it), with the rank verified."),
+            (
+                2,
+                "A rank-one Y with LN(Y) of rank two (tokens of opposite sign along one direction, a shift "
+                "not parallel to it), with the rank verified.",
+            ),
             (1, "S^{-1} keeps the rank (invertible); C and G can lower it."),
         ),
         wrong_turns=(

@@ -1,10 +1,11 @@
 """Exercises of the chapter "What the theorem does not say"."""
 
-from . import Exercise, Question, Rubric, register  # noqa: F401
 import functools
 import math
 
 import torch
+
+from . import Exercise, Question, Rubric, register  # noqa: F401
 
 
 def _layer_constant(beta, gamma, d_qk):
@@ -29,16 +30,28 @@ register(
         reference=_layer_constant,
         cases=_layer_constant_cases,
         hint="c_l = 4 gamma_l beta_l H / sqrt(d_qk), with beta_l the largest head's beta in layer l and H the number "
-             "of heads (beta's second axis).",
+        "of heads (beta's second axis).",
         mistakes=[
-            (lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) / math.sqrt(d_qk),
-             "The multi-head constant (the paper's multi-head bound, as the collapse chapter reports it) carries a factor H: the heads' contributions add up."),
-            (lambda beta, gamma, d_qk: 4 * gamma * beta.mean(dim=-1) * beta.shape[-1] / math.sqrt(d_qk),
-             "beta bounds every head: take the largest head's beta in each layer, not the mean."),
-            (lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) * beta.shape[-1] / d_qk,
-             "The logits are divided by sqrt(d_qk), and so is the constant: is your square root there?"),
-            (lambda beta, gamma, d_qk: 4 * gamma * beta.sum(dim=-1) * beta.shape[-1] / math.sqrt(d_qk),
-             "The factor H already counts the heads: summing the heads' beta as well counts them twice."),
+            (
+                lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) / math.sqrt(d_qk),
+                "The multi-head constant (the paper's multi-head bound, as the collapse chapter reports it) carries a factor H: the heads' contributions add up.",
+            ),
+            (
+                lambda beta, gamma, d_qk: (
+                    4 * gamma * beta.mean(dim=-1) * beta.shape[-1] / math.sqrt(d_qk)
+                ),
+                "beta bounds every head: take the largest head's beta in each layer, not the mean.",
+            ),
+            (
+                lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) * beta.shape[-1] / d_qk,
+                "The logits are divided by sqrt(d_qk), and so is the constant: is your square root there?",
+            ),
+            (
+                lambda beta, gamma, d_qk: (
+                    4 * gamma * beta.sum(dim=-1) * beta.shape[-1] / math.sqrt(d_qk)
+                ),
+                "The factor H already counts the heads: summing the heads' beta as well counts them twice.",
+            ),
         ],
     )
 )
@@ -63,14 +76,19 @@ register(
         choices=(1, 3, 5),
         hint="Read MiniLM's lowest point on the log axis and count the decades down to the dashed threshold at 1.",
         mistakes=[
-            (1, "One or two decades is where the models at initialisation sit (tens to hundreds); MiniLM's curve lies higher."),
-            (5, "Five decades is reached only in MiniLM's first layers, whose input has not yet collapsed; its "
-                "smallest constant, in a collapsed layer, is lower."),
+            (
+                1,
+                "One or two decades is where the models at initialisation sit (tens to hundreds); MiniLM's curve lies higher.",
+            ),
+            (
+                5,
+                "Five decades is reached only in MiniLM's first layers, whose input has not yet collapsed; its "
+                "smallest constant, in a collapsed layer, is lower.",
+            ),
         ],
     )
 )
 # section 2 and 4 the stable rank to write, a prediction about a spiked matrix
-import torch  # noqa: E402
 
 
 def _stable_rank_cases():
@@ -78,8 +96,13 @@ def _stable_rank_cases():
     cases = []
     for m, k in ((6, 6), (48, 24), (5, 9)):
         cases.append((torch.randn(m, k, generator=gen, dtype=torch.float64),))
-    u, v = torch.randn(10, 1, generator=gen, dtype=torch.float64), torch.randn(1, 7, generator=gen, dtype=torch.float64)
-    cases.append((u @ v + 1e-2 * torch.randn(10, 7, generator=gen, dtype=torch.float64),))  # nearly rank one
+    u, v = (
+        torch.randn(10, 1, generator=gen, dtype=torch.float64),
+        torch.randn(1, 7, generator=gen, dtype=torch.float64),
+    )
+    cases.append(
+        (u @ v + 1e-2 * torch.randn(10, 7, generator=gen, dtype=torch.float64),)
+    )  # nearly rank one
     return cases
 
 
@@ -98,18 +121,26 @@ register(
         reference=_stable_rank,
         cases=_stable_rank_cases,
         hint="The squared Frobenius norm (the sum of all squared singular values) over the squared spectral "
-             "norm (the largest singular value, squared).",
+        "norm (the largest singular value, squared).",
         mistakes=[
-            (lambda W: float(_svals(W).sum() / _svals(W)[0]),
-             "That is the nuclear norm over the spectral norm: square the singular values before adding them, "
-             "and square the largest too."),
-            (lambda W: float(_svals(W).square().sum().sqrt() / _svals(W)[0]),
-             "That is ||W||_F / ||W||_2; the stable rank is the ratio of the squares."),
-            (lambda W: float(torch.linalg.matrix_rank(W)),
-             "That is the rank, which counts every non-zero singular value whatever its size; the stable rank "
-             "weighs them by their energy and changes continuously."),
-            (lambda W: float(_svals(W)[0] ** 2 / _svals(W).square().sum()),
-             "Upside down: the stable rank is at least 1 (Frobenius over spectral)."),
+            (
+                lambda W: float(_svals(W).sum() / _svals(W)[0]),
+                "That is the nuclear norm over the spectral norm: square the singular values before adding them, "
+                "and square the largest too.",
+            ),
+            (
+                lambda W: float(_svals(W).square().sum().sqrt() / _svals(W)[0]),
+                "That is ||W||_F / ||W||_2; the stable rank is the ratio of the squares.",
+            ),
+            (
+                lambda W: float(torch.linalg.matrix_rank(W)),
+                "That is the rank, which counts every non-zero singular value whatever its size; the stable rank "
+                "weighs them by their energy and changes continuously.",
+            ),
+            (
+                lambda W: float(_svals(W)[0] ** 2 / _svals(W).square().sum()),
+                "Upside down: the stable rank is at least 1 (Frobenius over spectral).",
+            ),
         ],
     )
 )
@@ -123,7 +154,9 @@ def _spiked():
     W = np.random.default_rng(0).standard_normal((48, 24))
     u, s, vt = np.linalg.svd(W)
     spiked = W + 3 * s[0] * np.outer(u[:, 0], vt[0])
-    sr = lambda A: float((np.linalg.svd(A, compute_uv=False) ** 2).sum() / np.linalg.norm(A, 2) ** 2)  # noqa: E731
+    sr = lambda A: float(
+        (np.linalg.svd(A, compute_uv=False) ** 2).sum() / np.linalg.norm(A, 2) ** 2
+    )  # noqa: E731
     return sr(W), sr(spiked)
 
 
@@ -142,12 +175,17 @@ register(
         choices=("falls by more than half", "changes by less than half", "rises"),
         hint="Which of the two norms does a spike along the top singular direction change the most?",
         mistakes=[
-            ("changes by less than half",
-             "The rank does not change (still 24), but the stable rank is not the rank: the spike quadruples the "
-             "largest singular value, so the squared spectral norm in the denominator grows 16 times while the "
-             "squared Frobenius norm grows far less."),
-            ("rises", "The spike adds energy, but all of it along the one direction that sets ||W||_2: the "
-                      "energy is less spread, not more."),
+            (
+                "changes by less than half",
+                "The rank does not change (still 24), but the stable rank is not the rank: the spike quadruples the "
+                "largest singular value, so the squared spectral norm in the denominator grows 16 times while the "
+                "squared Frobenius norm grows far less.",
+            ),
+            (
+                "rises",
+                "The spike adds energy, but all of it along the one direction that sets ||W||_2: the "
+                "energy is less spread, not more.",
+            ),
         ],
     )
 )
@@ -156,14 +194,26 @@ register(
     Rubric(
         label="ex-limits-prove",
         criteria=(
-            (2, "u_l <= u_{l-1}^3 from the substitution, and u_L <= u_0^{3^L} by induction using that "
-                "x -> x^3 is increasing; back to r_L <= c^{(3^L - 1)/2} r_0^{3^L}."),
-            (1, "The bound c^{-1/2} u_0^{3^L} tends to zero if and only if u_0 = sqrt(c) r_0 < 1 (all three "
-                "cases of u_0)."),
-            (1, "c < 1 suffices when r_0 <= 1; a pair with c < 1 and a growing bound, and one with c > 1 "
-                "and a collapsing bound."),
-            (2, "The smallest depth: L > log_3(ln(1/(tau sqrt c)) / ln(1/u_0)), and its growth like "
-                "log_3(1/eta) near the threshold."),
+            (
+                2,
+                "u_l <= u_{l-1}^3 from the substitution, and u_L <= u_0^{3^L} by induction using that "
+                "x -> x^3 is increasing; back to r_L <= c^{(3^L - 1)/2} r_0^{3^L}.",
+            ),
+            (
+                1,
+                "The bound c^{-1/2} u_0^{3^L} tends to zero if and only if u_0 = sqrt(c) r_0 < 1 (all three "
+                "cases of u_0).",
+            ),
+            (
+                1,
+                "c < 1 suffices when r_0 <= 1; a pair with c < 1 and a growing bound, and one with c > 1 "
+                "and a collapsing bound.",
+            ),
+            (
+                2,
+                "The smallest depth: L > log_3(ln(1/(tau sqrt c)) / ln(1/u_0)), and its growth like "
+                "log_3(1/eta) near the threshold.",
+            ),
         ),
         wrong_turns=(
             "Concluding that c < 1 is necessary, or sufficient for every input: the examples' point is lost.",
@@ -178,7 +228,9 @@ register(
 # the depth the cascade's bound needs, the numerical half of ex-limits-prove: the bound
 # c^((3^L - 1)/2) r0^(3^L) = c^(-1/2) (sqrt(c) r0)^(3^L), in logarithms (3^L overflows quickly)
 
-DEPTH_SEARCH = 200  # far beyond any depth the cases need (3^200 ln(1/u0) is huge for u0 < 1 - 1e-15)
+DEPTH_SEARCH = (
+    200  # far beyond any depth the cases need (3^200 ln(1/u0) is huge for u0 < 1 - 1e-15)
+)
 
 
 def _log_bound(c, r0, L):
@@ -195,7 +247,12 @@ def _depth_needed(c, r0, tau):
 
 
 def _depth_cases():
-    cases = [(c, r0, tau) for c in (0.25, 0.5, 2.0, 4.0) for r0 in (0.1, 0.45, 0.9, 2.0) for tau in (1e-3, 1e-12)]
+    cases = [
+        (c, r0, tau)
+        for c in (0.25, 0.5, 2.0, 4.0)
+        for r0 in (0.1, 0.45, 0.9, 2.0)
+        for tau in (1e-3, 1e-12)
+    ]
     # near the threshold sqrt(c) r0 = 1: the depth grows like log_3(1/eta)
     cases += [(1.0, 1 - eta, 1e-6) for eta in (1e-2, 1e-4, 1e-8)]
     return cases
@@ -219,12 +276,20 @@ register(
         reference=_depth_needed,
         cases=_depth_cases,
         hint="The bound is c^(-1/2) u0^(3^L) with u0 = sqrt(c) r0: take logarithms, "
-             "3^L ln(u0) - ln(c)/2 < ln(tau); it falls only when u0 < 1.",
+        "3^L ln(u0) - ln(c)/2 < ln(tau); it falls only when u0 < 1.",
         mistakes=[
-            (lambda c, r0, tau: None if c >= 1 else _depth_needed(c, r0, tau),
-             "The bound falls when sqrt(c) r0 < 1, not when c < 1: with c = 4 and r0 = 0.1 it collapses."),
-            (_off_by_one, "Depth 0 is the input itself, whose bound is r0: count the layers from 0."),
-            (_no_constant, "The bound is c^(-1/2) (sqrt(c) r0)^(3^L): the factor c^(-1/2) is missing."),
+            (
+                lambda c, r0, tau: None if c >= 1 else _depth_needed(c, r0, tau),
+                "The bound falls when sqrt(c) r0 < 1, not when c < 1: with c = 4 and r0 = 0.1 it collapses.",
+            ),
+            (
+                _off_by_one,
+                "Depth 0 is the input itself, whose bound is r0: count the layers from 0.",
+            ),
+            (
+                _no_constant,
+                "The bound is c^(-1/2) (sqrt(c) r0)^(3^L): the factor c^(-1/2) is missing.",
+            ),
         ],
     )
 )

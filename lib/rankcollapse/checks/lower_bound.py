@@ -29,14 +29,28 @@ register(
         cases=_construction_cases,
         hint="One skip layer: X + P X W with P = softmax(X W_QK X^T / sqrt(d)) row by row, W_QK = q I and W = -w I.",
         mistakes=[
-            (lambda X, q, w: -w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=-1) @ X,
-             "That is the layer without its skip connection: the layer adds its output to X."),
-            (lambda X, q, w: X - w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=0) @ X,
-             "The softmax normalises each row (one query's weights over the keys): dim=-1, not dim=0."),
-            (lambda X, q, w: X - w * torch.softmax(q * X @ X.T, dim=-1) @ X,
-             "The logits are divided by sqrt(d_qk), here sqrt(d)."),
-            (lambda X, q, w: X + w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=-1) @ X,
-             "The value map is -w I: it points against the residual (+w I makes the residual grow)."),
+            (
+                lambda X, q, w: (
+                    -w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=-1) @ X
+                ),
+                "That is the layer without its skip connection: the layer adds its output to X.",
+            ),
+            (
+                lambda X, q, w: (
+                    X - w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=0) @ X
+                ),
+                "The softmax normalises each row (one query's weights over the keys): dim=-1, not dim=0.",
+            ),
+            (
+                lambda X, q, w: X - w * torch.softmax(q * X @ X.T, dim=-1) @ X,
+                "The logits are divided by sqrt(d_qk), here sqrt(d).",
+            ),
+            (
+                lambda X, q, w: (
+                    X + w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=-1) @ X
+                ),
+                "The value map is -w I: it points against the residual (+w I makes the residual grow).",
+            ),
         ],
     )
 )
@@ -64,10 +78,16 @@ register(
         choices=("1/2", "1/4", "collapse"),
         hint="A ratio that falls like L^a changes by 4^a when the depth is multiplied by 4: what is a here?",
         mistakes=[
-            ("1/4", "That is a fall like 1/L. Each layer removes about k r^3, so 1/r^2 grows by a constant per "
-                    "layer: r falls like L^(-1/2)."),
-            ("collapse", "With a skip the length-zero path carries the residual through; the cascade of pure "
-                         "attention never starts, and the theorem rules out anything faster than L^(-1/2) here."),
+            (
+                "1/4",
+                "That is a fall like 1/L. Each layer removes about k r^3, so 1/r^2 grows by a constant per "
+                "layer: r falls like L^(-1/2).",
+            ),
+            (
+                "collapse",
+                "With a skip the length-zero path carries the residual through; the cascade of pure "
+                "attention never starts, and the theorem rules out anything faster than L^(-1/2) here.",
+            ),
         ],
     )
 )
@@ -92,8 +112,14 @@ register(
         choices=(2, 8, 100),
         hint="On a log axis a factor 10 is one decade: how far apart are the two curves at the right edge?",
         mistakes=[
-            (2, "The curves are further apart: read the distance in decades on the vertical axis at L = 1024."),
-            (100, "That is two decades; at L = 1024 the two curves are less than one decade apart."),
+            (
+                2,
+                "The curves are further apart: read the distance in decades on the vertical axis at L = 1024.",
+            ),
+            (
+                100,
+                "That is two decades; at L = 1024 the two curves are less than one decade apart.",
+            ),
         ],
     )
 )
@@ -103,12 +129,18 @@ register(
         label="ex-lb-prove",
         criteria=(
             (1, "sum_j |u_j - v_j| = 2 (u(A) - v(A)), because both vectors sum to one."),
-            (2, "The two bounds u(A) - t <= (e^d - 1) t and u(A) - t <= (1 - e^{-d})(1 - t), the second from "
-                "the complement of A."),
+            (
+                2,
+                "The two bounds u(A) - t <= (e^d - 1) t and u(A) - t <= (1 - e^{-d})(1 - t), the second from "
+                "the complement of A.",
+            ),
             (1, "Maximises the minimum over t: the two meet at t = 1/(e^d + 1), value tanh(d/2)."),
             (1, "The bound is attained for n = 2 (an explicit pair)."),
-            (1, "Applies it to row i of P and the mean row p-bar with d = 4 eps (p-bar is a probability "
-                "vector; the ratios P_ij / p-bar_j lie in [e^{-4 eps}, e^{4 eps}])."),
+            (
+                1,
+                "Applies it to row i of P and the mean row p-bar with d = 4 eps (p-bar is a probability "
+                "vector; the ratios P_ij / p-bar_j lie in [e^{-4 eps}, e^{4 eps}]).",
+            ),
         ),
         wrong_turns=(
             "The termwise bound |u_j - v_j| <= (e^d - 1) v_j, giving e^d - 1: true but not the lemma; the "
@@ -137,10 +169,17 @@ def ratio_instances(seed: int = 4101) -> list[tuple[torch.Tensor, torch.Tensor]]
     for n in (2, 3, 6, 12):
         for spread in (0.05, 0.5, 3.0):
             v = torch.softmax(torch.randn(n, generator=gen, dtype=torch.float64), dim=0)
-            u = torch.softmax(v.log() + spread * torch.randn(n, generator=gen, dtype=torch.float64), dim=0)
+            u = torch.softmax(
+                v.log() + spread * torch.randn(n, generator=gen, dtype=torch.float64), dim=0
+            )
             out.append((u, v))
     e = math.exp(1.5)
-    out.append((torch.tensor([e, 1.0], dtype=torch.float64) / (1 + e), torch.tensor([1.0, e], dtype=torch.float64) / (1 + e)))
+    out.append(
+        (
+            torch.tensor([e, 1.0], dtype=torch.float64) / (1 + e),
+            torch.tensor([1.0, e], dtype=torch.float64) / (1 + e),
+        )
+    )
     return out
 
 
@@ -151,13 +190,19 @@ register(
         cases=ratio_instances,
         hint="delta is the largest |ln(u_j / v_j)| over j, in either direction; the bound is 2 tanh(delta / 2).",
         mistakes=[
-            (lambda u, v: 2 * torch.tanh((u / v).log().max() / 2),
-             "The ratios may fall below one too: delta is the largest |ln(u_j / v_j)|, with the absolute value."),
-            (lambda u, v: (u / v).log().abs().max().exp() - 1,
-             "e^delta - 1 is the termwise bound (|u_j - v_j| <= (e^delta - 1) v_j summed): it misses that both "
-             "vectors sum to one; the lemma's bound is 2 tanh(delta / 2)."),
-            (lambda u, v: 2 * torch.tanh((u / v).log().abs().max()),
-             "The two bounds on u(A) - t meet at t = 1/(e^delta + 1), where they equal tanh(delta / 2): half of delta."),
+            (
+                lambda u, v: 2 * torch.tanh((u / v).log().max() / 2),
+                "The ratios may fall below one too: delta is the largest |ln(u_j / v_j)|, with the absolute value.",
+            ),
+            (
+                lambda u, v: (u / v).log().abs().max().exp() - 1,
+                "e^delta - 1 is the termwise bound (|u_j - v_j| <= (e^delta - 1) v_j summed): it misses that both "
+                "vectors sum to one; the lemma's bound is 2 tanh(delta / 2).",
+            ),
+            (
+                lambda u, v: 2 * torch.tanh((u / v).log().abs().max()),
+                "The two bounds on u(A) - t meet at t = 1/(e^delta + 1), where they equal tanh(delta / 2): half of delta.",
+            ),
         ],
     )
 )

@@ -34,11 +34,18 @@ register(
         cases=_weights_cases,
         hint="Bound every entry of the Jacobian W1 D W2 (0 <= D <= I) by |W1||W2|, then take the composite norm of that bound.",
         mistakes=[
-            (lambda W1, W2: float(composite_norm(W1 @ W2)),
-             "W1 W2 is the Jacobian with every ReLU on; other patterns D give other Jacobians. Take absolute values before multiplying."),
-            (lambda W1, W2: float(composite_norm(W1) * composite_norm(W2)),
-             "The composite norm is not submultiplicative in the way you need here; bound the entries of the product |W1||W2| instead."),
-            (_no_sqrt, "The composite norm is the square root of the product ||B||_1 ||B||_inf (the official code forgets it too)."),
+            (
+                lambda W1, W2: float(composite_norm(W1 @ W2)),
+                "W1 W2 is the Jacobian with every ReLU on; other patterns D give other Jacobians. Take absolute values before multiplying.",
+            ),
+            (
+                lambda W1, W2: float(composite_norm(W1) * composite_norm(W2)),
+                "The composite norm is not submultiplicative in the way you need here; bound the entries of the product |W1||W2| instead.",
+            ),
+            (
+                _no_sqrt,
+                "The composite norm is the square root of the product ||B||_1 ||B||_inf (the official code forgets it too).",
+            ),
         ],
     )
 )
@@ -76,12 +83,18 @@ register(
         cases=_gain_cases,
         hint="Divide the relative change of the output, ||Y' - Y|| / ||Y||, by the relative change of the input (Frobenius norms).",
         mistakes=[
-            (lambda X, Xp, Y, Yp: _fro(Yp - Y) / _fro(Xp - X),
-             "That is the absolute gain, which any rescaling of the output changes; divide each change by the size of what changed."),
-            (lambda X, Xp, Y, Yp: (_fro(Xp - X) / _fro(X)) / (_fro(Yp - Y) / _fro(Y)),
-             "Output change over input change, not the other way round."),
-            (_relative_gain_l1inf,
-             "Use the Frobenius norm here, as rc.lipschitz.perturbation_gain does by default."),
+            (
+                lambda X, Xp, Y, Yp: _fro(Yp - Y) / _fro(Xp - X),
+                "That is the absolute gain, which any rescaling of the output changes; divide each change by the size of what changed.",
+            ),
+            (
+                lambda X, Xp, Y, Yp: (_fro(Xp - X) / _fro(X)) / (_fro(Yp - Y) / _fro(Y)),
+                "Output change over input change, not the other way round.",
+            ),
+            (
+                _relative_gain_l1inf,
+                "Use the Frobenius norm here, as rc.lipschitz.perturbation_gain does by default.",
+            ),
         ],
     )
 )
@@ -91,7 +104,9 @@ def _minibatch_cases():
     gen = torch.Generator().manual_seed(2105)
     cases = []
     for N, P, B in ((8, 5, 1), (16, 3, 4), (32, 10, 8)):
-        G = torch.randn(N, P, generator=gen, dtype=torch.float64) + torch.randn(P, generator=gen, dtype=torch.float64)
+        G = torch.randn(N, P, generator=gen, dtype=torch.float64) + torch.randn(
+            P, generator=gen, dtype=torch.float64
+        )
         cases.append((G, B))
     return cases
 
@@ -108,12 +123,18 @@ register(
         cases=_minibatch_cases,
         hint="Estimate E||g_i - mean||^2 from the rows (N - 1 degrees of freedom), then average B independent draws: divide by B.",
         mistakes=[
-            (lambda G, B: float(((G - G.mean(0)) ** 2).sum() / (G.shape[0] - 1)),
-             "That is one example's variance; a mean over B independent examples has B times less."),
-            (lambda G, B: float(((G - G.mean(0)) ** 2).sum() / G.shape[0] / B),
-             "The mean was estimated from the same rows: divide by N - 1, not N, for an unbiased estimate."),
-            (lambda G, B: float((G**2).sum() / (G.shape[0] - 1) / B),
-             "Subtract the mean gradient first: the variance is the spread around it, not the second moment."),
+            (
+                lambda G, B: float(((G - G.mean(0)) ** 2).sum() / (G.shape[0] - 1)),
+                "That is one example's variance; a mean over B independent examples has B times less.",
+            ),
+            (
+                lambda G, B: float(((G - G.mean(0)) ** 2).sum() / G.shape[0] / B),
+                "The mean was estimated from the same rows: divide by N - 1, not N, for an unbiased estimate.",
+            ),
+            (
+                lambda G, B: float((G**2).sum() / (G.shape[0] - 1) / B),
+                "Subtract the mean gradient first: the variance is the spread around it, not the second moment.",
+            ),
         ],
     )
 )
@@ -159,13 +180,19 @@ register(
         answer=_larger_mlp,
         choices=("faster", "slower", "no change"),
         hint="What does scaling the MLP do to the size of the next attention layer's input, and what does that "
-             "do to the attention weights?",
+        "do to the attention weights?",
         mistakes=[
-            ("faster", "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next attention layer's "
-                       "input grows, its logits (quadratic in it) grow, and sharper attention averages the tokens "
-                       "less."),
-            ("no change", "By itself the MLP changes no relative residual (it is positively homogeneous), but it "
-                          "changes the size of the next attention layer's input, and attention sharpens with it."),
+            (
+                "faster",
+                "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next attention layer's "
+                "input grows, its logits (quadratic in it) grow, and sharper attention averages the tokens "
+                "less.",
+            ),
+            (
+                "no change",
+                "By itself the MLP changes no relative residual (it is positively homogeneous), but it "
+                "changes the size of the next attention layer's input, and attention sharpens with it.",
+            ),
         ],
     )
 )
@@ -176,7 +203,10 @@ def _lambda_ratio():
     from ..lipschitz import mlp_lipschitz
 
     X = _sweep_input()[:2]
-    lower = [mlp_lipschitz(_sweep_model(s), X, steps=20, points=2, seed=0).lower.mean().item() for s in (1.0, 2.0)]
+    lower = [
+        mlp_lipschitz(_sweep_model(s), X, steps=20, points=2, seed=0).lower.mean().item()
+        for s in (1.0, 2.0)
+    ]
     return lower[1] / lower[0]
 
 
@@ -188,7 +218,10 @@ register(
         rtol=0.1,
         hint="Both weight matrices of the MLP are multiplied by s, and a ReLU commutes with a positive scale.",
         mistakes=[
-            (2.0, "Each of the MLP's two weight matrices is scaled by s: lambda grows as s times s."),
+            (
+                2.0,
+                "Each of the MLP's two weight matrices is scaled by s: lambda grows as s times s.",
+            ),
             (16.0, "lambda is the product of the two matrices' gains, s each: s^2, not s^4."),
         ],
     )
@@ -198,12 +231,21 @@ register(
     Rubric(
         label="ex-mlp-prove",
         criteria=(
-            (1, "ReLU's difference quotient lies in [0, 1] (case by case), so a token's difference is "
-                "(x_i - y_i) W_1 D_i W_2; the biases cancel."),
-            (1, "|A_i| <= |W_1| |W_2| entrywise, from 0 <= theta <= 1 and the triangle inequality."),
+            (
+                1,
+                "ReLU's difference quotient lies in [0, 1] (case by case), so a token's difference is "
+                "(x_i - y_i) W_1 D_i W_2; the biases cancel.",
+            ),
+            (
+                1,
+                "|A_i| <= |W_1| |W_2| entrywise, from 0 <= theta <= 1 and the triangle inequality.",
+            ),
             (1, "The row-sum bound with ||B||_inf."),
-            (2, "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i bounded "
-                "by the common B; then multiply and take the square root."),
+            (
+                2,
+                "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i bounded "
+                "by the common B; then multiply and take the square root.",
+            ),
         ),
         wrong_turns=(
             "Bounding |A_i| by |W_1 W_2| (the product first, then absolute values): false when inactive "

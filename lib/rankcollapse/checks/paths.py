@@ -19,9 +19,18 @@ register(
         cases=_count_cases,
         hint="A path of length l chooses which l layers it goes through, then one head in each.",
         mistakes=[
-            (lambda L, H, l: H**l, "You chose the heads but not which l of the L layers the path goes through."),
-            (lambda L, H, l: math.comb(L, l), "You chose the layers but not which of the H heads in each."),
-            (lambda L, H, l: math.comb(L, l) * (H + 1) ** l, "A layer the path goes through offers H heads; the skip is not one of them."),
+            (
+                lambda L, H, l: H**l,
+                "You chose the heads but not which l of the L layers the path goes through.",
+            ),
+            (
+                lambda L, H, l: math.comb(L, l),
+                "You chose the layers but not which of the H heads in each.",
+            ),
+            (
+                lambda L, H, l: math.comb(L, l) * (H + 1) ** l,
+                "A layer the path goes through offers H heads; the skip is not one of them.",
+            ),
         ],
     )
 )
@@ -38,8 +47,14 @@ register(
         cases=_mean_length_cases,
         hint="Each layer is crossed through a head with probability H/(H+1) when every path is equally likely.",
         mistakes=[
-            (lambda L, H: L / 2, "Not every length is equally likely: there are more paths through heads than skips."),
-            (lambda L, H: L * (H - 1) / H, "The skip is one choice out of H + 1 in each layer, not out of H."),
+            (
+                lambda L, H: L / 2,
+                "Not every length is equally likely: there are more paths through heads than skips.",
+            ),
+            (
+                lambda L, H: L * (H - 1) / H,
+                "The skip is one choice out of H + 1 in each layer, not out of H.",
+            ),
         ],
     )
 )
@@ -59,7 +74,12 @@ def _two_layer_cases():
 
 
 def _two_layer(X, P1, P2, W1, W2):
-    return {(None, None): X, (0, None): P1 @ X @ W1, (None, 0): P2 @ X @ W2, (0, 0): P2 @ P1 @ X @ W1 @ W2}
+    return {
+        (None, None): X,
+        (0, None): P1 @ X @ W1,
+        (None, 0): P2 @ X @ W2,
+        (0, 0): P2 @ P1 @ X @ W1 @ W2,
+    }
 
 
 register(
@@ -71,12 +91,26 @@ register(
         same_role=(paths.enumerate_paths,),
         hint="Expand (I + P2 . W2) applied to (X + P1 X W1): four terms, one per path.",
         mistakes=[
-            (lambda X, P1, P2, W1, W2: {**_two_layer(X, P1, P2, W1, W2), (0, 0): P1 @ P2 @ X @ W1 @ W2},
-             "Is the later layer's attention on the left? Layer 2 mixes the tokens that layer 1 produced: P2 P1 X."),
-            (lambda X, P1, P2, W1, W2: {**_two_layer(X, P1, P2, W1, W2), (0, 0): P2 @ P1 @ X @ W2 @ W1},
-             "The value maps act on the right in the order the layers apply them: X W1 W2."),
-            (lambda X, P1, P2, W1, W2: {k: v for k, v in _two_layer(X, P1, P2, W1, W2).items() if k != (None, None)},
-             "Don't forget the path that skips both layers: it carries X through untouched."),
+            (
+                lambda X, P1, P2, W1, W2: {
+                    **_two_layer(X, P1, P2, W1, W2),
+                    (0, 0): P1 @ P2 @ X @ W1 @ W2,
+                },
+                "Is the later layer's attention on the left? Layer 2 mixes the tokens that layer 1 produced: P2 P1 X.",
+            ),
+            (
+                lambda X, P1, P2, W1, W2: {
+                    **_two_layer(X, P1, P2, W1, W2),
+                    (0, 0): P2 @ P1 @ X @ W2 @ W1,
+                },
+                "The value maps act on the right in the order the layers apply them: X W1 W2.",
+            ),
+            (
+                lambda X, P1, P2, W1, W2: {
+                    k: v for k, v in _two_layer(X, P1, P2, W1, W2).items() if k != (None, None)
+                },
+                "Don't forget the path that skips both layers: it carries X through untouched.",
+            ),
         ],
     )
 )
@@ -116,7 +150,9 @@ def _attention_cases():
     cases = []
     for n, d, H, dqk, dv in ((4, 6, 1, 3, 3), (5, 8, 2, 4, 2), (7, 6, 3, 2, 2)):
         r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)  # noqa: E731
-        cases.append((r(n, d), r(H, d, dqk), r(H, d, dqk), r(H, d, dv), r(H, dv, d) / math.sqrt(H * dv)))
+        cases.append(
+            (r(n, d), r(H, d, dqk), r(H, d, dqk), r(H, d, dv), r(H, dv, d) / math.sqrt(H * dv))
+        )
     return cases
 
 
@@ -127,16 +163,22 @@ register(
         cases=_attention_cases,
         points=2,
         hint="For each head: logits X W_Q (X W_K)^T / sqrt(d_qk), softmax along each row, then P X W_V W_O; "
-             "add the heads.",
+        "add the heads.",
         mistakes=[
-            (_attention_mistake(transpose=True),
-             "Are your logits transposed? Row i holds token i's query against every key: (X W_Q)(X W_K)^T, "
-             "not (X W_K)(X W_Q)^T."),
-            (_attention_mistake(scale=False),
-             "Is the 1/sqrt(d_qk) there? Divide the logits by the square root of the query/key width."),
-            (_attention_mistake(axis=-2),
-             "Each row of P must sum to one (token i averages the tokens): take the softmax along the last "
-             "axis, over the keys."),
+            (
+                _attention_mistake(transpose=True),
+                "Are your logits transposed? Row i holds token i's query against every key: (X W_Q)(X W_K)^T, "
+                "not (X W_K)(X W_Q)^T.",
+            ),
+            (
+                _attention_mistake(scale=False),
+                "Is the 1/sqrt(d_qk) there? Divide the logits by the square root of the query/key width.",
+            ),
+            (
+                _attention_mistake(axis=-2),
+                "Each row of P must sum to one (token i averages the tokens): take the softmax along the last "
+                "axis, over the keys.",
+            ),
         ],
     )
 )
@@ -147,7 +189,11 @@ def _by_length(X, Ps, Ws):
     terms = [X]
     for P, W in zip(Ps, Ws):
         heads = lambda Y: sum(P[h] @ Y @ W[h] for h in range(P.shape[0]))  # noqa: E731
-        terms = [terms[0]] + [terms[l] + heads(terms[l - 1]) for l in range(1, len(terms))] + [heads(terms[-1])]
+        terms = (
+            [terms[0]]
+            + [terms[l] + heads(terms[l - 1]) for l in range(1, len(terms))]
+            + [heads(terms[-1])]
+        )
     return torch.stack(terms)
 
 
@@ -180,14 +226,22 @@ register(
         points=2,
         same_role=(paths.decompose_by_length,),
         hint="Keep one sum per length. A layer keeps each length-l sum (the skip) and adds the heads applied "
-             "to the length-(l-1) sum; after L layers there are L + 1 lengths, 0 to L.",
+        "to the length-(l-1) sum; after L layers there are L + 1 lengths, 0 to L.",
         mistakes=[
-            (_shifted_down, "Off by one: your entry l holds the paths through l + 1 heads. The length-0 sum is X "
-                            "itself, at index 0."),
-            (_shifted_up, "Off by one: your entry l holds the paths through l - 1 heads. A head moves a term from "
-                          "length l - 1 to length l, and the length-0 sum X sits at index 0."),
-            (lambda X, Ps, Ws: _by_length(X, Ps, Ws)[:-1],
-             "Off by one: after L layers there are L + 1 lengths, 0 to L; the full-depth sum is missing."),
+            (
+                _shifted_down,
+                "Off by one: your entry l holds the paths through l + 1 heads. The length-0 sum is X "
+                "itself, at index 0.",
+            ),
+            (
+                _shifted_up,
+                "Off by one: your entry l holds the paths through l - 1 heads. A head moves a term from "
+                "length l - 1 to length l, and the length-0 sum X sits at index 0.",
+            ),
+            (
+                lambda X, Ps, Ws: _by_length(X, Ps, Ws)[:-1],
+                "Off by one: after L layers there are L + 1 lengths, 0 to L; the full-depth sum is missing.",
+            ),
         ],
     )
 )
@@ -205,9 +259,15 @@ register(
         same_role=(paths.length_distribution,),  # the measurement the prediction comes before
         hint="Count the paths of each length, C(L, l) H^l, for L = 12 and H = 1.",
         mistakes=[
-            (12, "With one head a layer offers two choices, the head or the skip, equally often: "
-                 "a path through every layer is one of 2^12 paths, not the typical one."),
-            (0, "The path that skips every layer is also only one of 2^12; C(12, l) is largest in the middle."),
+            (
+                12,
+                "With one head a layer offers two choices, the head or the skip, equally often: "
+                "a path through every layer is one of 2^12 paths, not the typical one.",
+            ),
+            (
+                0,
+                "The path that skips every layer is also only one of 2^12; C(12, l) is largest in the middle.",
+            ),
         ],
     )
 )
@@ -223,7 +283,10 @@ register(
         mistakes=[
             (3, "You chose the layer the path goes through, but not which of its 2 heads."),
             (2, "You chose the head, but not which of the 3 layers the path goes through."),
-            (1, "The figure draws one path of each length; count every path of length 1, not only the one drawn."),
+            (
+                1,
+                "The figure draws one path of each length; count every path of length 1, not only the one drawn.",
+            ),
         ],
     )
 )
@@ -235,15 +298,24 @@ register(
     Rubric(
         label="ex-paths-explain",
         criteria=(
-            (1, "Says why the shares can add up to more than one: the norm of a sum is at most the "
+            (
+                1,
+                "Says why the shares can add up to more than one: the norm of a sum is at most the "
                 "sum of the norms, equal only when the terms are aligned, so a sum above one says the "
                 "terms are not aligned; cancelling is a claim about the cross terms (their inner "
-                "products), which the shares alone do not show."),
-            (1, "Says that the paths share every attention matrix of the forward pass, so they are "
-                "not independent members of an ensemble."),
-            (1, "Says where the ensemble reading holds: the decomposition is exact only with the "
+                "products), which the shares alone do not show.",
+            ),
+            (
+                1,
+                "Says that the paths share every attention matrix of the forward pass, so they are "
+                "not independent members of an ensemble.",
+            ),
+            (
+                1,
+                "Says where the ensemble reading holds: the decomposition is exact only with the "
                 "attention frozen; it tells which lengths carry the output, not what separately "
-                "trained shallow networks would do."),
+                "trained shallow networks would do.",
+            ),
         ),
     )
 )
@@ -252,12 +324,24 @@ register(
     Rubric(
         label="ex-paths-prove",
         criteria=(
-            (1, "Base case, and the skip written as head 0 of each layer: one layer is a sum of H + 1 terms."),
-            (2, "Induction step: substitutes the hypothesis into layer L, distributes, and says why the "
+            (
+                1,
+                "Base case, and the skip written as head 0 of each layer: one layer is a sum of H + 1 terms.",
+            ),
+            (
+                2,
+                "Induction step: substitutes the hypothesis into layer L, distributes, and says why the "
                 "latest layer's P is leftmost and its W rightmost (left and right multiplication); every "
-                "path appears exactly once."),
-            (1, "Counts the paths of length l as binom(L, l) H^l and checks that they add up to (H+1)^L."),
-            (1, "Biases: the extra term stays of the form 1 c^T, because P 1 = 1 (row-stochastic attention)."),
+                "path appears exactly once.",
+            ),
+            (
+                1,
+                "Counts the paths of length l as binom(L, l) H^l and checks that they add up to (H+1)^L.",
+            ),
+            (
+                1,
+                "Biases: the extra term stays of the form 1 c^T, because P 1 = 1 (row-stochastic attention).",
+            ),
         ),
         wrong_turns=(
             "The attention products in the order P(1) ... P(L) (first layer leftmost): the induction "

@@ -16,8 +16,8 @@ when the check runs (``answer()``), never typed into the registry.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 KINDS = ("predict", "read")
 
@@ -46,11 +46,15 @@ class Question:
     def __post_init__(self):
         check_grading(self)
         if self.kind not in KINDS:
-            raise ValueError(f"Question {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
+            raise ValueError(
+                f"Question {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}"
+            )
         if self.choices is not None:
             self.choices = tuple(self.choices)
         if not (isinstance(self.rtol, (int, float)) and 0 <= self.rtol < 1):
-            raise ValueError(f"Question {self.id!r}: rtol must be a number in [0, 1), got {self.rtol!r}")
+            raise ValueError(
+                f"Question {self.id!r}: rtol must be a number in [0, 1), got {self.rtol!r}"
+            )
 
     def same(self, got, want) -> bool:
         if self.choices is not None:
@@ -77,14 +81,20 @@ class Question:
 def check_grading(ex) -> None:
     """The grading fields of an ``Exercise`` or a ``Question``, checked (``same_role`` made a tuple)."""
     points = ex.points
-    if isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 < points < math.inf:
+    if (
+        isinstance(points, bool)
+        or not isinstance(points, (int, float))
+        or not 0 < points < math.inf
+    ):
         raise ValueError(f"{ex.id!r}: points must be a positive number, got {points!r}")
     ex.same_role = tuple(ex.same_role)
     for fn in ex.same_role:
         if not callable(fn):
             raise TypeError(f"{ex.id!r}: same_role holds functions, got {type(fn).__name__}")
     if not isinstance(ex.allow_reference, bool):
-        raise TypeError(f"{ex.id!r}: allow_reference must be True or False, got {ex.allow_reference!r}")
+        raise TypeError(
+            f"{ex.id!r}: allow_reference must be True or False, got {ex.allow_reference!r}"
+        )
 
 
 def _normal(x):

@@ -4,9 +4,8 @@ import math
 
 import torch
 
-from . import Exercise, Question, Rubric, register
 from ..toy.model import standardise
-
+from . import Exercise, Question, Rubric, register
 
 # ------------------------------------------------------------------ one path's term
 
@@ -51,13 +50,24 @@ def _layers_case(seed, B=2, n=4, d=6, H=2, L=3):
     for _ in range(L):
         P = torch.softmax(torch.randn(B, H, n, n, **f) * 2, dim=-1)
         sigma = torch.rand(B, n, **f) + 0.5
-        layers.append((P, sigma, torch.randn(H, d, d // H, **f), torch.randn(H, d // H, d, **f),
-                       torch.rand(d, **f) + 0.5))
+        layers.append(
+            (
+                P,
+                sigma,
+                torch.randn(H, d, d // H, **f),
+                torch.randn(H, d // H, d, **f),
+                torch.rand(d, **f) + 0.5,
+            )
+        )
     return torch.randn(B, n, d, **f), layers
 
 
 def _path_cases():
-    return [(*_layers_case(1), (None, 1, 0)), (*_layers_case(2), (0, None, None)), (*_layers_case(3), (1, 1, 1))]
+    return [
+        (*_layers_case(1), (None, 1, 0)),
+        (*_layers_case(2), (0, None, None)),
+        (*_layers_case(3), (1, 1, 1)),
+    ]
 
 
 register(
@@ -66,13 +76,20 @@ register(
         reference=_path_term,
         cases=_path_cases,
         hint="In every layer the path passes the branch it takes (the input itself, or P_h Y W_V,h W_O,h) "
-             "through the post-LayerNorm's linear part: centre each token, divide by its frozen sigma, times the gain.",
+        "through the post-LayerNorm's linear part: centre each token, divide by its frozen sigma, times the gain.",
         mistakes=[
-            (_path_term_ln_only_on_heads,
-             "The LayerNorm sits after the sum X + SA(X): a skipped layer is normalised too, so skips are not the identity."),
-            (_path_term_no_centring, "LayerNorm first subtracts each token's mean over features; you only scaled."),
-            (_path_term_attention_on_the_right,
-             "Attention mixes tokens from the left: row i of P_h Y is the average of the rows of Y weighted by row i of P_h."),
+            (
+                _path_term_ln_only_on_heads,
+                "The LayerNorm sits after the sum X + SA(X): a skipped layer is normalised too, so skips are not the identity.",
+            ),
+            (
+                _path_term_no_centring,
+                "LayerNorm first subtracts each token's mean over features; you only scaled.",
+            ),
+            (
+                _path_term_attention_on_the_right,
+                "Attention mixes tokens from the left: row i of P_h Y is the average of the rows of Y weighted by row i of P_h.",
+            ),
         ],
     )
 )
@@ -91,7 +108,9 @@ def _accuracy_cases():
     cases = []
     for B, n, d, C, scale in ((3, 5, 6, 4, 1e-3), (4, 6, 8, 3, 1e-2), (2, 7, 5, 5, 1e-3)):
         W, b = torch.randn(d, C, **f), torch.randn(C, **f)
-        R = torch.randn(B, n, d, **f) * scale + torch.randn(d, **f) * scale * 3  # small, with a common mean
+        R = (
+            torch.randn(B, n, d, **f) * scale + torch.randn(d, **f) * scale * 3
+        )  # small, with a common mean
         y = ((R - R.mean(-1, keepdim=True)) @ W).argmax(-1)
         y[0] = (y[0] + 1) % C  # not every token right
         cases.append((R, W, b, y))
@@ -104,13 +123,19 @@ register(
         reference=_path_accuracy,
         cases=_accuracy_cases,
         hint="Standardise each token of R (subtract its mean over features, divide by its standard deviation), "
-             "apply the classifier, take the arg-max class, and count the tokens where it equals y.",
+        "apply the classifier, take the arg-max class, and count the tokens where it equals y.",
         mistakes=[
-            (lambda R, W, b, y: float(((R @ W + b).argmax(-1) == y).double().mean()),
-             "A single path's term is far smaller than the full output: without standardising it first, the "
-             "classifier's bias decides every prediction."),
-            (lambda R, W, b, y: float(((standardise(R) @ W + b).argmax(-1) == y).all(-1).double().mean()),
-             "That is the fraction of sequences with every token right; the paper's accuracy is per token."),
+            (
+                lambda R, W, b, y: float(((R @ W + b).argmax(-1) == y).double().mean()),
+                "A single path's term is far smaller than the full output: without standardising it first, the "
+                "classifier's bias decides every prediction.",
+            ),
+            (
+                lambda R, W, b, y: float(
+                    ((standardise(R) @ W + b).argmax(-1) == y).all(-1).double().mean()
+                ),
+                "That is the fraction of sequences with every token right; the paper's accuracy is per token.",
+            ),
         ],
     )
 )
@@ -130,12 +155,16 @@ register(
         reference=_distinct,
         cases=lambda: [(6, 2, 3, 5), (6, 3, 3, 20), (6, 3, 0, 20), (6, 2, 6, 20), (4, 3, 1, 5)],
         hint="There are N = C(L, l) H^l paths of length l, drawn independently and uniformly with replacement: "
-             "a given path is missed by all k draws with probability (1 - 1/N)^k.",
+        "a given path is missed by all k draws with probability (1 - 1/N)^k.",
         mistakes=[
-            (lambda L, H, length, k: float(min(k, math.comb(L, length) * H**length)),
-             "The official code draws paths independently, with replacement: the same path can come twice."),
-            (lambda L, H, length, k: (H + 1) ** L * (1 - (1 - 1 / (H + 1) ** L) ** k),
-             "The draw is among the paths of length l only, C(L, l) H^l of them, not all (H+1)^L."),
+            (
+                lambda L, H, length, k: float(min(k, math.comb(L, length) * H**length)),
+                "The official code draws paths independently, with replacement: the same path can come twice.",
+            ),
+            (
+                lambda L, H, length, k: (H + 1) ** L * (1 - (1 - 1 / (H + 1) ** L) ** k),
+                "The draw is among the paths of length l only, C(L, l) H^l of them, not all (H+1)^L.",
+            ),
         ],
     )
 )
@@ -155,15 +184,24 @@ register(
     Exercise(
         id="toy_tasks.shortest_sufficient_length",
         reference=_shortest,
-        cases=lambda: [([0.3, 0.55, 0.6], 0.6, 0.9), ([0.1, 0.5, 0.93, 0.97, 0.98], 0.98, 0.95), ([0.2, 0.9, 0.85, 0.99], 0.99, 0.9),
-                       ([0.5, 0.6, 0.7], 0.8, 0.95), ([0.96, 0.9, 1.0], 1.0, 0.95)],
+        cases=lambda: [
+            ([0.3, 0.55, 0.6], 0.6, 0.9),
+            ([0.1, 0.5, 0.93, 0.97, 0.98], 0.98, 0.95),
+            ([0.2, 0.9, 0.85, 0.99], 0.99, 0.9),
+            ([0.5, 0.6, 0.7], 0.8, 0.95),
+            ([0.96, 0.9, 1.0], 1.0, 0.95),
+        ],
         hint="Walk l = 0, 1, ... through the accuracies of the paths up to each length and return the first l "
-             "at which it reaches fraction * full (None if no length does).",
+        "at which it reaches fraction * full (None if no length does).",
         mistakes=[
-            (lambda c, full, fraction: max(range(len(c)), key=lambda l: c[l]),
-             "The question is the shortest sufficient length, not the length of the best accuracy."),
-            (lambda c, full, fraction: next((l for l, a in enumerate(c) if a >= fraction), None),
-             "Compare with a fraction of the full model's accuracy (fraction * full), not with the fraction itself."),
+            (
+                lambda c, full, fraction: max(range(len(c)), key=lambda l: c[l]),
+                "The question is the shortest sufficient length, not the length of the best accuracy.",
+            ),
+            (
+                lambda c, full, fraction: next((l for l, a in enumerate(c) if a >= fraction), None),
+                "Compare with a fraction of the full model's accuracy (fraction * full), not with the fraction itself.",
+            ),
         ],
     )
 )
@@ -203,8 +241,13 @@ def _circuit_rest_short(T):  # the rest stops one length early
 def _circuit_cases():
     gen = torch.Generator().manual_seed(2021_12)
     shapes = ((4, (5, 3)), (5, (2, 4, 3)), (7, (6, 4)))
-    return [(torch.randn(L1, *shape, generator=gen, dtype=torch.float64) * torch.logspace(0, -1, L1, dtype=torch.float64)
-             .reshape(-1, *[1] * len(shape)),) for L1, shape in shapes]
+    return [
+        (
+            torch.randn(L1, *shape, generator=gen, dtype=torch.float64)
+            * torch.logspace(0, -1, L1, dtype=torch.float64).reshape(-1, *[1] * len(shape)),
+        )
+        for L1, shape in shapes
+    ]
 
 
 register(
@@ -213,20 +256,30 @@ register(
         reference=_circuit_shares,
         cases=_circuit_cases,
         hint="Group the sums by length: direct = T[0], heads = T[1], virtual heads = T[2], the rest = "
-             "T[3] + ... + T[L]; each share is the Frobenius norm of its group's sum over that of the output "
-             "Y = T[0] + ... + T[L].",
+        "T[3] + ... + T[L]; each share is the Frobenius norm of its group's sum over that of the output "
+        "Y = T[0] + ... + T[L].",
         mistakes=[
-            (_circuit_shifted, "Off by one: the direct path is the length-0 sum, T[0]; the heads are T[1] and the "
-                               "virtual heads T[2]."),
-            (_circuit_rest_of_norms, "The rest is one sum, T[3] + ... + T[L]: take the norm of the sum, not the "
-                                     "sum of the norms (the terms are not aligned)."),
-            (_circuit_rest_short, "The rest stops one length early: T[3:] runs to the full-depth sum T[L]."),
+            (
+                _circuit_shifted,
+                "Off by one: the direct path is the length-0 sum, T[0]; the heads are T[1] and the "
+                "virtual heads T[2].",
+            ),
+            (
+                _circuit_rest_of_norms,
+                "The rest is one sum, T[3] + ... + T[L]: take the norm of the sum, not the "
+                "sum of the norms (the terms are not aligned).",
+            ),
+            (
+                _circuit_rest_short,
+                "The rest stops one length early: T[3:] runs to the full-depth sum T[L].",
+            ),
         ],
     )
 )
 
 
 # ------------------------------------------------------------------ value exercises (Questions)
+
 
 def _sorting(n_layers=None):
     """The sorting task of the fast preset (vocab 10 in both presets), its data and its network at
@@ -260,10 +313,16 @@ register(
         choices=("shortest", "middle", "longest"),
         hint="Chapter 'The path decomposition' measured which lengths carry the residual at initialisation.",
         mistakes=[
-            ("longest", "Each head a path crosses shrinks its term's residual by a roughly constant factor: "
-                        "the long paths are the collapsed ones."),
-            ("middle", "The output's norm peaks at middle lengths, where there are many paths; its residual, "
-                       "the part that tells tokens apart, sits in the shortest."),
+            (
+                "longest",
+                "Each head a path crosses shrinks its term's residual by a roughly constant factor: "
+                "the long paths are the collapsed ones.",
+            ),
+            (
+                "middle",
+                "The output's norm peaks at middle lengths, where there are many paths; its residual, "
+                "the part that tells tokens apart, sits in the shortest.",
+            ),
         ],
     )
 )
@@ -284,10 +343,16 @@ register(
         rtol=0.02,
         hint="The dotted line is the trivial predictor: for sorting, a uniform guess among the labels.",
         mistakes=[
-            (0.125, "One over the sequence length (8 tokens): but each output token is one of the vocab's values, "
-                    "not one of the positions."),
-            (0.5, "A guess is right with probability one over the number of labels: the sorted tokens take "
-                  "one of 10 values."),
+            (
+                0.125,
+                "One over the sequence length (8 tokens): but each output token is one of the vocab's values, "
+                "not one of the positions.",
+            ),
+            (
+                0.5,
+                "A guess is right with probability one over the number of labels: the sorted tokens take "
+                "one of 10 values.",
+            ),
         ],
     )
 )
@@ -297,13 +362,22 @@ register(
     Rubric(
         label="ex-toy-prove",
         criteria=(
-            (1, "Each path has probability 1/N_l: the kept layers are a uniform l-subset, the heads in them "
-                "independent and uniform (the heads of skipped layers discarded)."),
+            (
+                1,
+                "Each path has probability 1/N_l: the kept layers are a uniform l-subset, the heads in them "
+                "independent and uniform (the heads of skipped layers discarded).",
+            ),
             (1, "Unbiased: one draw has mean T_l / N_l; linearity."),
             (1, "The mean squared error, using the independence of the draws."),
-            (1, "Scale invariance of the standardisation: centring and the standard deviation both scale by c."),
-            (2, "A one-token example where one sampled path's expected accuracy differs from that of T_l, and "
-                "why: the accuracy is a non-linear function of the sum (standardise, then the largest score)."),
+            (
+                1,
+                "Scale invariance of the standardisation: centring and the standard deviation both scale by c.",
+            ),
+            (
+                2,
+                "A one-token example where one sampled path's expected accuracy differs from that of T_l, and "
+                "why: the accuracy is a non-linear function of the sum (standardise, then the largest score).",
+            ),
         ),
         wrong_turns=(
             "Counting H^L head choices instead of H^l: the probability comes out wrong; 1 point off.",

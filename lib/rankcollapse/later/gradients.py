@@ -34,13 +34,27 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed, derive_seed
+from .._validate import (
+    as_tokens,
+    check_bool,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from ..residual import relative_residual
 from ..san import SAN, SANConfig, check_san
 from ..stats import first_below, geometric_mean
 
-__all__ = ["ARCHITECTURES", "FLOOR", "VANISHED", "branch_states", "layer_gradients", "GradientStudy",
-           "gradient_study"]
+__all__ = [
+    "ARCHITECTURES",
+    "FLOOR",
+    "VANISHED",
+    "branch_states",
+    "layer_gradients",
+    "GradientStudy",
+    "gradient_study",
+]
 
 ARCHITECTURES = ("pure", "skip", "scaled")
 FLOOR = 1e-300  # a gradient norm of exactly 0 counts as this in a geometric mean
@@ -49,11 +63,21 @@ VANISHED = 1e-6  # a query/value gradient ratio below this has vanished
 
 def _check_pure(model) -> SAN:
     cfg = check_san(model).config
-    extra = [name for name, on in (("mlp", cfg.mlp), ("layernorm", cfg.layernorm != "none"), ("bias", cfg.bias),
-                                   ("final_layernorm", cfg.final_layernorm)) if on]
+    extra = [
+        name
+        for name, on in (
+            ("mlp", cfg.mlp),
+            ("layernorm", cfg.layernorm != "none"),
+            ("bias", cfg.bias),
+            ("final_layernorm", cfg.final_layernorm),
+        )
+        if on
+    ]
     if extra:
-        raise ValueError(f"model must be attention only (no {', '.join(extra)}): the skip and its scale are "
-                         "set here, not in the config")
+        raise ValueError(
+            f"model must be attention only (no {', '.join(extra)}): the skip and its scale are "
+            "set here, not in the config"
+        )
     return model
 
 
@@ -96,7 +120,9 @@ def layer_gradients(model, X, G, *, skip: bool, branch_scale: float = 1.0) -> di
     if G.shape != X.shape:
         raise ValueError(f"G must have the shape of X {tuple(X.shape)}, got {tuple(G.shape)}")
     if model.config.n_layers == 0:
-        raise ValueError("model must have at least one layer (n_layers >= 1): a network of depth 0 has no weights")
+        raise ValueError(
+            "model must have at least one layer (n_layers >= 1): a network of depth 0 has no weights"
+        )
     hidden, attentions = branch_states(model, X, skip=skip, branch_scale=branch_scale)
     loss = (G * hidden[-1]).sum()
     params = [p for block in model.layers for p in (block.W_Q, block.W_K, block.W_V)]
@@ -104,14 +130,19 @@ def layer_gradients(model, X, G, *, skip: bool, branch_scale: float = 1.0) -> di
     norm = lambda g: 0.0 if g is None else float(g.norm())  # noqa: E731  (depth 0 of a shared model)
     L = len(model.layers)
     with torch.no_grad():
-        out = {name: np.array([norm(grads[3 * l + i]) for l in range(L)]) for i, name in enumerate(("query", "key", "value"))}
+        out = {
+            name: np.array([norm(grads[3 * l + i]) for l in range(L)])
+            for i, name in enumerate(("query", "key", "value"))
+        }
         out["residual"] = np.array([float(relative_residual(h.detach())) for h in hidden[:-1]])
         out["max_attention"] = np.array([float(P.detach().amax(-1).mean()) for P in attentions])
     return out
 
 
 def _setting(arch: str, n_layers: int):
-    return {"pure": (False, 1.0), "skip": (True, 1.0), "scaled": (True, 1.0 / math.sqrt(n_layers))}[arch]
+    return {"pure": (False, 1.0), "skip": (True, 1.0), "scaled": (True, 1.0 / math.sqrt(n_layers))}[
+        arch
+    ]
 
 
 @dataclass
@@ -134,7 +165,9 @@ class GradientStudy:
         c = self.curves[arch]
         if "/" in quantity:
             top, bottom = quantity.split("/")
-            return geometric_mean(np.clip(c[top], FLOOR, None) / np.clip(c[bottom], FLOOR, None), floor=FLOOR)
+            return geometric_mean(
+                np.clip(c[top], FLOOR, None) / np.clip(c[bottom], FLOOR, None), floor=FLOOR
+            )
         return geometric_mean(c[quantity], floor=FLOOR)
 
     def summary(self) -> dict:
@@ -157,29 +190,47 @@ class GradientStudy:
         value = self.typical("pure", "value")
         gone = first_below(pure, VANISHED)
         return dict(
-            depth=self.n_layers, branch_scale=1 / math.sqrt(self.n_layers),
-            qv_pure_first=float(pure[0]), qv_pure_last=float(pure[-1]),
+            depth=self.n_layers,
+            branch_scale=1 / math.sqrt(self.n_layers),
+            qv_pure_first=float(pure[0]),
+            qv_pure_last=float(pure[-1]),
             kv_pure_last=float(self.typical("pure", "key/value")[-1]),
             vanished_layer=None if gone is None else int(gone) + 1,
             res_at_vanished=float("nan") if gone is None else float(res["pure"][gone]),
-            res_pure_last=float(res["pure"][-1]), value_pure_last=float(value[-1] / value[0]),
-            qv_skip_first=float(skip[0]), qv_skip_last=float(skip[-1]),
-            res_skip_first=float(res["skip"][0]), res_skip_last=float(res["skip"][-1]),
+            res_pure_last=float(res["pure"][-1]),
+            value_pure_last=float(value[-1] / value[0]),
+            qv_skip_first=float(skip[0]),
+            qv_skip_last=float(skip[-1]),
+            res_skip_first=float(res["skip"][0]),
+            res_skip_last=float(res["skip"][-1]),
             att_skip_last=float(self.typical("skip", "max_attention")[-1]),
-            qv_scaled_min=float(scaled.min()), kv_scaled_min=float(self.typical("scaled", "key/value").min()),
+            qv_scaled_min=float(scaled.min()),
+            kv_scaled_min=float(self.typical("scaled", "key/value").min()),
             res_scaled_min=float(res["scaled"].min()),
-            att_scaled_last=float(self.typical("scaled", "max_attention")[-1]))
+            att_scaled_last=float(self.typical("scaled", "max_attention")[-1]),
+        )
 
 
-def gradient_study(*, n_layers: int, n_heads: int, d_model: int, n_tokens: int, samples: int, seed: int,
-                   generator) -> GradientStudy:
+def gradient_study(
+    *, n_layers: int, n_heads: int, d_model: int, n_tokens: int, samples: int, seed: int, generator
+) -> GradientStudy:
     """``samples`` networks (seeds ``seed + s``, the usual initialisation) of depth ``n_layers``, each
     run as the three :data:`ARCHITECTURES` on the same input ``X`` and loss direction ``G`` (standard
     normal ``(n_tokens, d_model)``, drawn from ``generator``, a chapter's ``run.stream().generator``)."""
-    n_layers, n_heads, d_model = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
-    n_tokens, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+    n_layers, n_heads, d_model = (
+        check_int("n_layers", n_layers),
+        check_int("n_heads", n_heads),
+        check_int("d_model", d_model),
+    )
+    n_tokens, samples, seed = (
+        check_int("n_tokens", n_tokens, minimum=2),
+        check_int("samples", samples),
+        check_seed("seed", seed),
+    )
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+        )
     cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model)
     rows = {a: [] for a in ARCHITECTURES}
     for s in range(samples):

@@ -45,18 +45,34 @@ from ..residual import relative_residual, through_depth
 from ..san import SAN, SANConfig, check_san, check_size
 from ..theory import value_matrices
 
-MAX_ENTRIES = 10**8  # samples * n_tokens * max(n_tokens * n_heads, d_model): refused above, before any allocation
+MAX_ENTRIES = (
+    10**8
+)  # samples * n_tokens * max(n_tokens * n_heads, d_model): refused above, before any allocation
 
-__all__ = ["MAX_ENTRIES", "lambda_skip_san", "layer_constants", "relative_residual_lower_bound", "LambdaResult",
-           "lambda_study"]
+__all__ = [
+    "MAX_ENTRIES",
+    "lambda_skip_san",
+    "layer_constants",
+    "relative_residual_lower_bound",
+    "LambdaResult",
+    "lambda_study",
+]
 
 
 def _check_config(config) -> SANConfig:
     if not isinstance(config, SANConfig):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
-    if config.mlp or config.layernorm != "none" or config.bias or config.causal or config.attention != "dot":
-        raise ValueError("config must be pure attention (mlp=0, layernorm='none', bias=False, causal=False, "
-                         "attention='dot'): a lambda-skip layer is X + lambda SA(X)")
+    if (
+        config.mlp
+        or config.layernorm != "none"
+        or config.bias
+        or config.causal
+        or config.attention != "dot"
+    ):
+        raise ValueError(
+            "config must be pure attention (mlp=0, layernorm='none', bias=False, causal=False, "
+            "attention='dot'): a lambda-skip layer is X + lambda SA(X)"
+        )
     return config.replace(skip=True)
 
 
@@ -79,8 +95,10 @@ def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
 def _check_lambda_model(model) -> SAN:
     cfg = check_san(model).config
     if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
-        raise ValueError("model must be a lambda-skip network (skip=True, mlp=0, layernorm='none', bias=False), "
-                         "as lambda_skip_san builds")
+        raise ValueError(
+            "model must be a lambda-skip network (skip=True, mlp=0, layernorm='none', bias=False), "
+            "as lambda_skip_san builds"
+        )
     return model
 
 
@@ -123,7 +141,11 @@ def relative_residual_lower_bound(model, X) -> torch.Tensor:
 def _bound(X, k) -> torch.Tensor:
     factors = (1 - k["g"]).clamp(min=0) / (1 + k["c"])
     rho0 = relative_residual(X, norm="fro")
-    return torch.cat([rho0.unsqueeze(0), rho0 * torch.cumprod(factors, dim=0)]) if len(factors) else rho0.unsqueeze(0)
+    return (
+        torch.cat([rho0.unsqueeze(0), rho0 * torch.cumprod(factors, dim=0)])
+        if len(factors)
+        else rho0.unsqueeze(0)
+    )
 
 
 def _threshold(lams, gmax) -> float:
@@ -163,7 +185,7 @@ class LambdaResult:
 
     def gmax(self, depth=None) -> np.ndarray:
         """``(samples, len(lambdas))``: the largest ``g_l`` over the first ``depth`` layers (all by default)."""
-        return self.g[..., :self._depth(depth)].max(axis=-1)
+        return self.g[..., : self._depth(depth)].max(axis=-1)
 
     def thresholds(self, depth=None) -> np.ndarray:
         """Each sample's threshold ``lambda*`` for the network of ``depth`` layers (default ``L``):
@@ -191,7 +213,11 @@ class LambdaResult:
         """The smallest and largest median ``rho`` after ``depth`` layers (default ``L``) over the
         grid's ``0 < lambda < lambda*`` of that depth (``nan`` if none)."""
         rho, below = self.median()[:, self._depth(depth)], self._below(depth)
-        return (float(rho[below].min()), float(rho[below].max())) if below.any() else (math.nan, math.nan)
+        return (
+            (float(rho[below].min()), float(rho[below].max()))
+            if below.any()
+            else (math.nan, math.nan)
+        )
 
     def falls(self, depth=None) -> bool:
         """The trend after ``depth`` layers: is the median ``rho`` at the largest ``lambda`` below a
@@ -227,27 +253,45 @@ class LambdaResult:
         lam, rho = self.lambdas[1:], self.median()[1:]
         for colour, l in zip(sequential_colours(len(depths)), depths):
             ax.plot(lam, rho[:, l], "o-", ms=3, color=colour, label=f"$L={l}$")
-            bx.plot(lam, np.median(self.gmax(l), axis=0)[1:], "o-", ms=3, color=colour, label=f"$L={l}$")
+            bx.plot(
+                lam, np.median(self.gmax(l), axis=0)[1:], "o-", ms=3, color=colour, label=f"$L={l}$"
+            )
             for a in (ax, bx):
                 a.axvline(self.threshold_at(l), color=colour, lw=1, ls=":")
         deep = max(depths)
-        ax.plot(lam, np.maximum(self.median("bound")[1:, deep], 1e-300), "--", color=PALETTE[7],
-                label=f"book's bound, $L={deep}$")
+        ax.plot(
+            lam,
+            np.maximum(self.median("bound")[1:, deep], 1e-300),
+            "--",
+            color=PALETTE[7],
+            label=f"book's bound, $L={deep}$",
+        )
         for a in (ax, bx):
             a.set_xscale("log")
             a.set_xlabel(r"branch weight $\lambda$")
         ax.set_yscale("log")
         ax.set_ylim(max(1e-6, 0.3 * np.nanmin(rho[:, deep])), 2)
         ax.set_ylabel(r"relative residual $\rho_L$")
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(depths) + 1)
+        fig.legend(
+            *ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(depths) + 1
+        )
         bx.axhline(1, color=PALETTE[7], lw=0.8, ls=":")
         bx.set_yscale("log")
         bx.set_ylabel(r"largest $g_l$, $l < L$")
         return fig
 
 
-def lambda_study(*, lambdas, n_layers: int, n_heads: int, d_model: int, n_tokens: int, samples: int,
-                 seed: int, generator) -> LambdaResult:
+def lambda_study(
+    *,
+    lambdas,
+    n_layers: int,
+    n_heads: int,
+    d_model: int,
+    n_tokens: int,
+    samples: int,
+    seed: int,
+    generator,
+) -> LambdaResult:
     """The relative residual of lambda-skip networks against ``lambda`` (chapter "After the paper", section 3).
 
     ``samples`` networks (seeds ``seed + s``, ``n_heads`` heads, width ``d_model``, depth
@@ -256,20 +300,36 @@ def lambda_study(*, lambdas, n_layers: int, n_heads: int, d_model: int, n_tokens
     added if absent). Float64 throughout.
     """
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
-    L, H, d = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
-    n, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+        raise TypeError(
+            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+        )
+    L, H, d = (
+        check_int("n_layers", n_layers),
+        check_int("n_heads", n_heads),
+        check_int("d_model", d_model),
+    )
+    n, samples, seed = (
+        check_int("n_tokens", n_tokens, minimum=2),
+        check_int("samples", samples),
+        check_seed("seed", seed),
+    )
     try:
-        lams = sorted({0.0} | {check_positive_float("lambdas", a, allow_zero=True) for a in lambdas})
+        lams = sorted(
+            {0.0} | {check_positive_float("lambdas", a, allow_zero=True) for a in lambdas}
+        )
     except TypeError:
-        raise TypeError(f"lambdas must be a sequence of numbers >= 0, got {type(lambdas).__name__}") from None
+        raise TypeError(
+            f"lambdas must be a sequence of numbers >= 0, got {type(lambdas).__name__}"
+        ) from None
     if len(lams) < 2:
         raise ValueError("lambdas must hold at least one value > 0")
     cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
     check_size(cfg)
     if samples * n * max(n * H, d) > MAX_ENTRIES:
-        raise ValueError(f"samples * n_tokens * max(n_tokens * n_heads, d_model) = {samples * n * max(n * H, d):,} "
-                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
+        raise ValueError(
+            f"samples * n_tokens * max(n_tokens * n_heads, d_model) = {samples * n * max(n * H, d):,} "
+            f"exceeds {MAX_ENTRIES:,}: make the study smaller"
+        )
     X = as_tokens("X", torch.randn(samples, n, d, generator=generator, dtype=torch.float64))
     rho = np.zeros((samples, len(lams), L + 1))
     bound, g = np.zeros_like(rho), np.zeros((samples, len(lams), L))

@@ -33,13 +33,31 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_bool, check_int, check_positive_float, check_seed, derive_seed
+from .._validate import (
+    as_tokens,
+    check_bool,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from ..residual import relative_residual, through_depth
 from ..san import SAN, SANConfig
 from ..stats import first_below, geometric_mean, log_slope
 
-__all__ = ["MASKS", "FIT_FLOOR", "LEVEL", "mask_options", "MaskStudy", "mask_study", "cube_tokens",
-           "sharp_attention_network", "numerical_rank", "LNCounterexample", "ln_counterexample"]
+__all__ = [
+    "MASKS",
+    "FIT_FLOOR",
+    "LEVEL",
+    "mask_options",
+    "MaskStudy",
+    "mask_study",
+    "cube_tokens",
+    "sharp_attention_network",
+    "numerical_rank",
+    "LNCounterexample",
+    "ln_counterexample",
+]
 
 MASKS = ("full", "causal", "window", "causal window")
 FIT_FLOOR = 1e-12  # the rate is fitted on the layers whose relative residual is above this (float64 floors near 1e-16)
@@ -52,13 +70,19 @@ def mask_options(mask: str, window: int) -> dict:
     if not isinstance(mask, str) or mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
     window = check_int("window", window)
-    return {"full": {}, "causal": dict(causal=True), "window": dict(window=window),
-            "causal window": dict(causal=True, window=window)}[mask]
+    return {
+        "full": {},
+        "causal": dict(causal=True),
+        "window": dict(window=window),
+        "causal window": dict(causal=True, window=window),
+    }[mask]
 
 
 def _generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+        )
     return generator
 
 
@@ -79,13 +103,15 @@ class MaskStudy:
         """The typical curve up to the layer where it first falls below :data:`FIT_FLOOR`, where
         float64 still resolves it."""
         y = self.typical(mask)
-        return y[:first_below(y, FIT_FLOOR, default=len(y))]
+        return y[: first_below(y, FIT_FLOOR, default=len(y))]
 
     def rate(self, mask: str) -> float:
         """Fitted decades per layer (a negative slope of ``log10`` relative residual against layer)
         over the layers before the curve first falls below :data:`FIT_FLOOR`; ``nan`` with fewer than two."""
         y = self._resolved(mask)
-        return log_slope(np.arange(len(y), dtype=float), y, base=10) if len(y) >= 2 else float("nan")
+        return (
+            log_slope(np.arange(len(y), dtype=float), y, base=10) if len(y) >= 2 else float("nan")
+        )
 
     @property
     def n_layers(self) -> int:
@@ -123,24 +149,49 @@ class MaskStudy:
         return len(self.collapsed()) == len(self.curves)
 
 
-def mask_study(*, masks=MASKS, window: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
-               samples: int, seed: int, generator) -> MaskStudy:
+def mask_study(
+    *,
+    masks=MASKS,
+    window: int,
+    n_layers: int,
+    n_heads: int,
+    d_model: int,
+    n_tokens: int,
+    samples: int,
+    seed: int,
+    generator,
+) -> MaskStudy:
     """``samples`` pure-attention networks per mask (seeds ``seed + s``, the same weights for every
     mask) on standard normal inputs ``(n_tokens, d_model)`` drawn from ``generator``."""
     masks = tuple(masks)
     if not masks:
         raise ValueError("masks must name at least one mask")
     options = {m: mask_options(m, window) for m in masks}
-    n_layers, n_heads, d_model = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
-    n_tokens, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+    n_layers, n_heads, d_model = (
+        check_int("n_layers", n_layers),
+        check_int("n_heads", n_heads),
+        check_int("d_model", d_model),
+    )
+    n_tokens, samples, seed = (
+        check_int("n_tokens", n_tokens, minimum=2),
+        check_int("samples", samples),
+        check_seed("seed", seed),
+    )
     generator = _generator(generator)
-    inputs = [torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator) for _ in range(samples)]
+    inputs = [
+        torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
+        for _ in range(samples)
+    ]
     curves = {}
     for mask in masks:
         cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, **options[mask])
         with torch.no_grad():
-            curves[mask] = np.array([through_depth(SAN(cfg, seed=derive_seed(seed, s))(X).hidden_states).numpy()
-                                     for s, X in enumerate(inputs)])
+            curves[mask] = np.array(
+                [
+                    through_depth(SAN(cfg, seed=derive_seed(seed, s))(X).hidden_states).numpy()
+                    for s, X in enumerate(inputs)
+                ]
+            )
     return MaskStudy(curves, check_int("window", window), n_tokens, samples)
 
 
@@ -163,24 +214,43 @@ def cube_tokens(rank: int, d_model: int, generator) -> torch.Tensor:
     return math.sqrt(d / k) * signs @ U.T
 
 
-def sharp_attention_network(d_model: int, n_layers: int, beta: float, *, layernorm: bool, value=None) -> SAN:
+def sharp_attention_network(
+    d_model: int, n_layers: int, beta: float, *, layernorm: bool, value=None
+) -> SAN:
     """One head, shared weights: logits :math:`\\beta\\, x_i^\\top x_j / d`, value map ``value``
     ``(d, d)`` (identity by default; :math:`W_V = ` ``value``, :math:`W_O = I`), post-LayerNorm
     (gain 1, shift 0) when ``layernorm``, no skip, no MLP."""
     d = check_int("d_model", d_model, minimum=2)
     beta = check_positive_float("beta", beta)
     layernorm = check_bool("layernorm", layernorm)
-    cfg = SANConfig(n_layers=check_int("n_layers", n_layers), n_heads=1, d_model=d, d_qk=d, d_v=d,
-                    layernorm="post" if layernorm else "none", shared=True)
+    cfg = SANConfig(
+        n_layers=check_int("n_layers", n_layers),
+        n_heads=1,
+        d_model=d,
+        d_qk=d,
+        d_v=d,
+        layernorm="post" if layernorm else "none",
+        shared=True,
+    )
     eye = torch.eye(d, dtype=torch.float64)
     if value is None:
         value = eye
     elif not isinstance(value, torch.Tensor) or value.shape != (d, d):
-        raise ValueError(f"value must be a ({d}, {d}) tensor, got {getattr(value, 'shape', type(value).__name__)}")
+        raise ValueError(
+            f"value must be a ({d}, {d}) tensor, got {getattr(value, 'shape', type(value).__name__)}"
+        )
     s = math.sqrt(beta / math.sqrt(d))  # W_Q W_K^T / sqrt(d_qk) = (beta / d) I
-    weights = {"W_Q": (s * eye)[None], "W_K": (s * eye)[None], "W_V": value.to(torch.float64)[None], "W_O": eye[None]}
+    weights = {
+        "W_Q": (s * eye)[None],
+        "W_K": (s * eye)[None],
+        "W_V": value.to(torch.float64)[None],
+        "W_O": eye[None],
+    }
     if layernorm:
-        weights.update(ln1_gain=torch.ones(d, dtype=torch.float64), ln1_shift=torch.zeros(d, dtype=torch.float64))
+        weights.update(
+            ln1_gain=torch.ones(d, dtype=torch.float64),
+            ln1_shift=torch.zeros(d, dtype=torch.float64),
+        )
     return SAN.from_weights(cfg, [weights])
 
 
@@ -217,7 +287,9 @@ class LNCounterexample:
         """Every cube is an equilibrium of one layer (up to LayerNorm's ``eps``), the post-LN network
         never ends at rank one, and the same weights without LayerNorm collapse in the paper's sense
         (the residual below :data:`LEVEL` of its start)."""
-        return self.no_ln_collapses() and all(r["defect"] < 1e-4 and r["ln"][0] >= 2 for r in self.rows)
+        return self.no_ln_collapses() and all(
+            r["defect"] < 1e-4 and r["ln"][0] >= 2 for r in self.rows
+        )
 
     def no_ln_collapses(self) -> bool:
         """Without LayerNorm every cube's residual falls below :data:`LEVEL` of its start."""
@@ -237,8 +309,11 @@ class LNCounterexample:
         rows = self.rows
         depths = [r["no_ln_depth"] for r in rows]
         return dict(
-            ranks=[r["k"] for r in rows], kept=self.kept(), defect=max(r["defect"] for r in rows),
-            moved=max(r["moved"] for r in rows), self_min=min(r["self_weight"] for r in rows),
+            ranks=[r["k"] for r in rows],
+            kept=self.kept(),
+            defect=max(r["defect"] for r in rows),
+            moved=max(r["moved"] for r in rows),
+            self_min=min(r["self_weight"] for r in rows),
             self_max=max(r["self_weight"] for r in rows),
             no_ln_depth=None if any(d is None for d in depths) else max(depths),
             no_ln_shape=min(r["no_ln_shape"] for r in rows),
@@ -246,10 +321,14 @@ class LNCounterexample:
             random_res_min=min(r["ln_random_value"][1] for r in rows),
             perturbed_rank_min=min(r["ln_perturbed"][0] for r in rows),
             perturbed_rank_max=max(r["ln_perturbed"][0] for r in rows),
-            perturbed_res_min=min(r["ln_perturbed"][1] for r in rows), eps=SANConfig().ln_eps)
+            perturbed_res_min=min(r["ln_perturbed"][1] for r in rows),
+            eps=SANConfig().ln_eps,
+        )
 
 
-def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise: float, generator) -> LNCounterexample:
+def ln_counterexample(
+    *, ranks, d_model: int, n_layers: int, beta: float, noise: float, generator
+) -> LNCounterexample:
     """Run :func:`sharp_attention_network` for ``n_layers`` on :func:`cube_tokens` of each rank in
     ``ranks``, with and without LayerNorm, with a random value matrix (standard deviation
     ``1/sqrt(d)``, the usual initialisation of ``W_V W_O``'s scale) and from a start moved by
@@ -268,7 +347,9 @@ def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise:
 
         def last(layernorm, start, v=None):
             with torch.no_grad():
-                out = sharp_attention_network(d, n_layers, beta, layernorm=layernorm, value=v)(start)
+                out = sharp_attention_network(d, n_layers, beta, layernorm=layernorm, value=v)(
+                    start
+                )
             Y = out.last_hidden_state
             return out, (numerical_rank(Y) if Y.abs().max() > 0 else 0, float(relative_residual(Y)))
 
@@ -284,10 +365,18 @@ def ln_counterexample(*, ranks, d_model: int, n_layers: int, beta: float, noise:
         size = (size / size[0]).numpy()
         resolved = size > LEVEL
         shape = through_depth(bare, "relative").numpy()[resolved]
-        rows.append(dict(k=k, ln=ln, defect=float((once - X).norm() / X.norm()),
-                         no_ln_shrink=float(size[-1]), no_ln_depth=first_below(size, LEVEL),
-                         no_ln_shape=float(shape.min()), ln_random_value=last(True, X, value)[1],
-                         ln_perturbed=last(True, moved)[1],
-                         moved=float((out.last_hidden_state - X).norm() / X.norm()),
-                         self_weight=float(out.attentions[0].diagonal(dim1=-2, dim2=-1).mean())))
+        rows.append(
+            dict(
+                k=k,
+                ln=ln,
+                defect=float((once - X).norm() / X.norm()),
+                no_ln_shrink=float(size[-1]),
+                no_ln_depth=first_below(size, LEVEL),
+                no_ln_shape=float(shape.min()),
+                ln_random_value=last(True, X, value)[1],
+                ln_perturbed=last(True, moved)[1],
+                moved=float((out.last_hidden_state - X).norm() / X.norm()),
+                self_weight=float(out.attentions[0].diagonal(dim1=-2, dim2=-1).mean()),
+            )
+        )
     return LNCounterexample(rows, d, n_layers, float(beta), noise)

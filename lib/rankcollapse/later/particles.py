@@ -26,10 +26,28 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import MAX_WORK, as_tokens, check_cost, check_elements, check_index, check_int, check_positive_float, check_seed
+from .._validate import (
+    MAX_WORK,
+    as_tokens,
+    check_cost,
+    check_elements,
+    check_index,
+    check_int,
+    check_positive_float,
+    check_seed,
+)
 
-__all__ = ["sphere_tokens", "attention_velocity", "attention_flow", "count_clusters", "ParticleResult",
-           "particle_study", "CLUSTER_TOL", "MAX_STEPS", "MAX_TOKENS"]
+__all__ = [
+    "sphere_tokens",
+    "attention_velocity",
+    "attention_flow",
+    "count_clusters",
+    "ParticleResult",
+    "particle_study",
+    "CLUSTER_TOL",
+    "MAX_STEPS",
+    "MAX_TOKENS",
+]
 
 CLUSTER_TOL = 1e-3  # two tokens are together when 1 - <x_i, x_j> <= CLUSTER_TOL (angle about 0.045)
 MAX_STEPS = 10**5  # Euler steps of one run
@@ -51,8 +69,10 @@ def _unit(name, X) -> torch.Tensor:
     if X.shape[-2] > MAX_TOKENS:
         raise ValueError(f"{name} holds {X.shape[-2]} tokens, more than MAX_TOKENS = {MAX_TOKENS}")
     if not torch.allclose(X.norm(dim=-1), torch.ones((), dtype=X.dtype), atol=1e-6):
-        raise ValueError(f"{name} must hold unit vectors (tokens on the sphere), got norms "
-                         f"{X.norm(dim=-1).min().item():.3g}..{X.norm(dim=-1).max().item():.3g}")
+        raise ValueError(
+            f"{name} must hold unit vectors (tokens on the sphere), got norms "
+            f"{X.norm(dim=-1).min().item():.3g}..{X.norm(dim=-1).max().item():.3g}"
+        )
     return X
 
 
@@ -83,13 +103,24 @@ def attention_flow(X0, beta: float, *, dt: float, steps: int, every: int = 1) ->
     every = check_int("every", every)
     n, d = X.shape[-2:]
     batch = X.numel() // (n * d)
-    check_cost("steps", steps * 2 * batch * n * n * d, MAX_WORK, unit="multiply-adds (steps x 2 n^2 d, n tokens of X0)",
-               alternative="take fewer steps or fewer tokens n")
+    check_cost(
+        "steps",
+        steps * 2 * batch * n * n * d,
+        MAX_WORK,
+        unit="multiply-adds (steps x 2 n^2 d, n tokens of X0)",
+        alternative="take fewer steps or fewer tokens n",
+    )
     kept = steps // every + 1 + (steps % every != 0)
-    check_elements("steps", kept * X.numel(), itemsize=X.element_size(),
-                   alternative="keep fewer states (a larger every), or take fewer steps or tokens")
+    check_elements(
+        "steps",
+        kept * X.numel(),
+        itemsize=X.element_size(),
+        alternative="keep fewer states (a larger every), or take fewer steps or tokens",
+    )
     if dt * (1 + beta) > 1:
-        raise ValueError(f"dt must be at most 1 / (1 + beta) = {1 / (1 + beta):.3g} for a stable Euler step, got {dt}")
+        raise ValueError(
+            f"dt must be at most 1 / (1 + beta) = {1 / (1 + beta):.3g} for a stable Euler step, got {dt}"
+        )
     out = [X.clone()]
     for k in range(1, steps + 1):
         X = X + dt * _velocity(X, beta)
@@ -139,7 +170,9 @@ class ParticleResult:
 
     def merge_time(self, beta_index: int) -> float:
         """The first time at which one cluster remains (``inf`` if never within the run)."""
-        beta_index = check_index("beta_index", beta_index, len(self.counts), what="betas", allow_negative=True)
+        beta_index = check_index(
+            "beta_index", beta_index, len(self.counts), what="betas", allow_negative=True
+        )
         one = np.nonzero(self.counts[beta_index] == 1)[0]
         return float(self.times[one[0]]) if one.size else math.inf
 
@@ -156,7 +189,9 @@ class ParticleResult:
         from ..plotting import PALETTE, WIDTH
 
         betas = sorted(self.paths)
-        fig, axes = plt.subplots(1, len(betas), figsize=(WIDTH, WIDTH / len(betas) + 0.3), constrained_layout=True)
+        fig, axes = plt.subplots(
+            1, len(betas), figsize=(WIDTH, WIDTH / len(betas) + 0.3), constrained_layout=True
+        )
         theta = np.linspace(0, 2 * np.pi, 200)
         for ax, beta in zip(np.atleast_1d(axes), betas):
             path = self.paths[beta]
@@ -165,7 +200,13 @@ class ParticleResult:
                 front = path[-1, i, 2] >= 0 if self.d > 2 else True
                 ax.plot(path[:, i, 0], path[:, i, 1], color=PALETTE[0], lw=0.6, alpha=0.6)
                 ax.plot(path[0, i, 0], path[0, i, 1], ".", color="#999999", ms=3)
-                ax.plot(path[-1, i, 0], path[-1, i, 1], "o", ms=4, color=PALETTE[3] if front else PALETTE[1])
+                ax.plot(
+                    path[-1, i, 0],
+                    path[-1, i, 1],
+                    "o",
+                    ms=4,
+                    color=PALETTE[3] if front else PALETTE[1],
+                )
             b = list(self.betas).index(beta)
             ax.set_title(rf"$\beta={beta:g}$: {self.counts[b, -1]} cluster(s)", fontsize=9)
             ax.set_aspect("equal")
@@ -193,21 +234,26 @@ class ParticleResult:
         return fig
 
 
-def particle_study(*, n: int, d: int, betas, T: float, dt: float, every: int, seed: int,
-                   show=None) -> ParticleResult:
+def particle_study(
+    *, n: int, d: int, betas, T: float, dt: float, every: int, seed: int, show=None
+) -> ParticleResult:
     """Cluster counts against depth ``t <= T`` for each ``beta`` (section 5), from the same ``n``
     tokens uniform on the sphere of ``R^d`` (``seed``); ``show``: the betas whose paths
     :meth:`ParticleResult.figure` draws (default: first, middle and last)."""
     try:
         betas = [check_positive_float("betas", b, allow_zero=True) for b in betas]
     except TypeError:
-        raise TypeError(f"betas must be a sequence of numbers >= 0, got {type(betas).__name__}") from None
+        raise TypeError(
+            f"betas must be a sequence of numbers >= 0, got {type(betas).__name__}"
+        ) from None
     if not betas:
         raise ValueError("betas must hold at least one value")
     T, dt = check_positive_float("T", T), check_positive_float("dt", dt)
     steps = check_int("steps (T / dt)", round(T / dt), maximum=MAX_STEPS)
     X0 = sphere_tokens(n, d, seed=seed)
-    show = [betas[0], betas[len(betas) // 2], betas[-1]] if show is None else [float(b) for b in show]
+    show = (
+        [betas[0], betas[len(betas) // 2], betas[-1]] if show is None else [float(b) for b in show]
+    )
     if not set(show) <= set(betas):
         raise ValueError(f"show must be a subset of betas {betas}, got {show}")
     counts, paths, times = [], {}, None

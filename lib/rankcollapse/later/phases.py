@@ -29,17 +29,39 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import MAX_LAYERS, as_tokens, check_index, check_int, check_positive_float, check_probability_matrix, check_seed, derive_seed
+from .._validate import (
+    MAX_LAYERS,
+    check_index,
+    check_int,
+    check_positive_float,
+    check_probability_matrix,
+    check_seed,
+    derive_seed,
+)
 from ..residual import relative_residual
 from ..san import SAN, SANConfig, check_san, check_size
 
-__all__ = ["attention_entropy", "scaled_qk_san", "post_ln_states", "PhaseResult", "phase_study", "crossing",
-           "DepthResult", "depth_study", "RANK_LEVEL", "ENTROPY_LEVEL", "PHASES", "MAX_ENTRIES"]
+__all__ = [
+    "attention_entropy",
+    "scaled_qk_san",
+    "post_ln_states",
+    "PhaseResult",
+    "phase_study",
+    "crossing",
+    "DepthResult",
+    "depth_study",
+    "RANK_LEVEL",
+    "ENTROPY_LEVEL",
+    "PHASES",
+    "MAX_ENTRIES",
+]
 
 RANK_LEVEL = 0.05  # relative residual after L layers below this: rank collapse
 ENTROPY_LEVEL = 0.25  # mean attention entropy below this fraction of log n: entropy collapse
 PHASES = ("rank collapse", "entropy collapse", "both", "neither")
-MAX_ENTRIES = 10**8  # samples * strengths * n_tokens * max(n_tokens * n_heads, d_model): refused above
+MAX_ENTRIES = (
+    10**8
+)  # samples * strengths * n_tokens * max(n_tokens * n_heads, d_model): refused above
 
 
 def attention_entropy(P) -> torch.Tensor:
@@ -58,7 +80,9 @@ def scaled_qk_san(config: SANConfig, qk_scale: float, *, seed: int) -> SAN:
     if not isinstance(config, SANConfig):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
     if config.mlp or config.bias or config.causal or config.attention != "dot":
-        raise ValueError("config must be attention only (mlp=0, bias=False, causal=False, attention='dot')")
+        raise ValueError(
+            "config must be attention only (mlp=0, bias=False, causal=False, attention='dot')"
+        )
     qk_scale = check_positive_float("qk_scale", qk_scale, allow_zero=True)
     model = SAN(config.replace(layernorm="post", skip=True), seed=check_seed("seed", seed))
     for block in dict.fromkeys(model.layers):
@@ -114,12 +138,18 @@ class PhaseResult:
         """``(len(scales), len(strengths))`` labels from :data:`PHASES` (thresholds :data:`RANK_LEVEL`, :data:`ENTROPY_LEVEL`)."""
         rank, ent = self.rho < RANK_LEVEL, self.entropy < ENTROPY_LEVEL
         out = np.full(self.rho.shape, "neither", dtype=object)
-        out[rank & ~ent], out[ent & ~rank], out[rank & ent] = "rank collapse", "entropy collapse", "both"
+        out[rank & ~ent], out[ent & ~rank], out[rank & ent] = (
+            "rank collapse",
+            "entropy collapse",
+            "both",
+        )
         return out
 
     def critical_strength(self, scale_index: int = 0) -> float:
         """The smallest ``alpha`` of the grid that avoids rank collapse at ``scales[scale_index]`` (``nan`` if none)."""
-        scale_index = check_index("scale_index", scale_index, len(self.scales), what="scales", allow_negative=True)
+        scale_index = check_index(
+            "scale_index", scale_index, len(self.scales), what="scales", allow_negative=True
+        )
         ok = self.rho[scale_index] >= RANK_LEVEL
         return float(self.strengths[np.argmax(ok)]) if ok.any() else float("nan")
 
@@ -138,18 +168,36 @@ class PhaseResult:
         fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 2.8), constrained_layout=True, sharey=True)
         extent = dict(origin="lower", aspect="auto")
         xt, yt = range(len(self.scales)), range(len(self.strengths))
-        panels = [(self.entropy.T, "entropy / log n", dict(vmin=0, vmax=1, cmap="viridis")),
-                  (np.log10(np.maximum(self.rho, 1e-16)).T, r"$\log_{10}\rho_L$", dict(vmin=-16, vmax=0, cmap="magma"))]
+        panels = [
+            (self.entropy.T, "entropy / log n", dict(vmin=0, vmax=1, cmap="viridis")),
+            (
+                np.log10(np.maximum(self.rho, 1e-16)).T,
+                r"$\log_{10}\rho_L$",
+                dict(vmin=-16, vmax=0, cmap="magma"),
+            ),
+        ]
         for ax, (data, label, kw) in zip(axes, panels):
             im = ax.imshow(data, **extent, **kw)
             fig.colorbar(im, ax=ax, shrink=0.8, label=label)
         codes = {p: i for i, p in enumerate(PHASES)}
         lab = np.vectorize(codes.get)(self.phases()).T
-        axes[2].imshow(lab, **extent, cmap=ListedColormap([PALETTE[3], PALETTE[0], PALETTE[4], "#DDDDDD"]),
-                       vmin=-0.5, vmax=len(PHASES) - 0.5)
+        axes[2].imshow(
+            lab,
+            **extent,
+            cmap=ListedColormap([PALETTE[3], PALETTE[0], PALETTE[4], "#DDDDDD"]),
+            vmin=-0.5,
+            vmax=len(PHASES) - 0.5,
+        )
         for i, j in np.ndindex(lab.shape):
-            axes[2].text(j, i, "RE"[lab[i, j]] if lab[i, j] < 2 else ("B" if lab[i, j] == 2 else ""),
-                         ha="center", va="center", fontsize=9, color="white")
+            axes[2].text(
+                j,
+                i,
+                "RE"[lab[i, j]] if lab[i, j] < 2 else ("B" if lab[i, j] == 2 else ""),
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="white",
+            )
         for ax in axes:
             ax.set_xticks(list(xt)[::2], [f"{s:g}" for s in self.scales[::2]])
             ax.set_xlabel("query/key scale $s$")
@@ -164,7 +212,9 @@ def _grid(name, values) -> np.ndarray:
     try:
         vals = [check_positive_float(name, v, allow_zero=True) for v in values]
     except TypeError:
-        raise TypeError(f"{name} must be a sequence of numbers >= 0, got {type(values).__name__}") from None
+        raise TypeError(
+            f"{name} must be a sequence of numbers >= 0, got {type(values).__name__}"
+        ) from None
     if not vals or any(b <= a for a, b in zip(vals, vals[1:])):
         raise ValueError(f"{name} must be a non-empty increasing sequence, got {vals}")
     return np.array(vals)
@@ -173,15 +223,27 @@ def _grid(name, values) -> np.ndarray:
 def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch):
     """Checked sizes, the config and the inputs ``(samples, n, d)`` drawn from ``generator``."""
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}")
-    L, H, d = check_int("n_layers", n_layers), check_int("n_heads", n_heads), check_int("d_model", d_model)
-    n, samples, seed = check_int("n_tokens", n_tokens, minimum=2), check_int("samples", samples), check_seed("seed", seed)
+        raise TypeError(
+            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+        )
+    L, H, d = (
+        check_int("n_layers", n_layers),
+        check_int("n_heads", n_heads),
+        check_int("d_model", d_model),
+    )
+    n, samples, seed = (
+        check_int("n_tokens", n_tokens, minimum=2),
+        check_int("samples", samples),
+        check_seed("seed", seed),
+    )
     cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
     check_size(cfg)
     size = samples * batch * n * max(n * H, d)
     if size > MAX_ENTRIES:
-        raise ValueError(f"samples * len(strengths) * n_tokens * max(n_tokens * n_heads, d_model) = {size:,} "
-                         f"exceeds {MAX_ENTRIES:,}: make the study smaller")
+        raise ValueError(
+            f"samples * len(strengths) * n_tokens * max(n_tokens * n_heads, d_model) = {size:,} "
+            f"exceeds {MAX_ENTRIES:,}: make the study smaller"
+        )
     return cfg, seed, torch.randn(samples, n, d, generator=generator, dtype=torch.float64)
 
 
@@ -195,15 +257,27 @@ def _measure(cfg, scale, X, alphas, seed, depths):
     for k, x in enumerate(X):
         model = scaled_qk_san(cfg, scale, seed=derive_seed(seed, k))
         states, atts = _states(model, x.expand(len(alphas), n, d), a, max(depths))
-        per_layer = torch.stack([attention_entropy(P).mean(dim=(-1, -2)) for P in atts])  # (L, len(alphas))
+        per_layer = torch.stack(
+            [attention_entropy(P).mean(dim=(-1, -2)) for P in atts]
+        )  # (L, len(alphas))
         rhos.append(torch.stack([relative_residual(states[L], norm="fro") for L in depths]))
         ents.append(torch.stack([per_layer[:L].mean(dim=0) for L in depths]))
     rho = np.median(torch.stack(rhos).numpy(), axis=0)
     return rho, torch.stack(ents).mean(dim=0).numpy() / math.log(n)
 
 
-def phase_study(*, scales, strengths, n_layers: int, n_heads: int, d_model: int, n_tokens: int,
-                samples: int, seed: int, generator) -> PhaseResult:
+def phase_study(
+    *,
+    scales,
+    strengths,
+    n_layers: int,
+    n_heads: int,
+    d_model: int,
+    n_tokens: int,
+    samples: int,
+    seed: int,
+    generator,
+) -> PhaseResult:
     """Attention entropy and relative residual over query/key scales and skip strengths (section 4).
 
     ``samples`` networks (seeds ``seed + s``) read ``n_tokens`` standard normal tokens drawn from
@@ -211,7 +285,9 @@ def phase_study(*, scales, strengths, n_layers: int, n_heads: int, d_model: int,
     ``scales`` and ``strengths``: increasing numbers ``>= 0``.
     """
     scales, strengths = _grid("scales", scales), _grid("strengths", strengths)
-    cfg, seed, X = _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, len(strengths))
+    cfg, seed, X = _setup(
+        generator, n_layers, n_heads, d_model, n_tokens, samples, seed, len(strengths)
+    )
     entropy = np.zeros((len(scales), len(strengths)))
     rho = np.zeros_like(entropy)
     for i, s in enumerate(scales):
@@ -226,10 +302,14 @@ def crossing(x, y, level: float) -> float:
     outside the grid). ``level`` must be positive (its log is taken); ``x`` and ``y`` finite."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or bool((x <= 0).any()):
-        raise ValueError(f"x and y must be 1-d of one length >= 2, x > 0; got shapes {x.shape}, {y.shape}")
+        raise ValueError(
+            f"x and y must be 1-d of one length >= 2, x > 0; got shapes {x.shape}, {y.shape}"
+        )
     for name, v in (("x", x), ("y", y)):
         if not np.isfinite(v).all():
-            raise ValueError(f"{name} must be finite, got {int((~np.isfinite(v)).sum())} NaN or infinite entries")
+            raise ValueError(
+                f"{name} must be finite, got {int((~np.isfinite(v)).sum())} NaN or infinite entries"
+            )
     level = check_positive_float("level", level)  # interpolated in log y: a level <= 0 has no log
     above = np.nonzero(y >= level)[0]
     if not above.size or above[0] == 0:
@@ -266,7 +346,9 @@ class DepthResult:
         ``scales[scale_index]`` (:func:`crossing`): ``alpha`` (``scaled=False``) or ``a = alpha /
         sqrt(L)`` (``scaled=True``). ``nan`` where the boundary lies outside the grid."""
         x, rho = (self.ratios, self.rho_scaled) if scaled else (self.strengths, self.rho_fixed)
-        scale_index = check_index("scale_index", scale_index, len(rho), what="scales", allow_negative=True)
+        scale_index = check_index(
+            "scale_index", scale_index, len(rho), what="scales", allow_negative=True
+        )
         return np.array([crossing(x, r, RANK_LEVEL) for r in rho[scale_index]])
 
     def figure(self):
@@ -279,9 +361,11 @@ class DepthResult:
         from ..plotting import PALETTE, WIDTH, sequential_colours
 
         fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 2.9), constrained_layout=True, sharey=True)
-        panels = [(axes[0], 0, self.strengths, self.rho_fixed, r"skip strength $\alpha$"),
-                  (axes[1], 0, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$"),
-                  (axes[2], -1, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$")]
+        panels = [
+            (axes[0], 0, self.strengths, self.rho_fixed, r"skip strength $\alpha$"),
+            (axes[1], 0, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$"),
+            (axes[2], -1, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$"),
+        ]
         colours = sequential_colours(len(self.depths))
         for ax, i, x, rho, label in panels:
             for colour, L, r in zip(colours, self.depths, rho[i]):
@@ -297,8 +381,19 @@ class DepthResult:
         return fig
 
 
-def depth_study(*, depths, scales, strengths, ratios, n_heads: int, d_model: int, n_tokens: int, samples: int,
-                seed: int, generator) -> DepthResult:
+def depth_study(
+    *,
+    depths,
+    scales,
+    strengths,
+    ratios,
+    n_heads: int,
+    d_model: int,
+    n_tokens: int,
+    samples: int,
+    seed: int,
+    generator,
+) -> DepthResult:
     """The relative residual after each of ``depths`` layers at the query/key ``scales``, for a fixed
     skip strength ``alpha`` in ``strengths`` and for ``alpha = a sqrt(L)``, ``a`` in ``ratios``
     (section 4). The networks (seeds ``seed + k``, ``k < samples``) and the inputs (``n_tokens``
@@ -310,11 +405,19 @@ def depth_study(*, depths, scales, strengths, ratios, n_heads: int, d_model: int
         check_int("depths", L, maximum=MAX_LAYERS)
     depths = [check_int("depths", L) for L in depths]
     if not depths or any(b <= a for a, b in zip(depths, depths[1:])):
-        raise ValueError(f"depths must be a non-empty increasing sequence of integers, got {depths}")
-    scales, strengths, ratios = _grid("scales", scales), _grid("strengths", strengths), _grid("ratios", ratios)
+        raise ValueError(
+            f"depths must be a non-empty increasing sequence of integers, got {depths}"
+        )
+    scales, strengths, ratios = (
+        _grid("scales", scales),
+        _grid("strengths", strengths),
+        _grid("ratios", ratios),
+    )
     for name, grid in (("strengths", strengths), ("ratios", ratios)):
         if grid[0] <= 0:
-            raise ValueError(f"{name} must be > 0 (a boundary is read on a log scale), got {grid[0]}")
+            raise ValueError(
+                f"{name} must be > 0 (a boundary is read on a log scale), got {grid[0]}"
+            )
     batch = max(len(strengths), len(ratios))
     cfg, seed, X = _setup(generator, depths[-1], n_heads, d_model, n_tokens, samples, seed, batch)
     shape = (len(scales), len(depths))
@@ -324,5 +427,15 @@ def depth_study(*, depths, scales, strengths, ratios, n_heads: int, d_model: int
         rho_f[i], ent_f[i] = _measure(cfg, s, X, strengths, seed, depths)
         for j, L in enumerate(depths):
             (rho_s[i, j],), (ent_s[i, j],) = _measure(cfg, s, X, ratios * math.sqrt(L), seed, [L])
-    return DepthResult(np.array(depths), scales, strengths, ratios, rho_f, ent_f, rho_s, ent_s, X.shape[-2],
-                       X.shape[0])
+    return DepthResult(
+        np.array(depths),
+        scales,
+        strengths,
+        ratios,
+        rho_f,
+        ent_f,
+        rho_s,
+        ent_s,
+        X.shape[-2],
+        X.shape[0],
+    )

@@ -35,8 +35,17 @@ from .counting import (
     path_length,
     sample_paths,
 )
-from .decompose import (CIRCUITS, MAX_BYTES, circuit_groups, decompose_by_length, decomposition_error, enumerate_paths, length_gram,
-                        length_profile, path_norms)
+from .decompose import (
+    CIRCUITS,
+    MAX_BYTES,
+    circuit_groups,
+    decompose_by_length,
+    decomposition_error,
+    enumerate_paths,
+    length_gram,
+    length_profile,
+    path_norms,
+)
 from .frozen import FrozenLayer, frozen_layers
 
 __all__ = [

@@ -12,21 +12,33 @@ from itertools import product
 
 import torch
 
-from .._validate import check_bool, check_int, check_cost
+from .._validate import check_bool, check_cost, check_int
 
 MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and all_paths build
 MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
 MAX_COUNT_DIGITS = 10**6  # largest exact count path_count builds (a million digits, under a second)
-MAX_COUNT_LAYERS = 10**5  # largest L for path_count: its exact integer has up to ~L log10(H+1) digits
-MAX_DRAWN = 10**7  # entries (paths times layers) of the paths sample_paths draws one by one in Python
+MAX_COUNT_LAYERS = (
+    10**5
+)  # largest L for path_count: its exact integer has up to ~L log10(H+1) digits
+MAX_DRAWN = (
+    10**7
+)  # entries (paths times layers) of the paths sample_paths draws one by one in Python
 
 
 def check_draws(name: str, count: int, per_path: int) -> None:
     """Refuse, before drawing, ``count`` random paths of ``per_path`` entries each beyond :data:`MAX_PATHS`
     paths or :data:`MAX_DRAWN` entries (paths are drawn one by one in Python), naming ``name``."""
-    alternative = "draw fewer paths (path_count and length_distribution count them without drawing any)"
+    alternative = (
+        "draw fewer paths (path_count and length_distribution count them without drawing any)"
+    )
     check_cost(name, count, MAX_PATHS, unit="paths", alternative=alternative)
-    check_cost(name, count * per_path, MAX_DRAWN, unit=f"path entries ({name} x layers)", alternative=alternative)
+    check_cost(
+        name,
+        count * per_path,
+        MAX_DRAWN,
+        unit=f"path entries ({name} x layers)",
+        alternative=alternative,
+    )
 
 
 def too_many_paths(L: int, choices: int, cap: int) -> bool:
@@ -50,9 +62,14 @@ def path_count(L: int, H: int, length: int, skip: bool = True) -> int:
     L, H = check_int("L", L, minimum=0, maximum=MAX_COUNT_LAYERS), check_int("H", H)
     length = check_int("length", length, minimum=0)
     digits = (L if not skip else min(length, L)) * math.log10(H) + L * math.log10(2)
-    check_cost("H", digits, MAX_COUNT_DIGITS, unit="digits",
-               alternative="use length_distribution(L, H) for the fractions, or the count's log10 "
-                           "(lgamma(L+1) - lgamma(l+1) - lgamma(L-l+1)) / log(10) + l log10(H)")
+    check_cost(
+        "H",
+        digits,
+        MAX_COUNT_DIGITS,
+        unit="digits",
+        alternative="use length_distribution(L, H) for the fractions, or the count's log10 "
+        "(lgamma(L+1) - lgamma(l+1) - lgamma(L-l+1)) / log(10) + l log10(H)",
+    )
     if not check_bool("skip", skip):
         return H**L if length == L else 0
     return math.comb(L, length) * H**length if length <= L else 0
@@ -73,10 +90,17 @@ def length_distribution(L: int, H: int) -> torch.Tensor:
     if L <= _EXACT_DISTRIBUTION:
         total = (H + 1) ** L
         # exact rational -> float: divide big integers with Python's correctly rounded division
-        return torch.tensor([math.comb(L, l) * H**l / total for l in range(L + 1)], dtype=torch.float64)
+        return torch.tensor(
+            [math.comb(L, l) * H**l / total for l in range(L + 1)], dtype=torch.float64
+        )
     l = torch.arange(L + 1, dtype=torch.float64)
-    log_p = (math.lgamma(L + 1) - torch.lgamma(l + 1) - torch.lgamma(L - l + 1)
-             + l * math.log(H) - L * math.log(H + 1))
+    log_p = (
+        math.lgamma(L + 1)
+        - torch.lgamma(l + 1)
+        - torch.lgamma(L - l + 1)
+        + l * math.log(H)
+        - L * math.log(H + 1)
+    )
     return torch.exp(log_p)
 
 
@@ -101,7 +125,9 @@ def all_paths(L: int, H: int, skip: bool = True, *, max_paths: int = MAX_PATHS):
     skip = check_bool("skip", skip)
     max_paths = check_int("max_paths", max_paths)
     if too_many_paths(L, H + skip, max_paths):
-        raise ValueError(f"{L} layers of {H} heads have {H + skip}^{L} paths, more than max_paths={max_paths}")
+        raise ValueError(
+            f"{L} layers of {H} heads have {H + skip}^{L} paths, more than max_paths={max_paths}"
+        )
     return list(product(_choices(H, skip), repeat=L))
 
 
@@ -111,14 +137,18 @@ def path_length(path) -> int:
     ``path``: a tuple (or list) with one entry per layer, a head index ``>= 0`` or ``None``.
     """
     if not isinstance(path, (tuple, list)):
-        raise TypeError(f"path must be a tuple of head indices or None, one per layer, got {type(path).__name__}")
+        raise TypeError(
+            f"path must be a tuple of head indices or None, one per layer, got {type(path).__name__}"
+        )
     for c in path:
         if c is not None:
             check_int("path entry", c, minimum=0)
     return sum(c is not None for c in path)
 
 
-def sample_paths(L: int, H: int, length: int, count: int, *, generator: torch.Generator) -> list[tuple]:
+def sample_paths(
+    L: int, H: int, length: int, count: int, *, generator: torch.Generator
+) -> list[tuple]:
     """``count`` paths of ``length`` heads through ``L`` layers of ``H`` heads with skips, drawn
     uniformly (with replacement) from the ``C(L, length) H^length`` such paths.
 

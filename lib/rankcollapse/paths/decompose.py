@@ -11,7 +11,7 @@ import torch
 from .._validate import check_bool, check_choice, check_int
 from ..residual import NORMS, check_center, matrix_norm, res
 from ..san import SAN
-from .counting import MAX_PATHS, _choices, too_many_paths, path_length
+from .counting import MAX_PATHS, _choices, path_length, too_many_paths
 from .frozen import _check_linear, _maybe_constant, frozen_layers
 
 MAX_BYTES = 2**30  # default cap (1 GiB) on the memory the terms of enumerate_paths hold
@@ -88,14 +88,22 @@ def _enumerate(layers, X, choices) -> dict:
         nxt = {}
         for prefix, term in paths.items():
             for c in choices:
-                nxt[prefix + (c,)] = layer.skip(term) if c is None else layer.head(term.unsqueeze(0), c)[0]
+                nxt[prefix + (c,)] = (
+                    layer.skip(term) if c is None else layer.head(term.unsqueeze(0), c)[0]
+                )
         paths = nxt
     return paths
 
 
 @torch.no_grad()
-def enumerate_paths(model: SAN, X, *, with_constant: bool = False, max_paths: int = MAX_PATHS,
-                    max_bytes: int = MAX_BYTES):
+def enumerate_paths(
+    model: SAN,
+    X,
+    *,
+    with_constant: bool = False,
+    max_paths: int = MAX_PATHS,
+    max_bytes: int = MAX_BYTES,
+):
     """Every path term ``P_p X W_p`` of the path decomposition, by explicit enumeration.
 
     Returns a dict from path to term. A path is a tuple of length ``L``: entry ``l`` is the head
@@ -128,8 +136,10 @@ def circuit_groups(T) -> dict[str, torch.Tensor]:
     and virtual heads"; measured in chapter "Which paths do trained networks use?".
     """
     if not isinstance(T, torch.Tensor) or T.dim() < 3 or not T.is_floating_point():
-        raise ValueError("T must be a floating tensor of sums by length (L+1, ..., n, d), got "
-                         f"{getattr(T, 'shape', type(T).__name__)}")
+        raise ValueError(
+            "T must be a floating tensor of sums by length (L+1, ..., n, d), got "
+            f"{getattr(T, 'shape', type(T).__name__)}"
+        )
     zero = torch.zeros_like(T[0])
     parts = [T[l] if l < T.shape[0] else zero for l in range(3)]
     rest = T[3:].sum(dim=0) if T.shape[0] > 3 else zero
@@ -139,7 +149,11 @@ def circuit_groups(T) -> dict[str, torch.Tensor]:
 def _share(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     """``num / den`` with ``0 / 0 = 0`` (nothing to share) and ``x / 0 = inf`` for ``x > 0``."""
     safe = torch.where(den > 0, den, torch.ones_like(den))
-    return torch.where(den > 0, num / safe, torch.where(num > 0, torch.full_like(num, math.inf), torch.zeros_like(num)))
+    return torch.where(
+        den > 0,
+        num / safe,
+        torch.where(num > 0, torch.full_like(num, math.inf), torch.zeros_like(num)),
+    )
 
 
 @torch.no_grad()
@@ -210,7 +224,9 @@ def path_norms(model: SAN, X, paths, *, norm: str = "fro") -> torch.Tensor:
         if len(p) != cfg.n_layers:
             raise ValueError(f"every path needs one entry per layer ({cfg.n_layers}), got {p!r}")
         if any(c is not None and c >= cfg.n_heads for c in p) or (None in p and not cfg.skip):
-            raise ValueError(f"path {p!r} takes a head this model lacks or skips a layer without skips")
+            raise ValueError(
+                f"path {p!r} takes a head this model lacks or skips a layer without skips"
+            )
     X, layers, _ = frozen_layers(model, X)
     out = []
     for p in paths:
@@ -242,8 +258,14 @@ def _gram(T: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def decomposition_error(model: SAN, X, *, with_enumeration: bool = False, max_paths: int = MAX_PATHS,
-                        max_bytes: int = MAX_BYTES) -> dict[str, float]:
+def decomposition_error(
+    model: SAN,
+    X,
+    *,
+    with_enumeration: bool = False,
+    max_paths: int = MAX_PATHS,
+    max_bytes: int = MAX_BYTES,
+) -> dict[str, float]:
     """Relative error ``||sum of terms - output||_F / ||output||_F`` of the path decomposition.
 
     ``"by_length"`` sums :func:`decompose_by_length` (plus the constant term), always;

@@ -41,7 +41,7 @@ class FrozenLayer:
 
     def _mix(self, Y, heads: slice):
         """``sum_{h in heads} P_h Y W_{V,h} W_{O,h}`` for ``Y`` of shape ``(K, ..., n, d)``."""
-        H, dv = self.H, self.dv
+        dv = self.dv
         cols = slice(heads.start * dv, heads.stop * dv)
         V = Y @ self.W_V[:, cols]  # (K, ..., n, h*dv)
         V = V.unflatten(-1, (-1, dv)).transpose(-2, -3)  # (K, ..., h, n, dv)
@@ -90,8 +90,10 @@ def _check_linear(model) -> None:
             "decomposition; use a model with mlp=0"
         )
     if model.config.final_layernorm:
-        raise ValueError("model has a final LayerNorm (final_layernorm=True), which the frozen layers do not "
-                         "include; use a model with final_layernorm=False")
+        raise ValueError(
+            "model has a final LayerNorm (final_layernorm=True), which the frozen layers do not "
+            "include; use a model with final_layernorm=False"
+        )
 
 
 def frozen_layers(model: SAN, X) -> tuple[torch.Tensor, list[FrozenLayer], torch.Tensor]:

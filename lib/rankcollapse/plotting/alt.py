@@ -17,25 +17,89 @@ from __future__ import annotations
 import re
 
 import numpy as np
+
 from .._validate import check_figure, check_str
 
 __all__ = ["alt_text", "plain_text"]
 
 # TeX commands read as a character (Greek letters, relations, operators, delimiters)
 _SYMBOLS = {
-    **{name: chr(code) for name, code in (
-        ("alpha", 0x3B1), ("beta", 0x3B2), ("gamma", 0x3B3), ("delta", 0x3B4), ("epsilon", 0x3B5),
-        ("varepsilon", 0x3B5), ("zeta", 0x3B6), ("eta", 0x3B7), ("theta", 0x3B8), ("kappa", 0x3BA),
-        ("lambda", 0x3BB), ("mu", 0x3BC), ("nu", 0x3BD), ("xi", 0x3BE), ("pi", 0x3C0), ("rho", 0x3C1),
-        ("sigma", 0x3C3), ("tau", 0x3C4), ("phi", 0x3C6), ("varphi", 0x3C6), ("chi", 0x3C7), ("psi", 0x3C8),
-        ("omega", 0x3C9), ("Gamma", 0x393), ("Delta", 0x394), ("Theta", 0x398), ("Lambda", 0x39B),
-        ("Sigma", 0x3A3), ("Phi", 0x3A6), ("Psi", 0x3A8), ("Omega", 0x3A9))},
-    "Vert": "‖", "|": "‖", "lVert": "‖", "rVert": "‖", "vert": "|", "lvert": "|", "rvert": "|",
-    "infty": "∞", "times": "×", "cdot": "·", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "approx": "≈",
-    "sim": "~", "to": "→", "rightarrow": "→", "pm": "±", "propto": "∝", "ell": "l", "top": "ᵀ",
-    "langle": "⟨", "rangle": "⟩", "ldots": "...", "cdots": "...", "dots": "...", "partial": "∂",
-    "nabla": "∇", "sum": "∑", "prod": "∏", "in": "∈", "neq": "≠", "ne": "≠", "circ": "∘",
-    "log": "log", "exp": "exp", "max": "max", "min": "min", "sqrt": "√",
+    **{
+        name: chr(code)
+        for name, code in (
+            ("alpha", 0x3B1),
+            ("beta", 0x3B2),
+            ("gamma", 0x3B3),
+            ("delta", 0x3B4),
+            ("epsilon", 0x3B5),
+            ("varepsilon", 0x3B5),
+            ("zeta", 0x3B6),
+            ("eta", 0x3B7),
+            ("theta", 0x3B8),
+            ("kappa", 0x3BA),
+            ("lambda", 0x3BB),
+            ("mu", 0x3BC),
+            ("nu", 0x3BD),
+            ("xi", 0x3BE),
+            ("pi", 0x3C0),
+            ("rho", 0x3C1),
+            ("sigma", 0x3C3),
+            ("tau", 0x3C4),
+            ("phi", 0x3C6),
+            ("varphi", 0x3C6),
+            ("chi", 0x3C7),
+            ("psi", 0x3C8),
+            ("omega", 0x3C9),
+            ("Gamma", 0x393),
+            ("Delta", 0x394),
+            ("Theta", 0x398),
+            ("Lambda", 0x39B),
+            ("Sigma", 0x3A3),
+            ("Phi", 0x3A6),
+            ("Psi", 0x3A8),
+            ("Omega", 0x3A9),
+        )
+    },
+    "Vert": "‖",
+    "|": "‖",
+    "lVert": "‖",
+    "rVert": "‖",
+    "vert": "|",
+    "lvert": "|",
+    "rvert": "|",
+    "infty": "∞",
+    "times": "×",
+    "cdot": "·",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+    "approx": "≈",
+    "sim": "~",
+    "to": "→",
+    "rightarrow": "→",
+    "pm": "±",
+    "propto": "∝",
+    "ell": "l",
+    "top": "ᵀ",
+    "langle": "⟨",
+    "rangle": "⟩",
+    "ldots": "...",
+    "cdots": "...",
+    "dots": "...",
+    "partial": "∂",
+    "nabla": "∇",
+    "sum": "∑",
+    "prod": "∏",
+    "in": "∈",
+    "neq": "≠",
+    "ne": "≠",
+    "circ": "∘",
+    "log": "log",
+    "exp": "exp",
+    "max": "max",
+    "min": "min",
+    "sqrt": "√",
 }
 _SPACES = {",", ";", ":", "!", " ", "quad", "qquad"}
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
@@ -52,9 +116,9 @@ def _braced(text: str, i: int) -> tuple[str, int]:
         for j in range(i, len(text)):
             depth += {"{": 1, "}": -1}.get(text[j], 0)
             if depth == 0:
-                return text[i + 1:j], j + 1
-        return text[i + 1:], len(text)
-    return text[i:i + 1], i + 1
+                return text[i + 1 : j], j + 1
+        return text[i + 1 :], len(text)
+    return text[i : i + 1], i + 1
 
 
 def _math(text: str) -> str:
@@ -71,8 +135,17 @@ def _math(text: str) -> str:
                 num, i = _braced(text, i)
                 den, i = _braced(text, i)
                 out.append(f"{_math(num)}/{_math(den)}")
-            elif name in ("mathrm", "mathbf", "mathit", "mathcal", "text", "operatorname", "mathsf", "boldsymbol",
-                          "mathdefault"):
+            elif name in (
+                "mathrm",
+                "mathbf",
+                "mathit",
+                "mathcal",
+                "text",
+                "operatorname",
+                "mathsf",
+                "boldsymbol",
+                "mathdefault",
+            ):
                 arg, i = _braced(text, i)
                 out.append(_math(arg))
             elif name in _SPACES:
@@ -137,7 +210,11 @@ def _axis(ax, name: str) -> str | None:
     if len(shown) >= 2:
         lo, hi = min(shown), max(shown)
     scale = getattr(ax, f"get_{name}scale")()
-    ticks = [plain_text(t.get_text()) for t in getattr(ax, f"get_{name}ticklabels")() if t.get_text().strip()]
+    ticks = [
+        plain_text(t.get_text())
+        for t in getattr(ax, f"get_{name}ticklabels")()
+        if t.get_text().strip()
+    ]
     words = f"{name} axis" + (f" “{label}”" if label else "")
     if scale == "log":
         words += ", log scale"
@@ -160,22 +237,39 @@ def _drawn(ax) -> list[str]:
     from matplotlib.collections import PathCollection, PolyCollection
     from matplotlib.container import BarContainer, ErrorbarContainer
 
-    lines = [ln for ln in ax.get_lines() if ln.get_visible() and len(np.atleast_1d(ln.get_xdata())) > 0]
-    flat = [ln for ln in lines if len(set(np.atleast_1d(ln.get_ydata()).tolist())) == 1
-            and len(np.atleast_1d(ln.get_xdata())) == 2]  # axhline and the like
-    vertical = [ln for ln in lines if len(set(np.atleast_1d(ln.get_xdata()).tolist())) == 1
-                and len(np.atleast_1d(ln.get_ydata())) == 2 and ln not in flat]
+    lines = [
+        ln for ln in ax.get_lines() if ln.get_visible() and len(np.atleast_1d(ln.get_xdata())) > 0
+    ]
+    flat = [
+        ln
+        for ln in lines
+        if len(set(np.atleast_1d(ln.get_ydata()).tolist())) == 1
+        and len(np.atleast_1d(ln.get_xdata())) == 2
+    ]  # axhline and the like
+    vertical = [
+        ln
+        for ln in lines
+        if len(set(np.atleast_1d(ln.get_xdata()).tolist())) == 1
+        and len(np.atleast_1d(ln.get_ydata())) == 2
+        and ln not in flat
+    ]
     curves = [ln for ln in lines if ln not in flat and ln not in vertical]
     markers_only = [ln for ln in curves if ln.get_linestyle() in ("None", "none", "", " ")]
     bars = sum(len(c) for c in ax.containers if isinstance(c, BarContainer))
     errorbars = sum(1 for c in ax.containers if isinstance(c, ErrorbarContainer))
     bands = sum(1 for c in ax.collections if isinstance(c, PolyCollection) and c.get_visible())
-    points = sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection) and c.get_visible())
+    points = sum(
+        len(c.get_offsets())
+        for c in ax.collections
+        if isinstance(c, PathCollection) and c.get_visible()
+    )
     out = []
     if len(curves) - len(markers_only):
         out.append(_count(len(curves) - len(markers_only), "curve"))
     if markers_only:
-        out.append(_count(sum(len(np.atleast_1d(ln.get_xdata())) for ln in markers_only), "marked point"))
+        out.append(
+            _count(sum(len(np.atleast_1d(ln.get_xdata())) for ln in markers_only), "marked point")
+        )
     if bars:
         out.append(_count(bars, "bar"))
     if errorbars:
@@ -191,8 +285,11 @@ def _drawn(ax) -> list[str]:
         out.append(_count(len(flat), "horizontal reference line"))
     if vertical:
         out.append(_count(len(vertical), "vertical reference line"))
-    notes = list(dict.fromkeys(plain_text(t.get_text()) for t in ax.texts
-                               if t.get_visible() and t.get_text().strip()))
+    notes = list(
+        dict.fromkeys(
+            plain_text(t.get_text()) for t in ax.texts if t.get_visible() and t.get_text().strip()
+        )
+    )
     if notes:
         out.append("labels " + _quoted(notes[:12]) + (" and more" if len(notes) > 12 else ""))
     return out
@@ -204,7 +301,9 @@ def _panel(ax) -> str:
         label = plain_text(cbar.ax.get_ylabel() or cbar.ax.get_xlabel())
         lo, hi = cbar.norm.vmin, cbar.norm.vmax
         return f"colour scale{f' “{label}”' if label else ''} from {_number(lo)} to {_number(hi)}"
-    title = " ".join(plain_text(ax.get_title(loc)) for loc in ("left", "center", "right") if ax.get_title(loc))
+    title = " ".join(
+        plain_text(ax.get_title(loc)) for loc in ("left", "center", "right") if ax.get_title(loc)
+    )
     parts = [f"titled “{title}”"] if title else []
     if ax.axison:
         parts += [a for a in (_axis(ax, "x"), _axis(ax, "y")) if a]
@@ -235,7 +334,12 @@ def alt_text(fig) -> str:
     suptitle = getattr(fig, "_suptitle", None)
     if suptitle is not None and suptitle.get_text().strip():
         head.append(f"“{plain_text(suptitle.get_text())}”.")
-    legends = [plain_text(t.get_text()) for lg in fig.legends for t in lg.get_texts() if t.get_text().strip()]
+    legends = [
+        plain_text(t.get_text())
+        for lg in fig.legends
+        for t in lg.get_texts()
+        if t.get_text().strip()
+    ]
     kind = lambda ax: "a chart" if ax.axison else "a diagram"  # noqa: E731
     if len(main) == 1:
         head.append(kind(main[0]).capitalize() + ": " + "; ".join(d for d in described if d) + ".")

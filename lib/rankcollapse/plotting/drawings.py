@@ -6,10 +6,12 @@ compute nothing the core library does not already return.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .style import _INK, MIN_POINTS, PALETTE, WIDTH, integer_ticks
 from .._validate import check_axes, check_int, check_str
+from .style import _INK, PALETTE, WIDTH, integer_ticks
 
 __all__ = ["path_diagram", "length_distributions", "curve_with_band"]
 
@@ -22,7 +24,12 @@ def _axes(ax, figsize=None):
     return ax
 
 
-def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None, None), (None, 0, 1), (1, 1, 0)), ax=None):
+def path_diagram(
+    L: int = 3,
+    H: int = 2,
+    highlight=((None, None, None), (0, None, None), (None, 0, 1), (1, 1, 0)),
+    ax=None,
+):
     """Draw the paths through ``L`` layers of ``H`` heads with skip connections (the paper's Figure 1).
 
     Each layer is a column of ``H`` head nodes and one skip node (drawn as a dashed bypass).
@@ -36,14 +43,30 @@ def path_diagram(L: int = 3, H: int = 2, highlight=((None, None, None), (0, None
     xs = np.arange(L + 1) * 2.0
     for l in range(L):  # every edge, faint: input -> head or skip -> output of the layer
         for c in [None] + list(range(H)):
-            ax.plot([xs[l], xs[l] + 1.0, xs[l + 1]], [0, ys[c], 0], color=_INK, alpha=0.18,
-                    lw=1.0, ls="--" if c is None else "-")
+            ax.plot(
+                [xs[l], xs[l] + 1.0, xs[l + 1]],
+                [0, ys[c], 0],
+                color=_INK,
+                alpha=0.18,
+                lw=1.0,
+                ls="--" if c is None else "-",
+            )
         for c in [None] + list(range(H)):
             label = "skip" if c is None else f"$P^{{({l + 1})}}_{{{c + 1}}}$"
             # an opaque light box above the paths, so the label stays legible where paths cross it
-            ax.text(xs[l] + 1.0, ys[c], label, ha="center", va="center", color="#333333", fontsize=9.5,
-                    bbox=dict(boxstyle="round,pad=0.3", fc="#e8f0f7", ec=_INK,
-                              ls="--" if c is None else "-"), zorder=5)
+            ax.text(
+                xs[l] + 1.0,
+                ys[c],
+                label,
+                ha="center",
+                va="center",
+                color="#333333",
+                fontsize=9.5,
+                bbox=dict(
+                    boxstyle="round,pad=0.3", fc="#e8f0f7", ec=_INK, ls="--" if c is None else "-"
+                ),
+                zorder=5,
+            )
     for x, label in zip(xs, ["$X$"] + [f"$X_{{{l + 1}}}$" for l in range(L)]):
         ax.plot([x], [0], "o", color=_INK, ms=6, zorder=3)
         ax.text(x, -0.45, label, ha="center", va="top", color=_INK)
@@ -95,10 +118,17 @@ def length_distributions(rows, axes=None):
         axes[0].axvline(H / (H + 1), color=color, lw=0.8, ls=":")
         nz = frac > 0
         axes[1].plot(x[nz], frac[nz], "-", color=color, marker=marker, ms=3)
-    axes[0].set(xlabel="relative path length  $l / L$", ylabel="share of paths × $L$ (density)",
-                title="(a) where the paths are")
-    axes[1].set(xlabel="relative path length  $l / L$", ylabel="share of paths (log scale)",
-                yscale="log", title="(b) how rare short paths are")
+    axes[0].set(
+        xlabel="relative path length  $l / L$",
+        ylabel="share of paths × $L$ (density)",
+        title="(a) where the paths are",
+    )
+    axes[1].set(
+        xlabel="relative path length  $l / L$",
+        ylabel="share of paths (log scale)",
+        yscale="log",
+        title="(b) how rare short paths are",
+    )
     axes[1].set_ylim(bottom=1e-30, top=3.0)  # shares are at most 1
     axes[0].legend(loc="upper left")
     return axes
@@ -117,7 +147,7 @@ def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o",
     if log:
         lv = np.log10(np.clip(v, 1e-300, None))
         mid, sd = lv.mean(0), lv.std(0)
-        lo, mean, hi = 10 ** (mid - sd), 10 ** mid, 10 ** (mid + sd)
+        lo, mean, hi = 10 ** (mid - sd), 10**mid, 10 ** (mid + sd)
     else:
         mean, sd = v.mean(0), v.std(0)
         lo, hi = mean - sd, mean + sd
@@ -132,8 +162,15 @@ def curve_with_band(ax, x, values, label=None, color=None, log=True, marker="o",
 # ------------------------------------------------------------ chapter "The MLP trade-off"
 
 
-def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label=r"$\lambda$ (lower bound)",
-                 residual_label=r"$\|\mathrm{res}(X_L)\| / \|X_L\|$"):
+def mlp_tradeoff(
+    lam,
+    residual,
+    sensitivity,
+    grad_variance,
+    axes=None,
+    lam_label=r"$\lambda$ (lower bound)",
+    residual_label=r"$\|\mathrm{res}(X_L)\| / \|X_L\|$",
+):
     """Both sides of the MLP trade-off against the MLP's Lipschitz constant, in three panels.
 
     ``lam``: ``(K,)`` one value per model. ``residual``: ``(samples, K)`` relative residual at some
@@ -144,11 +181,17 @@ def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label
     """
     K = len(lam)
     variances = grad_variance.values() if isinstance(grad_variance, dict) else [grad_variance]
-    widths = [np.shape(residual)[-1], np.shape(sensitivity)[-1], *(np.shape(v)[-1] for v in variances)]
+    widths = [
+        np.shape(residual)[-1],
+        np.shape(sensitivity)[-1],
+        *(np.shape(v)[-1] for v in variances),
+    ]
     if any(w != K for w in widths):
-        raise ValueError(f"residual, sensitivity and grad_variance must have one column per lambda ({K}), got "
-                         f"{np.shape(residual)}, {np.shape(sensitivity)} and "
-                         f"{[np.shape(v) for v in variances]}")
+        raise ValueError(
+            f"residual, sensitivity and grad_variance must have one column per lambda ({K}), got "
+            f"{np.shape(residual)}, {np.shape(sensitivity)} and "
+            f"{[np.shape(v) for v in variances]}"
+        )
     import matplotlib.pyplot as plt
 
     if axes is None:
@@ -168,8 +211,14 @@ def mlp_tradeoff(lam, residual, sensitivity, grad_variance, axes=None, lam_label
     axes[1].legend(loc="upper left")
     gv = grad_variance if isinstance(grad_variance, dict) else {"gradient variance": grad_variance}
     for i, (label, v) in enumerate(gv.items()):
-        axes[2].plot(lam, np.asarray(v, dtype=float), "os"[i % 2] + "-", ms=3, color=PALETTE[(i + 1) % len(PALETTE)],
-                     label=label)
+        axes[2].plot(
+            lam,
+            np.asarray(v, dtype=float),
+            "os"[i % 2] + "-",
+            ms=3,
+            color=PALETTE[(i + 1) % len(PALETTE)],
+            label=label,
+        )
     axes[2].set(xscale="log", yscale="log", title="(c) gradient spread")
     axes[2].legend(loc="upper left")
     fig.supxlabel(lam_label)
@@ -192,15 +241,22 @@ def rank_change_bars(before, after, ax=None):
     ax = _axes(ax, figsize=(4.2, 3.6))
     before, after = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     if before.shape != after.shape or before.ndim != 1:
-        raise ValueError(f"before and after must be 1-D arrays of the same length, got shapes "
-                         f"{before.shape} and {after.shape}")
+        raise ValueError(
+            f"before and after must be 1-D arrays of the same length, got shapes "
+            f"{before.shape} and {after.shape}"
+        )
     ranks = np.arange(before.min(), before.max() + 1)
     higher = after > before
-    parts = (("same rank", after == before, PALETTE[0]), ("lower rank", after < before, PALETTE[5]),
-             (f"higher rank ({int(higher.sum())} inputs)", higher, PALETTE[3]))
+    parts = (
+        ("same rank", after == before, PALETTE[0]),
+        ("lower rank", after < before, PALETTE[5]),
+        (f"higher rank ({int(higher.sum())} inputs)", higher, PALETTE[3]),
+    )
     bottom = np.zeros(len(ranks))
     for label, which, color in parts:
-        height = np.bincount(before[which] - ranks[0], minlength=len(ranks))  # inputs per rank before
+        height = np.bincount(
+            before[which] - ranks[0], minlength=len(ranks)
+        )  # inputs per rank before
         ax.bar(ranks, height, bottom=bottom, width=0.8, color=color, label=label, zorder=2)
         bottom += height
     ax.set(xlabel="numerical rank of $Y$", ylabel="number of inputs")
@@ -240,7 +296,9 @@ def residual_vs_depth(ax, series, ylabel=r"$\Vert \mathrm{res}(X_l)\Vert_{1,\inf
             mid[ok], sd[ok] = np.nanmean(finite[:, ok], 0), np.nanstd(finite[:, ok], 0)
             ax.plot(x[ok], mid[ok], ms=3, label=label, **style)
             if v.shape[0] > 1:
-                ax.fill_between(x[ok], (mid - sd)[ok], (mid + sd)[ok], color=style["color"], alpha=0.2, lw=0)
+                ax.fill_between(
+                    x[ok], (mid - sd)[ok], (mid + sd)[ok], color=style["color"], alpha=0.2, lw=0
+                )
         else:
             ok = np.all(np.isfinite(v) & (v > 0), axis=0)
             curve_with_band(ax, x[ok], v[:, ok], label=label, log=True, **style)
@@ -253,7 +311,10 @@ def residual_vs_depth(ax, series, ylabel=r"$\Vert \mathrm{res}(X_l)\Vert_{1,\inf
     return ax
 
 
-def cubic_rate(ax, L, loglog, slope_ref=np.log(3), label_ref=r"slope $\log 3$"):
+LOG3 = math.log(3)  # the cube's slope in log(-log ratio) against depth
+
+
+def cubic_rate(ax, L, loglog, slope_ref=LOG3, label_ref=r"slope $\log 3$"):
     """``log(-log ratio)`` against depth for several samples, with a reference line of slope ``log 3``.
 
     ``L``: depths ``(k,)``; ``loglog``: array ``(samples, k)`` (non-finite entries skipped). The
@@ -290,9 +351,13 @@ def power_law(ax, x, y, slope_ref=1.0, label_ref="slope 1"):
     """
     check_axes("ax", ax)
     x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
-    if x.shape != y.shape or not (np.isfinite(x).all() and np.isfinite(y).all() and (x > 0).all() and (y > 0).all()):
-        raise ValueError(f"power_law: x and y must be arrays of one shape of finite positive values, got shapes "
-                         f"{x.shape} and {y.shape}")
+    if x.shape != y.shape or not (
+        np.isfinite(x).all() and np.isfinite(y).all() and (x > 0).all() and (y > 0).all()
+    ):
+        raise ValueError(
+            f"power_law: x and y must be arrays of one shape of finite positive values, got shapes "
+            f"{x.shape} and {y.shape}"
+        )
     for xs, ys in zip(x, y):
         ax.plot(xs, ys, "o-", ms=3, color=PALETTE[0], alpha=0.6, lw=1)
     x0, y0 = np.exp(np.log(x[:, -1]).mean()), np.exp(np.log(y[:, -1]).mean())
@@ -312,8 +377,10 @@ def attention_maps(axes, matrices, titles):
         check_axes(f"axes[{i}]", ax)
     matrices = [np.asarray(P, dtype=float) for P in matrices]
     if not matrices or len(matrices) != len(axes) or len(titles) != len(axes):
-        raise ValueError(f"attention_maps needs one matrix and one title per axes: {len(axes)} axes, "
-                         f"{len(matrices)} matrices, {len(titles)} titles")
+        raise ValueError(
+            f"attention_maps needs one matrix and one title per axes: {len(axes)} axes, "
+            f"{len(matrices)} matrices, {len(titles)} titles"
+        )
     top = max(float(P.max()) for P in matrices)
     image = None
     for ax, P, title in zip(axes, matrices, titles):
@@ -352,7 +419,9 @@ def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
             continue
         color, ls, label = VARIANT_STYLE[variant]
         v = np.clip(np.asarray(curves[variant], dtype=float), floor, None)
-        curve_with_band(ax, np.arange(v.shape[1]), v, label=label, color=color, log=True, marker=None, ls=ls)
+        curve_with_band(
+            ax, np.arange(v.shape[1]), v, label=label, color=color, log=True, marker=None, ls=ls
+        )
     ax.set_ylim(floor / 3, 3.0)
     ax.set_xlabel("layer $l$")
     integer_ticks(ax, "x")

@@ -9,6 +9,7 @@ below 9 pt as shown; :func:`fit_to_page` and :func:`check_figure` apply and chec
 from __future__ import annotations
 
 import numpy as np
+
 from .._validate import check_axes, check_choice, check_int, check_positive_float
 from .._validate import check_figure as _check_fig
 
@@ -97,7 +98,9 @@ def _svg_output() -> None:
     set_matplotlib_formats("svg", **svg_options())
 
 
-def figure_problems(fig, column_inches: float = COLUMN_INCHES, min_points: float = MIN_POINTS) -> list[str]:
+def figure_problems(
+    fig, column_inches: float = COLUMN_INCHES, min_points: float = MIN_POINTS
+) -> list[str]:
     """What makes ``fig`` hard to read on the page, as sentences (empty: nothing).
 
     The page scales a figure wider than ``column_inches`` down to the column; every text's font
@@ -132,13 +135,20 @@ def figure_problems(fig, column_inches: float = COLUMN_INCHES, min_points: float
             continue
         shown = t.get_fontsize() * scale
         if shown < min_points - 1e-9:
-            problems.append(f"text {t.get_text()!r} is {shown:.1f} pt as shown (at least {min_points:g})")
+            problems.append(
+                f"text {t.get_text()!r} is {shown:.1f} pt as shown (at least {min_points:g})"
+            )
         tol = 1.0  # pixels
-        if ext.x0 < box.x0 - tol or ext.y0 < box.y0 - tol or ext.x1 > box.x1 + tol or ext.y1 > box.y1 + tol:
+        if (
+            ext.x0 < box.x0 - tol
+            or ext.y0 < box.y0 - tol
+            or ext.x1 > box.x1 + tol
+            or ext.y1 > box.y1 + tol
+        ):
             problems.append(f"text {t.get_text()!r} runs outside the figure (clipped)")
         texts.append((t, ext))
     for i, (a, ea) in enumerate(texts):
-        for b, eb in texts[i + 1:]:
+        for b, eb in texts[i + 1 :]:
             ov_w = min(ea.x1, eb.x1) - max(ea.x0, eb.x0)
             ov_h = min(ea.y1, eb.y1) - max(ea.y0, eb.y0)
             if ov_w > 1.0 and ov_h > 1.0:
@@ -146,7 +156,9 @@ def figure_problems(fig, column_inches: float = COLUMN_INCHES, min_points: float
     return problems
 
 
-def fit_to_page(fig, column_inches: float = COLUMN_INCHES, min_points: float = MIN_POINTS) -> list[str]:
+def fit_to_page(
+    fig, column_inches: float = COLUMN_INCHES, min_points: float = MIN_POINTS
+) -> list[str]:
     """Apply the page's two size rules to ``fig`` in place, and say what was changed.
 
     A figure wider than the column is made ``WIDTH`` inches wide (its height kept; a
@@ -171,8 +183,12 @@ def fit_to_page(fig, column_inches: float = COLUMN_INCHES, min_points: float = M
     for ax in fig.axes:  # tick labels made later from the axis's own size
         for axis in (ax.xaxis, ax.yaxis):
             for which in ("major", "minor"):
-                sizes = [t.label1.get_fontsize() for t in (axis.get_major_ticks() if which == "major"
-                                                            else axis.get_minor_ticks())]
+                sizes = [
+                    t.label1.get_fontsize()
+                    for t in (
+                        axis.get_major_ticks() if which == "major" else axis.get_minor_ticks()
+                    )
+                ]
                 if sizes and min(sizes) < min_points - 1e-9:
                     axis.set_tick_params(which=which, labelsize=min_points)
     return changes
@@ -210,8 +226,17 @@ def svg_bytes(fig, description: str | None = None) -> bytes:
     return buf.getvalue()
 
 
-__all__ += ["COLUMN_INCHES", "WIDTH", "MIN_POINTS", "figure_problems", "fit_to_page", "check_figure", "integer_ticks",
-            "svg_options", "svg_bytes"]
+__all__ += [
+    "COLUMN_INCHES",
+    "WIDTH",
+    "MIN_POINTS",
+    "figure_problems",
+    "fit_to_page",
+    "check_figure",
+    "integer_ticks",
+    "svg_options",
+    "svg_bytes",
+]
 
 
 def spread_indices(count: int, most: int = 5) -> list[int]:

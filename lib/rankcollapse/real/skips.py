@@ -26,8 +26,13 @@ __all__ = ["SETTINGS", "RealSkip", "real_skip_residuals"]
 
 #: ``(skip, mask, bias)`` of every run: attention with skips (the model's own mask and biases),
 #: and attention alone with the mask and the biases each on or off.
-SETTINGS = ((True, True, True), (False, True, True), (False, True, False), (False, False, True),
-            (False, False, False))
+SETTINGS = (
+    (True, True, True),
+    (False, True, True),
+    (False, True, False),
+    (False, False, True),
+    (False, False, False),
+)
 
 
 @dataclass
@@ -45,7 +50,9 @@ class RealSkip:
     causal: dict
     curves: dict
 
-    def typical(self, label, skip: bool = False, mask: bool = True, bias: bool = True) -> np.ndarray:
+    def typical(
+        self, label, skip: bool = False, mask: bool = True, bias: bool = True
+    ) -> np.ndarray:
         """The geometric mean over sequences of one curve, ``(L + 1,)``."""
         return geometric_mean(self.curves[(label, skip, mask, bias)])
 
@@ -80,7 +87,7 @@ def real_skip_residuals(models, n_seq: int, n_tokens: int, *, batch_size: int = 
             out = []
             with _threads():
                 for s in range(0, ids.shape[0], batch_size):
-                    states = torch.stack(san(net.embed(ids[s:s + batch_size])).hidden_states)
+                    states = torch.stack(san(net.embed(ids[s : s + batch_size])).hidden_states)
                     out.append(residual.relative_residual(states))  # (L + 1, b)
             curves[(m.label, skip, mask, bias)] = torch.cat(out, dim=1).T.double().numpy()
     return RealSkip([m.label for m in models], causal, curves)

@@ -12,16 +12,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validate import check_int, check_seed
 from ..centering import optimal_center
 from ..stats import first_below, log_slope
 from ..stats import geometric_mean as gmean
 from .measure import _check_model, hidden_states, residual_curve, residual_curves
 from .products import path_profile
 from .text import token_windows
-from .._validate import check_int, check_seed
 
-__all__ = ["FLOOR", "by_name", "Ablations", "ablations", "Centres", "centres", "PathProducts",
-           "path_products_study"]
+__all__ = [
+    "FLOOR",
+    "by_name",
+    "Ablations",
+    "ablations",
+    "Centres",
+    "centres",
+    "PathProducts",
+    "path_products_study",
+]
 
 FLOOR = 1e-12  # below this a float64 relative residual is rounding error
 
@@ -67,7 +75,7 @@ class Ablations:
         against layer, fitted from layer 1 to the last layer above ``level`` (at least two layers)."""
         g = self.typical(model, variant, surgery)
         k = max(2, min(first_below(g, level, default=len(g) - 1), len(g) - 1))
-        return -log_slope(np.arange(1, k + 1), g[1:k + 1], base=10)
+        return -log_slope(np.arange(1, k + 1), g[1 : k + 1], base=10)
 
     def log_steps(self, model, variant, surgery, level: float = 1e-13) -> np.ndarray:
         """Orders of magnitude lost at each layer, ``log10(g_{l-1} / g_l)`` of the typical curve
@@ -78,11 +86,15 @@ class Ablations:
         return -np.diff(np.log10(g[:k]))
 
 
-def ablations(models, n_seq: int, n_tokens: int, *, batch_size: int = 8, progress: bool = True) -> Ablations:
+def ablations(
+    models, n_seq: int, n_tokens: int, *, batch_size: int = 8, progress: bool = True
+) -> Ablations:
     """:func:`rankcollapse.real.measure.residual_curves` of ``models`` (float64 where a curve falls
     to rounding error, float32 where it stays of order one), as an :class:`Ablations`."""
     check_int("n_seq", n_seq), check_int("n_tokens", n_tokens)
-    curves = residual_curves(models, n_seq, n_tokens, dtype="auto", batch_size=batch_size, progress=progress)
+    curves = residual_curves(
+        models, n_seq, n_tokens, dtype="auto", batch_size=batch_size, progress=progress
+    )
     return Ablations(list(models), curves)
 
 
@@ -137,8 +149,17 @@ class PathProducts:
         """The median over paths of ``length`` heads."""
         return float(self.medians(model, order, against)[length - 1])
 
-def path_products_study(models, n_seq: int, n_tokens: int, n_paths: int, seed: int, *,
-                        batch_size: int = 8, detailed: str = "all-MiniLM-L6-v2") -> PathProducts:
+
+def path_products_study(
+    models,
+    n_seq: int,
+    n_tokens: int,
+    n_paths: int,
+    seed: int,
+    *,
+    batch_size: int = 8,
+    detailed: str = "all-MiniLM-L6-v2",
+) -> PathProducts:
     """Attention products of every model's full forward pass (float64) along ``n_paths`` random
     paths per length, both orders against ``1 x^T``; for the ``detailed`` model also against the
     SVD's rank-1 approximation (the official code's reference). A :class:`PathProducts`."""
@@ -151,7 +172,8 @@ def path_products_study(models, n_seq: int, n_tokens: int, n_paths: int, seed: i
         _, attn = hidden_states(m, ids, "full", return_attentions=True, batch_size=batch_size)
         for order in ("correct", "reversed"):
             for against in ("mean", "rank1") if m.name == detailed and m.pretrained else ("mean",):
-                profiles[(m.label, order, against)] = path_profile(attn, n_paths, seed, order=order,
-                                                                   against=against).numpy()
+                profiles[(m.label, order, against)] = path_profile(
+                    attn, n_paths, seed, order=order, against=against
+                ).numpy()
         del attn
     return PathProducts(list(models), profiles)

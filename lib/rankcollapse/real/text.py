@@ -19,8 +19,17 @@ import torch
 from .._validate import check_choice, check_int
 from .registry import minilm_path
 
-__all__ = ["CLS", "SEP", "corpus", "map_ids", "minilm_tokenizer", "token_windows", "encode", "check_ids",
-           "TOO_LONG"]
+__all__ = [
+    "CLS",
+    "SEP",
+    "corpus",
+    "map_ids",
+    "minilm_tokenizer",
+    "token_windows",
+    "encode",
+    "check_ids",
+    "TOO_LONG",
+]
 
 CLS, SEP = 101, 102  # MiniLM's (uncased WordPiece) [CLS] and [SEP]
 TOO_LONG = ("error", "truncate")
@@ -32,10 +41,16 @@ def corpus() -> list[str]:
     Written for the book (science and history, no third-party text), so it ships with the
     package and needs no download. It stands in for the paper's wiki_bio sentences.
     """
-    files = sorted(p for p in resources.files("rankcollapse").joinpath("data").iterdir() if p.name.endswith(".txt"))
+    files = sorted(
+        p
+        for p in resources.files("rankcollapse").joinpath("data").iterdir()
+        if p.name.endswith(".txt")
+    )
     docs = [" ".join(f.read_text(encoding="utf-8").split()) for f in files]
     if not docs:
-        raise FileNotFoundError("rankcollapse/data/*.txt is missing: reinstall the package (pip install -e .)")
+        raise FileNotFoundError(
+            "rankcollapse/data/*.txt is missing: reinstall the package (pip install -e .)"
+        )
     return docs
 
 
@@ -93,13 +108,15 @@ def token_windows(model=None, n_seq: int = 32, n_tokens: int = 128) -> torch.Ten
     per_doc = []
     for doc in corpus():
         ids = list(encode(doc))
-        per_doc.append([_frame(ids[i:i + w], cls_sep) for i in range(0, len(ids) - w + 1, w)])
+        per_doc.append([_frame(ids[i : i + w], cls_sep) for i in range(0, len(ids) - w + 1, w)])
     windows, k = [], 0
     while len(windows) < n_seq and any(k < len(d) for d in per_doc):
         windows += [d[k] for d in per_doc if k < len(d)]
         k += 1
     if len(windows) < n_seq:
-        raise ValueError(f"the corpus holds only {len(windows)} windows of {n_tokens} tokens, asked for n_seq={n_seq}")
+        raise ValueError(
+            f"the corpus holds only {len(windows)} windows of {n_tokens} tokens, asked for n_seq={n_seq}"
+        )
     return torch.tensor(windows[:n_seq], dtype=torch.long)
 
 
@@ -108,8 +125,10 @@ def check_ids(ids: torch.Tensor, vocab_size: int, name: str = "texts_or_ids") ->
     bad = (ids < 0) | (ids >= vocab_size)
     if bad.any():
         where = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(f"{name}: token ids must be in [0, {vocab_size}) for this model, "
-                         f"got {int(ids[where])} at index {where}")
+        raise ValueError(
+            f"{name}: token ids must be in [0, {vocab_size}) for this model, "
+            f"got {int(ids[where])} at index {where}"
+        )
     return ids
 
 
@@ -137,23 +156,31 @@ def encode(model, inputs, *, too_long: str = "error", limit: int | None = None):
         ids = torch.zeros(len(seqs), n, dtype=torch.long)
         mask = torch.zeros(len(seqs), n, dtype=torch.long)
         for i, s in enumerate(seqs):
-            ids[i, :len(s)] = torch.tensor(s)
-            mask[i, :len(s)] = 1
+            ids[i, : len(s)] = torch.tensor(s)
+            mask[i, : len(s)] = 1
         return check_ids(ids, model.vocab_size), (None if bool(mask.all()) else mask)
     if not isinstance(inputs, torch.Tensor) or inputs.dtype not in (torch.int32, torch.int64):
-        raise TypeError("texts_or_ids must be a string, a list of strings or an integer tensor of token ids "
-                        f"of shape (n,) or (b, n), got {type(inputs).__name__}")
+        raise TypeError(
+            "texts_or_ids must be a string, a list of strings or an integer tensor of token ids "
+            f"of shape (n,) or (b, n), got {type(inputs).__name__}"
+        )
     ids = inputs.long()
     if ids.ndim == 1:
         ids = ids[None]
     if ids.ndim != 2 or ids.numel() == 0:
-        raise ValueError(f"texts_or_ids: token ids must have shape (n,) or (b, n), got {tuple(inputs.shape)}")
+        raise ValueError(
+            f"texts_or_ids: token ids must have shape (n,) or (b, n), got {tuple(inputs.shape)}"
+        )
     if limit is not None and ids.shape[1] > limit:
         if too_long == "error":
-            raise ValueError(f"texts_or_ids: {model.name} takes at most {limit} tokens per sequence, got "
-                             f"{ids.shape[1]}; cut the input, or pass too_long='truncate'")
-        warnings.warn(f"{model.name} takes at most {limit} tokens per sequence: {ids.shape[1]} cut to {limit}",
-                      stacklevel=3)
+            raise ValueError(
+                f"texts_or_ids: {model.name} takes at most {limit} tokens per sequence, got "
+                f"{ids.shape[1]}; cut the input, or pass too_long='truncate'"
+            )
+        warnings.warn(
+            f"{model.name} takes at most {limit} tokens per sequence: {ids.shape[1]} cut to {limit}",
+            stacklevel=3,
+        )
         ids = ids[:, :limit]
     return check_ids(ids, model.vocab_size), None
 
@@ -162,9 +189,11 @@ def _cut(seq, limit, cls_sep, too_long, longest):
     if len(seq) <= limit:
         return seq
     if too_long == "error":
-        raise ValueError(f"texts_or_ids: a text has {longest} tokens, more than the model's limit of {limit}; "
-                         "shorten it, or pass too_long='truncate'")
-    warnings.warn(f"a text of {len(seq)} tokens is cut to the model's limit of {limit}", stacklevel=4)
-    return seq[:limit - 1] + [cls_sep[1]] if cls_sep[0] is not None else seq[:limit]
-
-
+        raise ValueError(
+            f"texts_or_ids: a text has {longest} tokens, more than the model's limit of {limit}; "
+            "shorten it, or pass too_long='truncate'"
+        )
+    warnings.warn(
+        f"a text of {len(seq)} tokens is cut to the model's limit of {limit}", stacklevel=4
+    )
+    return seq[: limit - 1] + [cls_sep[1]] if cls_sep[0] is not None else seq[:limit]

@@ -27,20 +27,41 @@ def convert_xlnet(model, dtype, position_dtype):
     if c.attn_type != "bi" or c.bi_data or c.mem_len:
         raise ValueError("XLNet is converted with attn_type='bi', bi_data=False and no memory only")
     H, d = c.n_head, c.d_model
-    cfg = SANConfig(n_layers=c.n_layer, n_heads=H, d_model=d, skip=True, mlp=c.d_inner,
-                    activation=activation_of(c.ff_activation), layernorm="post", bias=True,
-                    ln_eps=c.layer_norm_eps, attention="relative", clamp_len=max(c.clamp_len, 0),
-                    position_dtype=position_dtype, dtype=dtype)
+    cfg = SANConfig(
+        n_layers=c.n_layer,
+        n_heads=H,
+        d_model=d,
+        skip=True,
+        mlp=c.d_inner,
+        activation=activation_of(c.ff_activation),
+        layernorm="post",
+        bias=True,
+        ln_eps=c.layer_norm_eps,
+        attention="relative",
+        clamp_len=max(c.clamp_len, 0),
+        position_dtype=position_dtype,
+        dtype=dtype,
+    )
     layers = []
     for layer in model.layer:
         att, ff = layer.rel_attn, layer.ff
         heads = lambda t: _p(t.permute(1, 0, 2), dtype)  # noqa: E731  (d, H, dh) -> (H, d, dh)
         zero = lambda *shape: _p(torch.zeros(*shape), dtype)  # noqa: E731  XLNet's q, k, v, o have no bias
-        w = {"W_Q": heads(att.q), "W_K": heads(att.k), "W_V": heads(att.v), "W_R": heads(att.r),
-             "W_O": _p(att.o.permute(1, 2, 0), dtype),  # (d, H, dh) -> (H, dh, d)
-             "b_Q": zero(H, d // H), "b_K": zero(H, d // H), "b_V": zero(H, d // H), "b_O": zero(d),
-             "r_w_bias": _p(att.r_w_bias, dtype), "r_r_bias": _p(att.r_r_bias, dtype),
-             "r_s_bias": _p(att.r_s_bias, dtype), "seg_embed": _p(att.seg_embed, dtype)}
+        w = {
+            "W_Q": heads(att.q),
+            "W_K": heads(att.k),
+            "W_V": heads(att.v),
+            "W_R": heads(att.r),
+            "W_O": _p(att.o.permute(1, 2, 0), dtype),  # (d, H, dh) -> (H, dh, d)
+            "b_Q": zero(H, d // H),
+            "b_K": zero(H, d // H),
+            "b_V": zero(H, d // H),
+            "b_O": zero(d),
+            "r_w_bias": _p(att.r_w_bias, dtype),
+            "r_r_bias": _p(att.r_r_bias, dtype),
+            "r_s_bias": _p(att.r_s_bias, dtype),
+            "seg_embed": _p(att.seg_embed, dtype),
+        }
         w["W_1"], w["b_1"] = _linear(ff.layer_1, dtype)
         w["W_2"], w["b_2"] = _linear(ff.layer_2, dtype)
         w.update(_ln_weights("ln1", att.layer_norm, dtype))

@@ -42,7 +42,6 @@ The core of the library: imports torch and the core modules only. One job per mo
 Every public name is re-exported here: ``rc.theory.collapse_bound`` and so on.
 """
 
-
 from .bound import (
     BOUND_FORMS,
     DEFAULT_CENTER,
@@ -54,10 +53,21 @@ from .bound import (
     tracked_residual,
     unit_residual_tokens,
 )
-from .compare import (attention_hardness, attention_through_depth, bound_gaps, rank_one_distance,
-                      tracked_relative_residual)
+from .compare import (
+    attention_hardness,
+    attention_through_depth,
+    bound_gaps,
+    rank_one_distance,
+    tracked_relative_residual,
+)
 from .instances import random_instances
-from .skip import PRESERVING_FAMILIES, preserving_input, preserving_san, search_smallest_ratio, skip_bound
+from .skip import (
+    PRESERVING_FAMILIES,
+    preserving_input,
+    preserving_san,
+    search_smallest_ratio,
+    skip_bound,
+)
 from .weights import beta, check_pure_attention, qk_matrices, value_matrices
 
 __all__ = [

@@ -13,9 +13,16 @@ import math
 
 import torch
 
-from .._validate import check_bool, check_choice, check_dtype, check_elements, check_generator, check_int
+from .._validate import (
+    check_bool,
+    check_choice,
+    check_dtype,
+    check_elements,
+    check_generator,
+    check_int,
+)
 from ..residual import check_center, composite_norm, res
-from .weights import check_pure_attention, _head_norms
+from .weights import _head_norms, check_pure_attention
 
 __all__ = [
     "BOUND_FORMS",
@@ -87,8 +94,11 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     b = q * torch.sqrt(w1 * winf)
     beta_l = b.amax(dim=-1)
     num = torch.sqrt((q * w1).amax(dim=-1) * (q * winf).amax(dim=-1))
-    nu = torch.where(beta_l > 0, num / torch.where(beta_l > 0, beta_l, torch.ones_like(beta_l)),
-                     torch.ones_like(beta_l))
+    nu = torch.where(
+        beta_l > 0,
+        num / torch.where(beta_l > 0, beta_l, torch.ones_like(beta_l)),
+        torch.ones_like(beta_l),
+    )
     R_all = _layer_residuals(model, X, out, center)  # each layer's input, and the output
     eps, col = [], []
     for l, (R, P) in enumerate(zip(R_all[:-1], out.attentions)):
@@ -100,7 +110,9 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     eps = torch.stack(eps) if eps else torch.zeros((0,) + shape, dtype=cfg.dtype)
     col = torch.stack(col) if col else torch.zeros((0,) + shape, dtype=cfg.dtype)
     t = 2 * eps
-    sinhc = torch.where(t > 0, torch.sinh(t) / torch.where(t > 0, t, torch.ones_like(t)), torch.ones_like(t))
+    sinhc = torch.where(
+        t > 0, torch.sinh(t) / torch.where(t > 0, t, torch.ones_like(t)), torch.ones_like(t)
+    )
     kappa = sinhc * torch.exp(eps)
     nu_b = nu.reshape((-1,) + (1,) * len(shape))
     return {
@@ -111,7 +123,9 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
         "gamma": kappa * torch.sqrt(col) * nu_b,
         "beta": beta_l,
         "residual": torch.stack(resid),
-        "forward_residual": torch.stack([composite_norm(res(h, center=center)) for h in out.hidden_states]),
+        "forward_residual": torch.stack(
+            [composite_norm(res(h, center=center)) for h in out.hidden_states]
+        ),
         "size": torch.stack([composite_norm(h) for h in out.hidden_states]),
     }
 
@@ -123,8 +137,11 @@ def _log_kappa(eps: torch.Tensor) -> torch.Tensor:
     """
     t = 2 * eps
     small = torch.where(t < 20, t, torch.zeros_like(t))
-    sinhc = torch.where(small > 0, torch.sinh(small) / torch.where(small > 0, small, torch.ones_like(small)),
-                        torch.ones_like(small))
+    sinhc = torch.where(
+        small > 0,
+        torch.sinh(small) / torch.where(small > 0, small, torch.ones_like(small)),
+        torch.ones_like(small),
+    )
     big = torch.where(t >= 20, t, torch.full_like(t, 20.0))
     log_big = big - math.log(2) + torch.log1p(-torch.exp(-2 * big)) - torch.log(big)
     return torch.where(t < 20, torch.log(sinhc), log_big) + eps
@@ -137,8 +154,13 @@ def _log_layer_constants(model, det) -> torch.Tensor:
     c = _layer_constants(model, det)
     beta_b = det["beta"].reshape((-1,) + (1,) * (det["gamma"].ndim - 1))
     nu_b = det["nu"].reshape(beta_b.shape)
-    log_sum = (math.log(4 * cfg.n_heads / math.sqrt(cfg.d_qk)) + _log_kappa(det["eps"])
-               + 0.5 * torch.log(det["column_sum"]) + torch.log(nu_b) + torch.log(beta_b))
+    log_sum = (
+        math.log(4 * cfg.n_heads / math.sqrt(cfg.d_qk))
+        + _log_kappa(det["eps"])
+        + 0.5 * torch.log(det["column_sum"])
+        + torch.log(nu_b)
+        + torch.log(beta_b)
+    )
     return torch.where(torch.isfinite(c), torch.log(c), log_sum)
 
 
@@ -179,7 +201,9 @@ def layer_constants(model, X, center: str = DEFAULT_CENTER, log10: bool = False)
     return _layer_constants(model, det)
 
 
-def unit_residual_tokens(n: int, d: int, *, generator: torch.Generator, dtype=torch.float64) -> torch.Tensor:
+def unit_residual_tokens(
+    n: int, d: int, *, generator: torch.Generator, dtype=torch.float64
+) -> torch.Tensor:
     r"""Standard normal tokens ``(n, d)`` scaled so that :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
 
     The mean-centred residual; the theorems' condition is stated for inputs of this size.
@@ -223,7 +247,9 @@ def _pow3(l: int, dtype) -> torch.Tensor:
 
 
 @torch.no_grad()
-def collapse_bound(model, X, form: str = "paper", log10: bool = False, center: str = DEFAULT_CENTER) -> torch.Tensor:
+def collapse_bound(
+    model, X, form: str = "paper", log10: bool = False, center: str = DEFAULT_CENTER
+) -> torch.Tensor:
     """The book's upper bound on :math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for every layer ``l = 0..L``.
 
     Shape ``(L+1,)`` for ``X`` of shape ``(n, d)`` (``(L+1, ...)`` batched); entry 0 is the input
@@ -314,7 +340,11 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
     norms = []
     for R in _tracked(model, X):
         norm = composite_norm(R)
-        norms.append(torch.where(torch.isfinite(R).flatten(-2).all(dim=-1), norm, torch.full_like(norm, math.nan)))
+        norms.append(
+            torch.where(
+                torch.isfinite(R).flatten(-2).all(dim=-1), norm, torch.full_like(norm, math.nan)
+            )
+        )
     out = torch.stack(norms)
     return torch.log10(out) if log10 else out
 

@@ -15,8 +15,13 @@ from ..residual import NORMS, composite_norm, matrix_norm, res
 from .bound import BOUND_FORMS, collapse_bound, tracked_residual
 from .weights import check_pure_attention
 
-__all__ = ["tracked_relative_residual", "bound_gaps", "attention_hardness", "rank_one_distance",
-           "attention_through_depth"]
+__all__ = [
+    "tracked_relative_residual",
+    "bound_gaps",
+    "attention_hardness",
+    "rank_one_distance",
+    "attention_through_depth",
+]
 
 
 @torch.no_grad()
@@ -81,7 +86,9 @@ def attention_hardness(model, X) -> dict[str, torch.Tensor]:
         raise ValueError(f"X must be one input of shape (n, d), got shape {tuple(X.shape)}")
     P = torch.stack(model(X).attentions)  # (L, H, n, n)
     top = P.argmax(dim=-1)  # (L, H, n)
-    targets = torch.tensor([[len(torch.unique(t)) for t in layer] for layer in top], dtype=torch.int64)
+    targets = torch.tensor(
+        [[len(torch.unique(t)) for t in layer] for layer in top], dtype=torch.int64
+    )
     return {"row_max": P.amax(dim=-1).mean(dim=-1), "targets": targets.reshape(P.shape[:2])}
 
 

@@ -13,8 +13,16 @@ __all__ = ["random_instances"]
 MAX_ELEMENTS = 2**25  # batch * max_n * max_d: the largest input drawn (256 MiB in float64)
 
 
-def random_instances(count: int, *, seed: int, batch: int = 10, max_n: int = 12, max_d: int = 12,
-                     max_heads: int = 3, max_layers: int = 4):
+def random_instances(
+    count: int,
+    *,
+    seed: int,
+    batch: int = 10,
+    max_n: int = 12,
+    max_d: int = 12,
+    max_heads: int = 3,
+    max_layers: int = 4,
+):
     """``count`` random pure-attention instances, yielded as ``(model, X)`` with ``batch`` inputs per model.
 
     ``ceil(count / batch)`` models; each but the last takes ``batch`` inputs, the last the rest,
@@ -32,10 +40,15 @@ def random_instances(count: int, *, seed: int, batch: int = 10, max_n: int = 12,
     seed = check_seed("seed", seed)
     batch = check_int("batch", batch)
     max_n, max_d = check_int("max_n", max_n, minimum=2), check_int("max_d", max_d, minimum=2)
-    max_heads, max_layers = check_int("max_heads", max_heads, maximum=64), check_int("max_layers", max_layers, maximum=64)
+    max_heads, max_layers = (
+        check_int("max_heads", max_heads, maximum=64),
+        check_int("max_layers", max_layers, maximum=64),
+    )
     if batch * max_n * max_d > MAX_ELEMENTS:
-        raise ValueError(f"batch * max_n * max_d must be at most {MAX_ELEMENTS} (the input drawn for one model), "
-                         f"got {batch} * {max_n} * {max_d}")
+        raise ValueError(
+            f"batch * max_n * max_d must be at most {MAX_ELEMENTS} (the input drawn for one model), "
+            f"got {batch} * {max_n} * {max_d}"
+        )
     return _draw(count, seed, batch, max_n, max_d, max_heads, max_layers)
 
 

@@ -12,23 +12,43 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .._validate import MAX_LOOP, as_tokens, check_bool, check_choice, check_cost, check_int, check_positive_float, check_seed, derive_seed
+from .._validate import (
+    MAX_LOOP,
+    as_tokens,
+    check_bool,
+    check_choice,
+    check_cost,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from ..residual import check_center, composite_norm, norm_1, norm_inf, res
 from ..san import SAN, SANConfig, check_san
 from .bound import DEFAULT_CENTER, _log_kappa
 from .weights import qk_matrices, value_matrices
 
-__all__ = ["PRESERVING_FAMILIES", "preserving_san", "preserving_input", "search_smallest_ratio",
-           "MAX_STEPS", "MAX_RESTARTS", "skip_bound"]
+__all__ = [
+    "PRESERVING_FAMILIES",
+    "preserving_san",
+    "preserving_input",
+    "search_smallest_ratio",
+    "MAX_STEPS",
+    "MAX_RESTARTS",
+    "skip_bound",
+]
 
 PRESERVING_FAMILIES = ("zero_value", "uniform_attention", "reserved_subspace")
 from .._validate import SEED_LIMIT  # noqa: E402,F401  (the library's seed range, 0 <= seed < 2**32)
+
 MAX_STEPS = 10**5  # Adam steps per restart in search_smallest_ratio
 MAX_RESTARTS = 10**3
 
 
 @torch.no_grad()
-def preserving_san(family: str, config: SANConfig, *, seed: int, scale: float = 1.0, reserved: int | None = None) -> SAN:
+def preserving_san(
+    family: str, config: SANConfig, *, seed: int, scale: float = 1.0, reserved: int | None = None
+) -> SAN:
     """A SAN with skip connections whose residual never falls below its input's, at any depth.
 
     ``config`` must have ``skip=True`` (and no MLP, LayerNorm or biases). The weights are drawn
@@ -54,14 +74,22 @@ def preserving_san(family: str, config: SANConfig, *, seed: int, scale: float = 
     if not isinstance(config, SANConfig):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
     if not config.skip:
-        raise ValueError("config must have skip=True: without skip connections no family preserves the residual")
+        raise ValueError(
+            "config must have skip=True: without skip connections no family preserves the residual"
+        )
     if config.mlp or config.layernorm != "none" or config.bias:
-        raise ValueError("config must have mlp=0, layernorm='none' and bias=False (the families are proved for these)")
+        raise ValueError(
+            "config must have mlp=0, layernorm='none' and bias=False (the families are proved for these)"
+        )
     scale = check_positive_float("scale", scale, allow_zero=True)
     seed = check_seed("seed", seed)
     d = config.d_model
     if family == "reserved_subspace":
-        reserved = d // 2 if reserved is None else check_int("reserved", reserved, minimum=1, maximum=d - 1)
+        reserved = (
+            d // 2
+            if reserved is None
+            else check_int("reserved", reserved, minimum=1, maximum=d - 1)
+        )
         if d < 2:
             raise ValueError("the reserved_subspace family needs d_model >= 2")
     model = SAN(config, seed=seed)
@@ -86,12 +114,16 @@ def preserving_input(X, reserved: int | None = None) -> torch.Tensor:
     """
     X = as_tokens("X", X).clone()
     d = X.shape[-1]
-    reserved = d // 2 if reserved is None else check_int("reserved", reserved, minimum=1, maximum=d - 1)
-    X[..., d - reserved:] = 0
+    reserved = (
+        d // 2 if reserved is None else check_int("reserved", reserved, minimum=1, maximum=d - 1)
+    )
+    X[..., d - reserved :] = 0
     return X
 
 
-def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, seed: int, lr: float = 0.15) -> dict:
+def search_smallest_ratio(
+    config: SANConfig, X, *, steps: int, restarts: int, seed: int, lr: float = 0.15
+) -> dict:
     """Search the weights of a SAN with skip connections for the smallest ``||res(X_L)|| / ||res(X)||``.
 
     An *exploration*, not a proof (chapter "Skip connections", section 4): no tight lower bound on
@@ -114,10 +146,16 @@ def search_smallest_ratio(config: SANConfig, X, *, steps: int, restarts: int, se
     seed = check_seed("seed", seed)  # seeds derive_seed(seed, k), k < restarts
     lr = check_positive_float("lr", lr)
     if config.n_layers == 0:
-        raise ValueError("config.n_layers must be >= 1: a network of depth 0 has no weights to search")
-    check_cost("steps", steps * restarts * config.n_layers, MAX_LOOP,
-               unit="layer-steps (steps * restarts * n_layers)",
-               alternative="use fewer steps, restarts or layers (the book's full run: 960)")
+        raise ValueError(
+            "config.n_layers must be >= 1: a network of depth 0 has no weights to search"
+        )
+    check_cost(
+        "steps",
+        steps * restarts * config.n_layers,
+        MAX_LOOP,
+        unit="layer-steps (steps * restarts * n_layers)",
+        alternative="use fewer steps, restarts or layers (the book's full run: 960)",
+    )
     if config.init_scale == 0:
         raise ValueError("config.init_scale must be > 0: the search holds the weight scale fixed")
     lr = lr * config.init_scale / math.sqrt(config.d_model)
@@ -169,9 +207,11 @@ def _search(config, X, log_ratio, steps, restarts, seed, lr, initial, final):
 def _check_attention_with_skips(model) -> SAN:
     cfg = check_san(model).config
     if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
-        raise ValueError("model must be a self-attention network with skip connections and nothing else "
-                         f"(skip=True, mlp=0, layernorm='none', bias=False); got skip={cfg.skip}, "
-                         f"mlp={cfg.mlp}, layernorm={cfg.layernorm!r}, bias={cfg.bias}")
+        raise ValueError(
+            "model must be a self-attention network with skip connections and nothing else "
+            f"(skip=True, mlp=0, layernorm='none', bias=False); got skip={cfg.skip}, "
+            f"mlp={cfg.mlp}, layernorm={cfg.layernorm!r}, bias={cfg.bias}"
+        )
     return model
 
 

@@ -24,27 +24,45 @@ def check_pure_attention(model) -> SAN:
     cfg = check_san(model).config
     why = []
     if cfg.skip:
-        why.append("it has skip connections (skip=True): the length-zero path carries the input "
-                   "through untouched and the bound does not hold (chapter 'Skip connections')")
+        why.append(
+            "it has skip connections (skip=True): the length-zero path carries the input "
+            "through untouched and the bound does not hold (chapter 'Skip connections')"
+        )
     if cfg.mlp:
-        why.append(f"it has an MLP (mlp={cfg.mlp}): the bound then needs the MLP's Lipschitz constant")
+        why.append(
+            f"it has an MLP (mlp={cfg.mlp}): the bound then needs the MLP's Lipschitz constant"
+        )
     if cfg.layernorm != "none":
-        why.append(f"it has LayerNorm (layernorm={cfg.layernorm!r}): the proof assumes no normalisation")
+        why.append(
+            f"it has LayerNorm (layernorm={cfg.layernorm!r}): the proof assumes no normalisation"
+        )
     if cfg.bias:
-        why.append("it has biases (bias=True): query/key biases change the attention logits the proof expands")
+        why.append(
+            "it has biases (bias=True): query/key biases change the attention logits the proof expands"
+        )
     if cfg.final_layernorm:
-        why.append("it has a final LayerNorm (final_layernorm=True): the proof assumes no normalisation")
+        why.append(
+            "it has a final LayerNorm (final_layernorm=True): the proof assumes no normalisation"
+        )
     if cfg.causal:
-        why.append("it has a causal mask (causal=True): the proof expands full softmax attention "
-                   "(masked attention is a later paper's subject)")
+        why.append(
+            "it has a causal mask (causal=True): the proof expands full softmax attention "
+            "(masked attention is a later paper's subject)"
+        )
     if cfg.window:
-        why.append(f"it has a sliding-window mask (window={cfg.window}): the proof expands full softmax "
-                   "attention (masked attention is a later paper's subject)")
+        why.append(
+            f"it has a sliding-window mask (window={cfg.window}): the proof expands full softmax "
+            "attention (masked attention is a later paper's subject)"
+        )
     if cfg.attention != "dot":
-        why.append(f"its attention is {cfg.attention!r}: the proof covers dot-product attention only")
+        why.append(
+            f"its attention is {cfg.attention!r}: the proof covers dot-product attention only"
+        )
     if why:
-        raise ValueError("model is not a pure self-attention network, which is all the theorem covers: "
-                         + "; ".join(why))
+        raise ValueError(
+            "model is not a pure self-attention network, which is all the theorem covers: "
+            + "; ".join(why)
+        )
     return model
 
 
@@ -88,11 +106,19 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     bound's functions ask for them at every call. ``beta = q * sqrt(w1 * winf)``, as :func:`beta`.
     """
     cfg = check_san(model).config
-    if cfg.n_layers == 0:  # a network of depth 0: no layer, no constant; the bound is the input's residual
+    if (
+        cfg.n_layers == 0
+    ):  # a network of depth 0: no layer, no constant; the bound is the input's residual
         z = torch.zeros(0, cfg.n_heads, dtype=cfg.dtype)
         return z, z, z
-    key = tuple((p.data_ptr(), p._version, p.dtype) for b in model.layers for p in (b.W_Q, b.W_K, b.W_V, b.W_O))
-    cached = model.__dict__.get("_head_norms_cache")  # (the weights' addresses and versions, their norms)
+    key = tuple(
+        (p.data_ptr(), p._version, p.dtype)
+        for b in model.layers
+        for p in (b.W_Q, b.W_K, b.W_V, b.W_O)
+    )
+    cached = model.__dict__.get(
+        "_head_norms_cache"
+    )  # (the weights' addresses and versions, their norms)
     if cached is not None and cached[0] == key:
         return cached[1]
     done = {}

@@ -9,14 +9,46 @@ residuals at kept epochs of one training run, with and without skips) and ``land
 networks use?".
 """
 
-from . import data
-from .data import (TaskData, baselines, circle_pairs, convex_hull, hull_labels, memorization, memorization_ceiling,
-                   sorting, words)
-from .model import ToyConfig, ToyModel, standardise
-from .train import (CIRCLE_VARIANTS, OFFICIAL, OFFICIAL_LINES, OFFICIAL_MEMORIZATION_TOKENS, TASKS, train_all, TRAINING_CODE_VERSION, ToyTask, code_version, Trained, cache_dir, checkpoint_path,
-                    official_steps, task_data, token_accuracy, toy_config, train)
-from .evaluate import (PathEvaluation, all_path_terms, by_length, evaluate_paths, path_index, sample_paths)
+from . import data, dynamics, figures, landscape
 from .circle import rollout
-from . import dynamics, figures, landscape
+from .data import (
+    TaskData,
+    baselines,
+    circle_pairs,
+    convex_hull,
+    hull_labels,
+    memorization,
+    memorization_ceiling,
+    sorting,
+    words,
+)
+from .evaluate import (
+    PathEvaluation,
+    all_path_terms,
+    by_length,
+    evaluate_paths,
+    path_index,
+    sample_paths,
+)
+from .model import ToyConfig, ToyModel, standardise
+from .train import (
+    CIRCLE_VARIANTS,
+    OFFICIAL,
+    OFFICIAL_LINES,
+    OFFICIAL_MEMORIZATION_TOKENS,
+    TASKS,
+    TRAINING_CODE_VERSION,
+    ToyTask,
+    Trained,
+    cache_dir,
+    checkpoint_path,
+    code_version,
+    official_steps,
+    task_data,
+    token_accuracy,
+    toy_config,
+    train,
+    train_all,
+)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -24,10 +24,26 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import check_cost, check_elements, check_int, check_points, check_positive_float, check_seed
+from .._validate import (
+    check_cost,
+    check_elements,
+    check_int,
+    check_points,
+    check_positive_float,
+    check_seed,
+)
 
-__all__ = ["TaskData", "baselines", "sorting", "convex_hull", "memorization", "memorization_ceiling", "hull_labels",
-           "words", "circle_pairs"]
+__all__ = [
+    "TaskData",
+    "baselines",
+    "sorting",
+    "convex_hull",
+    "memorization",
+    "memorization_ceiling",
+    "hull_labels",
+    "words",
+    "circle_pairs",
+]
 
 
 @dataclass
@@ -55,7 +71,11 @@ def sorting(n_train: int, n_eval: int, seq_len: int = 8, vocab: int = 10, *, see
     """Sorting: ``X`` uniform integers in ``[0, vocab)``, shape ``(N, seq_len)``; ``y = sort(X)``."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len, vocab = check_int("seq_len", seq_len), check_int("vocab", vocab, minimum=2)
-    check_elements("(n_train + n_eval) * seq_len", (n_train + n_eval) * seq_len * 2, alternative="ask for fewer sequences")
+    check_elements(
+        "(n_train + n_eval) * seq_len",
+        (n_train + n_eval) * seq_len * 2,
+        alternative="ask for fewer sequences",
+    )
     g = _gen(seed)
     X = torch.randint(vocab, (n_train + n_eval, seq_len), generator=g)
     y = torch.sort(X, dim=-1).values
@@ -77,7 +97,9 @@ def _hull_labels(points: torch.Tensor) -> torch.Tensor:
     order = sorted(range(len(pts)), key=lambda i: pts[i])
 
     def cross(o, a, b):
-        return (pts[a][0] - pts[o][0]) * (pts[b][1] - pts[o][1]) - (pts[a][1] - pts[o][1]) * (pts[b][0] - pts[o][0])
+        return (pts[a][0] - pts[o][0]) * (pts[b][1] - pts[o][1]) - (pts[a][1] - pts[o][1]) * (
+            pts[b][0] - pts[o][0]
+        )
 
     def chain(idx):
         out = []
@@ -97,8 +119,13 @@ def convex_hull(n_train: int, n_eval: int, seq_len: int = 10, *, seed: int) -> T
     """Convex hull: ``X`` float64 ``(N, seq_len, 2)``, ``y`` 1 on hull vertices (:func:`hull_labels`)."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len = check_int("seq_len", seq_len, minimum=3)
-    check_cost("(n_train + n_eval) * seq_len", (n_train + n_eval) * seq_len, MAX_HULL_POINTS, unit="points",
-               alternative="ask for fewer sequences (each one's hull is found point by point in Python)")
+    check_cost(
+        "(n_train + n_eval) * seq_len",
+        (n_train + n_eval) * seq_len,
+        MAX_HULL_POINTS,
+        unit="points",
+        alternative="ask for fewer sequences (each one's hull is found point by point in Python)",
+    )
     g = _gen(seed)
     N = n_train + n_eval
     X = torch.rand(N, seq_len, 2, generator=g, dtype=torch.float64) * 10
@@ -118,12 +145,18 @@ def memorization(n_seq: int, seq_len: int = 128, *, seed: int) -> TaskData:
     """Memorization: ``n_seq`` consecutive windows of ``seq_len`` words, ids by first appearance,
     each token with a random label in ``{0, 1}``. The evaluation set is the training set."""
     n_seq, seq_len = check_int("n_seq", n_seq), check_int("seq_len", seq_len, minimum=2)
-    check_elements("n_seq * seq_len", n_seq * seq_len * 2, alternative="ask for fewer or shorter sequences")
+    check_elements(
+        "n_seq * seq_len", n_seq * seq_len * 2, alternative="ask for fewer or shorter sequences"
+    )
     w = words()
     if n_seq * seq_len > len(w):
-        raise ValueError(f"the book's prose has {len(w)} words: n_seq * seq_len = {n_seq * seq_len} is more")
+        raise ValueError(
+            f"the book's prose has {len(w)} words: n_seq * seq_len = {n_seq * seq_len} is more"
+        )
     ids = {}
-    X = torch.tensor([ids.setdefault(t, len(ids)) for t in w[: n_seq * seq_len]]).reshape(n_seq, seq_len)
+    X = torch.tensor([ids.setdefault(t, len(ids)) for t in w[: n_seq * seq_len]]).reshape(
+        n_seq, seq_len
+    )
     y = torch.randint(2, (n_seq, seq_len), generator=_gen(seed))
     return TaskData(X, y, X, y, 2, len(ids))
 
@@ -158,7 +191,12 @@ def circle_pairs(n_points: int = 1000, radius: float = 0.3):
     Sizes whose tensors would pass the library's memory cap are refused before any allocation.
     """
     n_points = check_int("n_points", n_points, minimum=6)
-    check_elements("n_points", n_points, itemsize=96, alternative="ask for fewer points (the book's circle has 1000)")
+    check_elements(
+        "n_points",
+        n_points,
+        itemsize=96,
+        alternative="ask for fewer points (the book's circle has 1000)",
+    )
     radius = check_positive_float("radius", radius)
     theta = torch.arange(n_points, dtype=torch.float64) * 2 * torch.pi / n_points
     p = radius * torch.stack([torch.cos(theta), torch.sin(theta)], dim=-1)

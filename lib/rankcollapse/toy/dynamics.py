@@ -35,10 +35,27 @@ from ..residual import through_depth
 from ..stats import geometric_mean
 from . import data as _data
 from .model import ToyModel
-from .train import TRAINING_CODE_VERSION, ToyTask, _fit, cache_dir, check_task, code_version, task_data, toy_config
+from .train import (
+    TRAINING_CODE_VERSION,
+    ToyTask,
+    _fit,
+    cache_dir,
+    check_task,
+    code_version,
+    task_data,
+    toy_config,
+)
 
-__all__ = ["DYNAMICS_VERSION", "WEIGHT_KINDS", "stable_rank", "weight_matrices", "TrainingRun", "training_run",
-           "DynamicsStudy", "dynamics_study"]
+__all__ = [
+    "DYNAMICS_VERSION",
+    "WEIGHT_KINDS",
+    "stable_rank",
+    "weight_matrices",
+    "TrainingRun",
+    "training_run",
+    "DynamicsStudy",
+    "dynamics_study",
+]
 
 # what a cached run holds: a hash of this module's code (rc.toy.code_version), part of its key
 DYNAMICS_VERSION = code_version(Path(__file__))
@@ -56,8 +73,10 @@ def stable_rank(W) -> torch.Tensor:
     if isinstance(W, np.ndarray) and np.issubdtype(W.dtype, np.floating):
         W = torch.from_numpy(W)
     if not isinstance(W, torch.Tensor) or W.ndim < 2 or not W.is_floating_point():
-        raise TypeError(f"W must be a floating-point tensor of matrices (..., m, k), got {type(W).__name__}"
-                        + (f" of shape {tuple(W.shape)}" if isinstance(W, torch.Tensor) else ""))
+        raise TypeError(
+            f"W must be a floating-point tensor of matrices (..., m, k), got {type(W).__name__}"
+            + (f" of shape {tuple(W.shape)}" if isinstance(W, torch.Tensor) else "")
+        )
     with torch.no_grad():
         s = torch.linalg.svdvals(W)
         if (s[..., 0] == 0).any():
@@ -71,12 +90,24 @@ def weight_matrices(model: ToyModel) -> dict:
     ``d_head x d``), detached copies."""
     if not isinstance(model, ToyModel):
         raise TypeError(f"model must be a rc.toy.ToyModel, got {type(model).__name__}")
-    return {k: torch.stack([getattr(b, k).detach().clone() for b in model.san.layers]) for k in WEIGHT_KINDS}
+    return {
+        k: torch.stack([getattr(b, k).detach().clone() for b in model.san.layers])
+        for k in WEIGHT_KINDS
+    }
 
 
 def _key(task: ToyTask, seed: int, skip: bool, epochs: tuple) -> str:
-    blob = json.dumps({"task": asdict(task), "seed": seed, "skip": skip, "epochs": list(epochs),
-                       "version": TRAINING_CODE_VERSION, "dynamics": DYNAMICS_VERSION}, sort_keys=True)
+    blob = json.dumps(
+        {
+            "task": asdict(task),
+            "seed": seed,
+            "skip": skip,
+            "epochs": list(epochs),
+            "version": TRAINING_CODE_VERSION,
+            "dynamics": DYNAMICS_VERSION,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -85,7 +116,9 @@ def _epochs(checkpoints, total: int) -> tuple:
     if isinstance(checkpoints, (list, tuple)):
         epochs = tuple(check_int("checkpoints", e, minimum=0, maximum=total) for e in checkpoints)
         if not epochs or list(epochs) != sorted(set(epochs)):
-            raise ValueError(f"checkpoints must be increasing epochs in [0, {total}], got {checkpoints!r}")
+            raise ValueError(
+                f"checkpoints must be increasing epochs in [0, {total}], got {checkpoints!r}"
+            )
         return epochs
     k = check_int("checkpoints", checkpoints, minimum=2)
     return tuple(sorted(set(int(round(e)) for e in np.linspace(0, total, k))))
@@ -132,16 +165,24 @@ class TrainingRun:
         with torch.no_grad():
             hidden = model.san(model.embed(self.data.X_eval[:n_probe])).hidden_states
             rel = through_depth(hidden)  # (L + 1, n_probe)
-            qk = torch.linalg.matrix_norm(W["W_Q"] @ W["W_K"].transpose(-1, -2), ord=2) / W["W_Q"].shape[-1] ** 0.5
+            qk = (
+                torch.linalg.matrix_norm(W["W_Q"] @ W["W_K"].transpose(-1, -2), ord=2)
+                / W["W_Q"].shape[-1] ** 0.5
+            )
             pred = model(self.data.X_eval).argmax(-1)
             acc = float((pred == self.data.y_eval).double().mean())
             constant = float((pred == pred[..., :1]).all(-1).double().mean())
-        return {"stable_rank": {kind: stable_rank(W[kind]).numpy() for kind in WEIGHT_KINDS},
-                "residual": geometric_mean(rel.numpy(), axis=1, floor=FLOOR),
-                "accuracy": acc, "constant": constant, "qk_norm": float(qk.max())}
+        return {
+            "stable_rank": {kind: stable_rank(W[kind]).numpy() for kind in WEIGHT_KINDS},
+            "residual": geometric_mean(rel.numpy(), axis=1, floor=FLOOR),
+            "accuracy": acc,
+            "constant": constant,
+            "qk_norm": float(qk.max()),
+        }
 
-
-    def sensitivity(self, k: int, n_probe: int, *, eps: float = 1e-4, directions: int = 4, seed: int = 0) -> np.ndarray:
+    def sensitivity(
+        self, k: int, n_probe: int, *, eps: float = 1e-4, directions: int = 4, seed: int = 0
+    ) -> np.ndarray:
         """Relative sensitivity of the SAN at checkpoint ``k`` to small random perturbations of its
         input tokens (``rc.lipschitz.perturbation_gain`` on the first ``n_probe`` held-out
         sequences' embeddings): ``(n_probe, directions)``. Chapter "The MLP trade-off", section 4."""
@@ -154,8 +195,15 @@ class TrainingRun:
         return perturbation_gain(model.san, X, eps=eps, directions=directions, seed=seed).numpy()
 
 
-def training_run(task: ToyTask, seed: int = 0, *, skip: bool = True, checkpoints=6, retrain: bool = False,
-                 progress: bool = False) -> TrainingRun:
+def training_run(
+    task: ToyTask,
+    seed: int = 0,
+    *,
+    skip: bool = True,
+    checkpoints=6,
+    retrain: bool = False,
+    progress: bool = False,
+) -> TrainingRun:
     """Train ``task``'s network from ``seed`` (skip connections on or off), keeping its weights at
     ``checkpoints`` epochs (an int: evenly spaced from 0 to ``task.epochs``; or a sequence of epochs).
 
@@ -165,7 +213,9 @@ def training_run(task: ToyTask, seed: int = 0, *, skip: bool = True, checkpoints
     """
     check_task(task)
     if task.task == "circle":
-        raise ValueError("task must be a sequence task (sorting, convex_hull, memorization), got 'circle'")
+        raise ValueError(
+            "task must be a sequence task (sorting, convex_hull, memorization), got 'circle'"
+        )
     seed, skip = check_seed("seed", seed), check_bool("skip", skip)
     retrain, progress = check_bool("retrain", retrain), check_bool("progress", progress)
     epochs = _epochs(checkpoints, task.epochs)
@@ -175,7 +225,9 @@ def training_run(task: ToyTask, seed: int = 0, *, skip: bool = True, checkpoints
     if path.exists() and not retrain:
         try:
             saved = torch.load(path, weights_only=True)
-            return TrainingRun(task, seed, skip, epochs, saved["states"], saved["loss"], run_id, data, path, True)
+            return TrainingRun(
+                task, seed, skip, epochs, saved["states"], saved["loss"], run_id, data, path, True
+            )
         except (RuntimeError, KeyError, EOFError) as err:
             print(f"ignoring {path} ({type(err).__name__}); training again", file=sys.stderr)
     model = ToyModel(replace(toy_config(task, data), skip=skip), seed=seed)
@@ -195,7 +247,10 @@ def training_run(task: ToyTask, seed: int = 0, *, skip: bool = True, checkpoints
     states = [kept[e] for e in epochs]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save({"states": states, "loss": log["loss"], "task": asdict(task), "seed": seed, "skip": skip}, tmp)
+    torch.save(
+        {"states": states, "loss": log["loss"], "task": asdict(task), "seed": seed, "skip": skip},
+        tmp,
+    )
     os.replace(tmp, path)
     return TrainingRun(task, seed, skip, epochs, states, log["loss"], run_id, data, path, False)
 
@@ -227,9 +282,11 @@ class DynamicsStudy:
         matrices of ``|sr_K / sr_0 - 1|``), ``stable_rank_mean`` (of the mean over matrices), and
         the last layer's relative residual as a factor ``last / first``."""
         sr, res = self.stable_rank[skip], self.residual[skip][:, -1]
-        return {"stable_rank": float(np.abs(sr[-1] / sr[0] - 1).max()),
-                "stable_rank_mean": float(sr[-1].mean() / sr[0].mean() - 1),
-                "residual_factor": float(max(res[-1], FLOOR) / max(res[0], FLOOR))}
+        return {
+            "stable_rank": float(np.abs(sr[-1] / sr[0] - 1).max()),
+            "stable_rank_mean": float(sr[-1].mean() / sr[0].mean() - 1),
+            "residual_factor": float(max(res[-1], FLOOR) / max(res[0], FLOOR)),
+        }
 
     def numbers(self, skip: bool) -> dict:
         """The numbers of one variant at the first and the last kept epoch (floats): ``acc0``,
@@ -238,27 +295,56 @@ class DynamicsStudy:
         ``sr`` (mean stable rank); ``qk0``, ``qk`` (the largest
         :math:`\\lVert W_QW_K^\\top\\rVert_2/\\sqrt{d_{head}}`); ``constant`` (fraction of held-out
         sequences predicted as one value, last epoch); and :meth:`change`'s three numbers."""
-        sr, res, acc, qk = self.stable_rank[skip], self.residual[skip], self.accuracy[skip], self.qk_norm[skip]
-        return {"acc0": float(acc[0]), "acc": float(acc[-1]), "res0": float(res[0, -1]), "res": float(res[-1, -1]),
-                "res_in": float(res[-1, 0]), "sr0": float(sr[0].mean()), "sr": float(sr[-1].mean()),
-                "qk0": float(qk[0]), "qk": float(qk[-1]), "constant": float(self.constant[skip][-1]),
-                **self.change(skip)}
+        sr, res, acc, qk = (
+            self.stable_rank[skip],
+            self.residual[skip],
+            self.accuracy[skip],
+            self.qk_norm[skip],
+        )
+        return {
+            "acc0": float(acc[0]),
+            "acc": float(acc[-1]),
+            "res0": float(res[0, -1]),
+            "res": float(res[-1, -1]),
+            "res_in": float(res[-1, 0]),
+            "sr0": float(sr[0].mean()),
+            "sr": float(sr[-1].mean()),
+            "qk0": float(qk[0]),
+            "qk": float(qk[-1]),
+            "constant": float(self.constant[skip][-1]),
+            **self.change(skip),
+        }
 
 
-def dynamics_study(task: ToyTask, seed: int = 0, *, checkpoints=6, n_probe: int = 32, retrain: bool = False,
-                   progress: bool = False) -> DynamicsStudy:
+def dynamics_study(
+    task: ToyTask,
+    seed: int = 0,
+    *,
+    checkpoints=6,
+    n_probe: int = 32,
+    retrain: bool = False,
+    progress: bool = False,
+) -> DynamicsStudy:
     """Train ``task``'s network with and without skip connections (:func:`training_run`) and, at
     every kept epoch, measure the stable ranks of its attention weights and the relative residual
     of its tokens through depth, both from that checkpoint's weights (:meth:`TrainingRun.measure`)."""
     check_task(task)
-    n_eval = task.n_train if task.task == "memorization" else task.n_eval  # memorization: its training set
+    n_eval = (
+        task.n_train if task.task == "memorization" else task.n_eval
+    )  # memorization: its training set
     n_probe = check_int("n_probe", n_probe, maximum=n_eval)
-    runs = {skip: training_run(task, seed, skip=skip, checkpoints=checkpoints, retrain=retrain, progress=progress)
-            for skip in (True, False)}
+    runs = {
+        skip: training_run(
+            task, seed, skip=skip, checkpoints=checkpoints, retrain=retrain, progress=progress
+        )
+        for skip in (True, False)
+    }
     sr, res, acc, qk, const = {}, {}, {}, {}, {}
     for skip, run in runs.items():
         m = [run.measure(k, n_probe) for k in range(len(run.epochs))]
-        sr[skip] = np.array([np.concatenate([x["stable_rank"][kind].ravel() for kind in WEIGHT_KINDS]) for x in m])
+        sr[skip] = np.array(
+            [np.concatenate([x["stable_rank"][kind].ravel() for kind in WEIGHT_KINDS]) for x in m]
+        )
         res[skip] = np.array([x["residual"] for x in m])
         acc[skip] = np.array([x["accuracy"] for x in m])
         qk[skip] = np.array([x["qk_norm"] for x in m])

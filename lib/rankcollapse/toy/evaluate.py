@@ -33,12 +33,26 @@ import numpy as np
 import torch
 
 from .. import paths as _paths
-from .._validate import check_bool, check_cost, check_elements, check_generator, check_index, check_int, check_seed
+from .._validate import (
+    check_bool,
+    check_elements,
+    check_generator,
+    check_index,
+    check_int,
+    check_seed,
+)
 from ..paths.counting import MAX_PATHS, too_many_paths
 from ..san import check_san
 from .model import READOUT_EPS
 
-__all__ = ["all_path_terms", "path_index", "sample_paths", "evaluate_paths", "PathEvaluation", "by_length"]
+__all__ = [
+    "all_path_terms",
+    "path_index",
+    "sample_paths",
+    "evaluate_paths",
+    "PathEvaluation",
+    "by_length",
+]
 
 
 @torch.no_grad()
@@ -50,15 +64,23 @@ def all_path_terms(san, E: torch.Tensor) -> torch.Tensor:
     terms, or terms beyond the memory cap (``rc.paths.decompose_by_length`` sums them by length)."""
     cfg = check_san(san).config
     L, C = cfg.n_layers, cfg.n_heads + cfg.skip
-    alternative = "rc.paths.decompose_by_length sums the terms of each length without enumerating them"
+    alternative = (
+        "rc.paths.decompose_by_length sums the terms of each length without enumerating them"
+    )
     if too_many_paths(L, C, MAX_PATHS):
-        raise ValueError(f"san (L={L} layers of {cfg.n_heads} heads{' and a skip' if cfg.skip else ''}) has {C}^{L} "
-                         f"paths: all_path_terms would build that many terms, more than the cap of "
-                         f"rc.paths.MAX_PATHS = {MAX_PATHS:,} paths; {alternative}")
+        raise ValueError(
+            f"san (L={L} layers of {cfg.n_heads} heads{' and a skip' if cfg.skip else ''}) has {C}^{L} "
+            f"paths: all_path_terms would build that many terms, more than the cap of "
+            f"rc.paths.MAX_PATHS = {MAX_PATHS:,} paths; {alternative}"
+        )
     E = san.check_input(E)
     # the terms, the last layer's branches they are built from, and the reordered copy returned
-    check_elements("E", 2 * C**L * E.numel(), itemsize=E.element_size(),
-                   alternative=f"pass fewer sequences in E; {alternative}")
+    check_elements(
+        "E",
+        2 * C**L * E.numel(),
+        itemsize=E.element_size(),
+        alternative=f"pass fewer sequences in E; {alternative}",
+    )
     terms, order = _path_terms(san, E)
     return terms[order]
 
@@ -105,7 +127,9 @@ def _path_terms(san, E):
 def _path_terms_order(L: int, C: int) -> torch.Tensor:
     """For each path of ``rc.paths.all_paths`` (first layer's choice most significant), its
     position among the terms as :func:`_path_terms` builds them (last layer's most significant)."""
-    digits = torch.tensor(list(itertools.product(range(C), repeat=L)), dtype=torch.long).reshape(-1, L)
+    digits = torch.tensor(list(itertools.product(range(C), repeat=L)), dtype=torch.long).reshape(
+        -1, L
+    )
     return (digits * C ** torch.arange(L)).sum(-1)
 
 
@@ -116,12 +140,16 @@ def path_index(path, H: int, skip: bool = True) -> int:
     ``path`` (a head ``H`` or ``-1`` would give the index of another path)."""
     H, skip = check_int("H", H), check_bool("skip", skip)
     if isinstance(path, (str, bytes)) or not hasattr(path, "__iter__"):
-        raise TypeError(f"path must be a tuple of heads (None for a skipped layer), got {type(path).__name__}")
+        raise TypeError(
+            f"path must be a tuple of heads (None for a skipped layer), got {type(path).__name__}"
+        )
     path = tuple(path)
     for i, c in enumerate(path):
         if c is None:
             if not skip:
-                raise ValueError(f"path[{i}] is None (a skipped layer), but skip=False: the network has no skips")
+                raise ValueError(
+                    f"path[{i}] is None (a skipped layer), but skip=False: the network has no skips"
+                )
             continue
         check_index(f"path[{i}]", c, H, what="heads")
     idx = 0
@@ -130,17 +158,30 @@ def path_index(path, H: int, skip: bool = True) -> int:
     return idx
 
 
-def sample_paths(L: int, H: int, length: int, k: int, draws: int, gen: torch.Generator) -> torch.Tensor:
+def sample_paths(
+    L: int, H: int, length: int, k: int, draws: int, gen: torch.Generator
+) -> torch.Tensor:
     """``draws`` sets of ``k`` random paths of ``length`` heads, as indices ``(draws, k)`` into
     :func:`all_path_terms`. As the official ``create_path``: a head uniform in each layer, then
     ``L - length`` layers chosen uniformly without replacement are skipped. ``gen``: a ``torch.Generator``.
     Sizes whose tensors would pass the library's memory cap are refused before any allocation."""
-    L, H, length = check_int("L", L), check_int("H", H), check_int("length", length, minimum=0, maximum=L)
+    L, H, length = (
+        check_int("L", L),
+        check_int("H", H),
+        check_int("length", length, minimum=0, maximum=L),
+    )
     k, draws, gen = check_int("k", k), check_int("draws", draws), check_generator("gen", gen)
-    check_elements("draws * k * L", draws * k * L, itemsize=48, alternative="draw fewer or smaller sets of paths")
+    check_elements(
+        "draws * k * L",
+        draws * k * L,
+        itemsize=48,
+        alternative="draw fewer or smaller sets of paths",
+    )
     if (H + 1) ** L > 2**63:  # the largest index, (H+1)^L - 1, must fit an int64
-        raise ValueError(f"L={L} layers of H={H} heads have (H+1)^L = {H + 1}^{L} paths, beyond the int64 indices "
-                         f"of all_path_terms (at most 2^63); such a network has far too many paths to enumerate")
+        raise ValueError(
+            f"L={L} layers of H={H} heads have (H+1)^L = {H + 1}^{L} paths, beyond the int64 indices "
+            f"of all_path_terms (at most 2^63); such a network has far too many paths to enumerate"
+        )
     heads = torch.randint(H, (draws, k, L), generator=gen) + 1
     order = torch.argsort(torch.rand(draws, k, L, generator=gen), dim=-1)
     skipped = torch.zeros(draws, k, L, dtype=torch.bool)
@@ -155,17 +196,26 @@ def by_length(values, lengths) -> dict[str, np.ndarray]:
 
     ``lengths``: non-negative integers, one per entry of ``values`` (at least one)."""
     if len(values) != len(lengths):
-        raise ValueError(f"values and lengths must have one entry per path, got {len(values)} and {len(lengths)}")
+        raise ValueError(
+            f"values and lengths must have one entry per path, got {len(values)} and {len(lengths)}"
+        )
     if len(values) == 0:
         raise ValueError("values and lengths are empty: there are no paths to summarise")
     values, lengths = np.asarray(values, dtype=float), np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer) or (lengths < 0).any():
-        raise ValueError(f"lengths must be non-negative integers (path lengths), one per path, got {lengths.tolist()!r:.80}")
+        raise ValueError(
+            f"lengths must be non-negative integers (path lengths), one per path, got {lengths.tolist()!r:.80}"
+        )
     ls = np.arange(lengths.max() + 1)
     pick = [values[lengths == l] for l in ls]
-    return {"length": ls, "mean": np.array([v.mean() for v in pick]), "std": np.array([v.std() for v in pick]),
-            "best": np.array([v.max() for v in pick]), "worst": np.array([v.min() for v in pick]),
-            "count": np.array([len(v) for v in pick])}
+    return {
+        "length": ls,
+        "mean": np.array([v.mean() for v in pick]),
+        "std": np.array([v.std() for v in pick]),
+        "best": np.array([v.max() for v in pick]),
+        "worst": np.array([v.min() for v in pick]),
+        "count": np.array([len(v) for v in pick]),
+    }
 
 
 @dataclass
@@ -250,8 +300,17 @@ def _residual_norm(R: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, budget_mb: float = 160,
-                   n_sampled: int | None = None) -> PathEvaluation:
+def evaluate_paths(
+    model,
+    X,
+    y,
+    *,
+    ks=(5, 20),
+    draws: int = 200,
+    seed: int = 0,
+    budget_mb: float = 160,
+    n_sampled: int | None = None,
+) -> PathEvaluation:
     """Evaluate a float64 :class:`~rankcollapse.toy.ToyModel` restricted to its paths, on ``(X, y)``.
 
     (a) and (c) enumerate every path term, a chunk of sequences at a time (a chunk's terms
@@ -263,7 +322,9 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     """
     seed = check_seed("seed", seed)
     if model.dtype != torch.float64:
-        raise ValueError("model must be float64 (ToyModel.twin()): path sums are exact only in float64")
+        raise ValueError(
+            "model must be float64 (ToyModel.twin()): path sums are exact only in float64"
+        )
     san = model.san
     L, H, skip = san.config.n_layers, san.config.n_heads, san.config.skip
     if not skip:
@@ -305,25 +366,29 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     built_correct = torch.zeros(K, dtype=torch.long)
     built_residual = torch.zeros(K, dtype=torch.float64)
     sampled_correct = torch.zeros(len(counts), dtype=torch.long)
-    group = max(1, int(budget_mb * 2**20 // (8 * chunk * n * d)) // 2)  # rows of draws summed at once
-    with warnings.catch_warnings():  # "sparse CSR support is in beta": only its matrix product is used
+    group = max(
+        1, int(budget_mb * 2**20 // (8 * chunk * n * d)) // 2
+    )  # rows of draws summed at once
+    with (
+        warnings.catch_warnings()
+    ):  # "sparse CSR support is in beta": only its matrix product is used
         warnings.simplefilter("ignore", UserWarning)
         # the draws' path counts with their columns in the order the terms are built
         built = torch.empty_like(counts)
         built[:, _path_terms_order(L, H + skip)] = counts
-        groups = [(r, built[r:r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
+        groups = [(r, built[r : r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
     for start in range(0, n_sampled, chunk):
         stop = min(start + chunk, n_sampled)  # (a) and (c) on the first n_sampled sequences only
         E, yc = E_all[start:stop], y[start:stop]
         terms, order = _path_terms(san, E)  # (K, b, n, d), built order
         for i in range(0, K, 256):  # each path's accuracy and residual, in the built order
-            block = terms[i:i + 256]
-            built_correct[i:i + 256] += reader.correct(block, yc)
-            built_residual[i:i + 256] += (_residual_norm(block) / res_Y[start:stop]).sum(-1)
+            block = terms[i : i + 256]
+            built_correct[i : i + 256] += reader.correct(block, yc)
+            built_residual[i : i + 256] += (_residual_norm(block) / res_Y[start:stop]).sum(-1)
         flat = terms.flatten(1)
         for r, rows_r in groups:  # each draw's sum of its k path terms, a group of draws at a time
             S = torch.sparse.mm(rows_r, flat).view(-1, *terms.shape[1:])
-            sampled_correct[r:r + len(S)] += reader.correct(S, yc)
+            sampled_correct[r : r + len(S)] += reader.correct(S, yc)
         del terms, flat
     tok_all, tok_s = N * n, n_sampled * n
     order = _path_terms_order(L, H + skip)
@@ -331,16 +396,21 @@ def evaluate_paths(model, X, y, *, ks=(5, 20), draws: int = 200, seed: int = 0, 
     sampled = sampled_correct.double().div(tok_s).view(len(ks), L + 1, draws).numpy()
     first = slice(0, n_sampled)
     return PathEvaluation(
-        L=L, H=H, paths=all_paths, lengths=lengths,
+        L=L,
+        H=H,
+        paths=all_paths,
+        lengths=lengths,
         path_accuracy=path_correct.double().div(tok_s).numpy(),
         path_residual=path_residual.div(n_sampled).numpy(),
         length_accuracy=length_hits.sum(-1).double().div(tok_all).numpy(),
         cumulative_accuracy=cumulative_hits.sum(-1).double().div(tok_all).numpy(),
         full_accuracy=float(full_hits.sum()) / tok_all,
         sampled={k: sampled[i] for i, k in enumerate(ks)},
-        matched={"length": length_hits[:, first].sum(-1).double().div(tok_s).numpy(),
-                 "cumulative": cumulative_hits[:, first].sum(-1).double().div(tok_s).numpy(),
-                 "full": float(full_hits[first].sum()) / tok_s},
-        tokens=tok_s, tokens_all=tok_all,
+        matched={
+            "length": length_hits[:, first].sum(-1).double().div(tok_s).numpy(),
+            "cumulative": cumulative_hits[:, first].sum(-1).double().div(tok_s).numpy(),
+            "full": float(full_hits[first].sum()) / tok_s,
+        },
+        tokens=tok_s,
+        tokens_all=tok_all,
     )
-

@@ -13,10 +13,19 @@ of panels).
 from __future__ import annotations
 
 import numpy as np
+
 from .._validate import check_axes
 
-__all__ = ["accuracy_by_length", "single_paths", "profile", "per_path_residual", "trajectories",
-           "merged_fraction", "training_dynamics", "loss_slices"]
+__all__ = [
+    "accuracy_by_length",
+    "single_paths",
+    "profile",
+    "per_path_residual",
+    "trajectories",
+    "merged_fraction",
+    "training_dynamics",
+    "loss_slices",
+]
 
 
 def _plotting():
@@ -35,8 +44,16 @@ def _length_axis(ax, title: str, ylim=(0, 1.03)):
     return ax
 
 
-def accuracy_by_length(ax, ev, baseline: float, baseline_label: str = "trivial predictor", *, others=(),
-                       official=None, title: str = ""):
+def accuracy_by_length(
+    ax,
+    ev,
+    baseline: float,
+    baseline_label: str = "trivial predictor",
+    *,
+    others=(),
+    official=None,
+    title: str = "",
+):
     """The paper's figure with the exact value beside it, for one network ``ev`` (a
     :class:`~rankcollapse.toy.PathEvaluation`), everything on its matched tokens: for each path
     length, the accuracy of ``k`` sampled paths (mean and standard deviation over the draws, for
@@ -49,15 +66,33 @@ def accuracy_by_length(ax, ev, baseline: float, baseline_label: str = "trivial p
     C = P.PALETTE
     x = np.arange(ev.L + 1)
     for i, other in enumerate(others):
-        ax.plot(x, other.matched["length"], "-", lw=0.8, color=C[0], alpha=0.45,
-                label="other seeds (exact)" if i == 0 else None)
+        ax.plot(
+            x,
+            other.matched["length"],
+            "-",
+            lw=0.8,
+            color=C[0],
+            alpha=0.45,
+            label="other seeds (exact)" if i == 0 else None,
+        )
     ks = sorted(ev.sampled)
     offsets = np.linspace(-0.15, 0.15, len(ks))
     for k, off, color in zip(ks, offsets, (C[1], C[2], C[4])):
         s = ev.sampled[k]
-        ax.errorbar(x + off, s.mean(1), yerr=s.std(1), fmt="o", ms=3, capsize=2, color=color, lw=1,
-                    label=f"{k} sampled paths")
-    ax.plot(x, ev.matched["length"], "s-", ms=4, color=C[0], label="all paths of the length (exact)")
+        ax.errorbar(
+            x + off,
+            s.mean(1),
+            yerr=s.std(1),
+            fmt="o",
+            ms=3,
+            capsize=2,
+            color=color,
+            lw=1,
+            label=f"{k} sampled paths",
+        )
+    ax.plot(
+        x, ev.matched["length"], "s-", ms=4, color=C[0], label="all paths of the length (exact)"
+    )
     if official is not None:
         ax.plot(x, official, "^--", ms=3, lw=1, color=C[5], label="official optimiser (exact)")
     ax.axhline(ev.matched["full"], ls="--", lw=1, color=P.INK, label="full model")
@@ -74,7 +109,9 @@ def single_paths(ax, ev, title: str = ""):
     C = P.PALETTE
     st = ev.per_length()
     x = st["length"]
-    ax.fill_between(x, st["worst"], st["best"], color=C[1], alpha=0.25, lw=0, label="one path: worst to best")
+    ax.fill_between(
+        x, st["worst"], st["best"], color=C[1], alpha=0.25, lw=0, label="one path: worst to best"
+    )
     ax.plot(x, st["mean"], "o-", ms=3, color=C[1], label="one path: mean")
     ax.plot(x, ev.matched["cumulative"], "s-", ms=4, color=C[2], label="all paths up to the length")
     ax.axhline(ev.matched["full"], ls="--", lw=1, color=P.INK, label="full model")
@@ -95,7 +132,10 @@ def profile(ax, trained, initial, key: str = "residual_share", title: str = ""):
     a band from the smallest to the largest seed."""
     check_axes("ax", ax)
     C = _plotting().PALETTE
-    for profs, label, color, style in ((trained, "trained", C[0], "o-"), (initial, "at initialisation", C[3], "s--")):
+    for profs, label, color, style in (
+        (trained, "trained", C[0], "o-"),
+        (initial, "at initialisation", C[3], "s--"),
+    ):
         mean, lo, hi = _by_length([p[key] for p in profs])
         x = np.arange(len(mean))
         ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
@@ -140,8 +180,13 @@ def merged_fraction(ax, rel: dict, labels: dict, threshold: float = 0.5, title: 
     P = _plotting()
     for i, (variant, runs) in enumerate(rel.items()):
         r = np.array([np.minimum.accumulate(np.asarray(x)) for x in runs])
-        ax.step(np.arange(r.shape[1]), (r < threshold).mean(0), where="post", color=P.PALETTE[i],
-                label=labels[variant])
+        ax.step(
+            np.arange(r.shape[1]),
+            (r < threshold).mean(0),
+            where="post",
+            color=P.PALETTE[i],
+            label=labels[variant],
+        )
     ax.set(ylim=(-0.03, 1.03), xlabel="depth (applications)")
     P.integer_ticks(ax, "x")
     if title:
@@ -170,7 +215,14 @@ def training_dynamics(axes, study, floor: float = 1e-17):
         sr = study.stable_rank[skip]
         a.fill_between(x, sr.min(1), sr.max(1), color=color, alpha=0.15, lw=0)
         a.plot(x, sr.mean(1), style, ms=3, color=color, label=label)
-        b.semilogy(x, np.clip(study.residual[skip][:, -1], floor, None), style, ms=3, color=color, label=label)
+        b.semilogy(
+            x,
+            np.clip(study.residual[skip][:, -1], floor, None),
+            style,
+            ms=3,
+            color=color,
+            label=label,
+        )
         c.plot(x, study.accuracy[skip], style, ms=3, color=color, label=label)
     L = study.residual[True].shape[1] - 1
     a.set(xlabel="epoch", ylabel="stable rank of $W$")

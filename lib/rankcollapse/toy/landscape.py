@@ -23,8 +23,14 @@ from .._validate import check_int, check_positive_float, check_seed
 from .model import ToyModel
 from .train import token_accuracy
 
-__all__ = ["filter_normalised_direction", "training_loss", "LossSlice", "loss_slice", "LandscapeStudy",
-           "landscape_study"]
+__all__ = [
+    "filter_normalised_direction",
+    "training_loss",
+    "LossSlice",
+    "loss_slice",
+    "LandscapeStudy",
+    "landscape_study",
+]
 
 
 def _unit_axis(name: str, p: torch.Tensor) -> int:
@@ -49,7 +55,9 @@ def filter_normalised_direction(model: ToyModel, generator: torch.Generator) -> 
             continue
         d = torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.dtype)
         axis = _unit_axis(name, p)
-        scale = p.detach().norm(dim=axis, keepdim=True) / d.norm(dim=axis, keepdim=True).clamp_min(1e-300)
+        scale = p.detach().norm(dim=axis, keepdim=True) / d.norm(dim=axis, keepdim=True).clamp_min(
+            1e-300
+        )
         out[name] = d * scale
     return out
 
@@ -97,7 +105,12 @@ def loss_slice(model: ToyModel, X, y, *, alphas, directions: int = 3, seed: int 
     if not isinstance(model, ToyModel):
         raise TypeError(f"model must be a rc.toy.ToyModel, got {type(model).__name__}")
     alphas = np.asarray(alphas, dtype=float)
-    if alphas.ndim != 1 or len(alphas) < 3 or not np.all(np.isfinite(alphas)) or not np.any(alphas == 0):
+    if (
+        alphas.ndim != 1
+        or len(alphas) < 3
+        or not np.all(np.isfinite(alphas))
+        or not np.any(alphas == 0)
+    ):
         raise ValueError("alphas must be a sequence of at least three finite steps, one of them 0")
     directions, seed = check_int("directions", directions), check_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
@@ -135,23 +148,36 @@ class LandscapeStudy:
         ``+-radius``)."""
         s = self.slices[skip]
         i = [int(np.argmin(np.abs(s.alphas - a))) for a in (-self.radius, self.radius)]
-        return {"loss0": s.loss0, "rise": s.rise(self.radius), "minima": int(s.local_minima().max()),
-                "accuracy": float(s.accuracy[:, i].mean())}
+        return {
+            "loss0": s.loss0,
+            "rise": s.rise(self.radius),
+            "minima": int(s.local_minima().max()),
+            "accuracy": float(s.accuracy[:, i].mean()),
+        }
 
 
-def landscape_study(study, *, alphas, directions: int = 3, n_loss: int = 256, radius: float = 0.5,
-                    seed: int = 0) -> LandscapeStudy:
+def landscape_study(
+    study, *, alphas, directions: int = 3, n_loss: int = 256, radius: float = 0.5, seed: int = 0
+) -> LandscapeStudy:
     """:func:`loss_slice` of both trained networks of ``study`` (their last checkpoint, float32 as
     trained) on their first ``n_loss`` training sequences, the same ``seed`` for both (the same
     Gaussian draws, each normalised to its own network's filters)."""
     from .dynamics import DynamicsStudy
 
     if not isinstance(study, DynamicsStudy):
-        raise TypeError(f"study must be a rc.toy.dynamics.DynamicsStudy, got {type(study).__name__}")
+        raise TypeError(
+            f"study must be a rc.toy.dynamics.DynamicsStudy, got {type(study).__name__}"
+        )
     radius = check_positive_float("radius", radius)
     slices = {}
     for skip, run in study.runs.items():
         n = check_int("n_loss", n_loss, maximum=len(run.data.X_train))
-        slices[skip] = loss_slice(run.model_at(-1, torch.float32), run.data.X_train[:n], run.data.y_train[:n],
-                                  alphas=alphas, directions=directions, seed=seed)
+        slices[skip] = loss_slice(
+            run.model_at(-1, torch.float32),
+            run.data.X_train[:n],
+            run.data.y_train[:n],
+            alphas=alphas,
+            directions=directions,
+            seed=seed,
+        )
     return LandscapeStudy(slices, n, radius)

@@ -27,7 +27,14 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .._validate import as_tokens, check_choice, check_int, check_positive_float, check_seed, derive_seed
+from .._validate import (
+    as_tokens,
+    check_choice,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from ..san import SAN, SANConfig
 
 __all__ = ["ToyConfig", "ToyModel", "standardise", "READOUT_EPS"]
@@ -69,8 +76,16 @@ class ToyConfig:
             check_int("vocab", self.vocab)
 
     def san_config(self, dtype=torch.float32) -> SANConfig:
-        return SANConfig(n_layers=self.n_layers, n_heads=self.n_heads, d_model=self.d_model, skip=self.skip,
-                         mlp=self.mlp, layernorm=self.layernorm, bias=False, dtype=dtype)
+        return SANConfig(
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            d_model=self.d_model,
+            skip=self.skip,
+            mlp=self.mlp,
+            layernorm=self.layernorm,
+            bias=False,
+            dtype=dtype,
+        )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -147,7 +162,9 @@ class ToyModel(nn.Module):
             E = self.tokens[X]
             if self.pos is not None:
                 if X.shape[-1] > c.positions:
-                    raise ValueError(f"X has {X.shape[-1]} tokens, more than positions={c.positions}")
+                    raise ValueError(
+                        f"X has {X.shape[-1]} tokens, more than positions={c.positions}"
+                    )
                 E = E + self.pos[: X.shape[-1]]
             E = self.embed_in(E)
         else:
@@ -165,7 +182,7 @@ class ToyModel(nn.Module):
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return self.readout(self.san(self.embed(X)).last_hidden_state)
 
-    def twin(self, dtype: torch.dtype = torch.float64) -> "ToyModel":
+    def twin(self, dtype: torch.dtype = torch.float64) -> ToyModel:
         """A copy with the same weights in ``dtype`` (float64 for exact path sums)."""
         other = ToyModel(self.config, seed=0, dtype=dtype)
         other.load_state_dict(self.state_dict())

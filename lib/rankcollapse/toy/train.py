@@ -30,9 +30,25 @@ from .._validate import check_choice, check_int, check_positive_float, check_see
 from . import data as _data
 from .model import ToyConfig, ToyModel
 
-__all__ = ["TRAINING_CODE_VERSION", "code_version", "ToyTask", "Trained", "cache_dir", "checkpoint_path", "train", "train_all",
-           "task_data", "toy_config", "TASKS", "CIRCLE_VARIANTS", "token_accuracy", "OFFICIAL",
-           "OFFICIAL_LINES", "OFFICIAL_MEMORIZATION_TOKENS", "official_steps"]
+__all__ = [
+    "TRAINING_CODE_VERSION",
+    "code_version",
+    "ToyTask",
+    "Trained",
+    "cache_dir",
+    "checkpoint_path",
+    "train",
+    "train_all",
+    "task_data",
+    "toy_config",
+    "TASKS",
+    "CIRCLE_VARIANTS",
+    "token_accuracy",
+    "OFFICIAL",
+    "OFFICIAL_LINES",
+    "OFFICIAL_MEMORIZATION_TOKENS",
+    "official_steps",
+]
 
 
 def code_version(*paths: Path) -> str:
@@ -50,8 +66,13 @@ def code_version(*paths: Path) -> str:
         tree = ast.parse(Path(path).read_text())
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
-            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 body[:1] = [] if len(body) > 1 else [ast.Pass()]
         digest.update(ast.dump(tree).encode())
     return digest.hexdigest()[:12]
@@ -61,8 +82,14 @@ _HERE = Path(__file__).parent
 # The code that decides what training produces: this module, the data generators, the toy model
 # and the core network it wraps. Part of every checkpoint's key, so a change to any of them
 # trains anew (nothing to bump by hand).
-TRAINING_CODE_VERSION = code_version(_HERE / "train.py", _HERE / "data.py", _HERE / "model.py",
-                                     _HERE / "circle.py", _HERE.parent / "san.py", _HERE.parent / "ops.py")
+TRAINING_CODE_VERSION = code_version(
+    _HERE / "train.py",
+    _HERE / "data.py",
+    _HERE / "model.py",
+    _HERE / "circle.py",
+    _HERE.parent / "san.py",
+    _HERE.parent / "ops.py",
+)
 
 TASKS = ("sorting", "convex_hull", "memorization", "circle")
 
@@ -70,15 +97,56 @@ TASKS = ("sorting", "convex_hull", "memorization", "circle")
 # optimisers), for comparison with the book's presets. Memorization: 500 RTE sequences of up to
 # 128 WordPiece tokens, evaluated on the training set.
 OFFICIAL = {
-    "sorting": dict(n_layers=6, n_heads=2, d_model=48, seq_len=8, vocab=10, n_train=1000, n_eval=200,
-                    epochs=65, batch=30, lr=1e-5),
-    "convex_hull": dict(n_layers=6, n_heads=3, d_model=84, seq_len=10, n_train=10000, n_eval=300, epochs=70,
-                        batch=30, lr=1e-5, weight_decay=1e-3, schedule="step", milestones=(15, 30, 40, 50, 60),
-                        gamma=0.91),
-    "memorization": dict(n_layers=6, n_heads=2, d_model=250, seq_len=128, n_train=500, n_eval=500, epochs=50,
-                         batch=8, lr=3e-4, schedule="linear"),
-    "circle": dict(n_layers=1, n_heads=2, d_model=32, seq_len=2, n_train=1000, n_eval=1, epochs=70, batch=30,
-                   lr=1e-5),
+    "sorting": dict(
+        n_layers=6,
+        n_heads=2,
+        d_model=48,
+        seq_len=8,
+        vocab=10,
+        n_train=1000,
+        n_eval=200,
+        epochs=65,
+        batch=30,
+        lr=1e-5,
+    ),
+    "convex_hull": dict(
+        n_layers=6,
+        n_heads=3,
+        d_model=84,
+        seq_len=10,
+        n_train=10000,
+        n_eval=300,
+        epochs=70,
+        batch=30,
+        lr=1e-5,
+        weight_decay=1e-3,
+        schedule="step",
+        milestones=(15, 30, 40, 50, 60),
+        gamma=0.91,
+    ),
+    "memorization": dict(
+        n_layers=6,
+        n_heads=2,
+        d_model=250,
+        seq_len=128,
+        n_train=500,
+        n_eval=500,
+        epochs=50,
+        batch=8,
+        lr=3e-4,
+        schedule="linear",
+    ),
+    "circle": dict(
+        n_layers=1,
+        n_heads=2,
+        d_model=32,
+        seq_len=2,
+        n_train=1000,
+        n_eval=1,
+        epochs=70,
+        batch=30,
+        lr=1e-5,
+    ),
 }
 # The official memorization set: 500 RTE sentence pairs of up to 128 WordPiece tokens, about
 # 30,000 labelled tokens in all (an approximate count; the data set is not shipped with the book).
@@ -95,8 +163,11 @@ def official_steps(task: str) -> int:
 
 # The constant lines of the official figures ("obtained by running the model and using all
 # paths", typed into run_sort.py, run_convex_hull.py and trainer.py): (full model, baseline, its name).
-OFFICIAL_LINES = {"sorting": (0.98, 0.1, "random predictor"), "convex_hull": (0.9, 0.54, "majority predictor"),
-                  "memorization": (0.85, 0.5, "random predictor")}
+OFFICIAL_LINES = {
+    "sorting": (0.98, 0.1, "random predictor"),
+    "convex_hull": (0.9, 0.54, "majority predictor"),
+    "memorization": (0.85, 0.5, "random predictor"),
+}
 CIRCLE_VARIANTS = ("attention", "skip", "mlp")
 
 
@@ -131,7 +202,16 @@ class ToyTask:
 
     def __post_init__(self):
         check_choice("task", self.task, TASKS)
-        for name in ("n_layers", "n_heads", "d_model", "seq_len", "n_train", "n_eval", "epochs", "batch"):
+        for name in (
+            "n_layers",
+            "n_heads",
+            "d_model",
+            "seq_len",
+            "n_train",
+            "n_eval",
+            "epochs",
+            "batch",
+        ):
             check_int(name, getattr(self, name), minimum=0 if name == "epochs" else 1)
         check_positive_float("lr", self.lr)
         check_choice("schedule", self.schedule, ("constant", "step", "linear"))
@@ -139,7 +219,9 @@ class ToyTask:
         if self.task == "circle":
             check_choice("variant", self.variant, CIRCLE_VARIANTS)
         elif self.variant:
-            raise ValueError(f"variant is for the circle task only, got {self.variant!r} for {self.task!r}")
+            raise ValueError(
+                f"variant is for the circle task only, got {self.variant!r} for {self.task!r}"
+            )
 
     @property
     def steps(self) -> int:
@@ -148,7 +230,7 @@ class ToyTask:
         n = self.n_train // 2 - 1 if self.task == "circle" else self.n_train
         return self.epochs * -(-n // self.batch)
 
-    def replace(self, **changes) -> "ToyTask":
+    def replace(self, **changes) -> ToyTask:
         from dataclasses import replace
 
         return replace(self, **changes)
@@ -177,7 +259,9 @@ def task_data(task: ToyTask, seed: int) -> _data.TaskData:
 def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
     """The network for ``task``: the official code's embedding for it, ``rc.san`` in the middle."""
     check_task(task)
-    common = dict(n_layers=task.n_layers, n_heads=task.n_heads, d_model=task.d_model, n_out=data.n_labels)
+    common = dict(
+        n_layers=task.n_layers, n_heads=task.n_heads, d_model=task.d_model, n_out=data.n_labels
+    )
     if task.task == "sorting":
         return ToyConfig(**common, vocab=data.vocab, positions=task.seq_len)
     if task.task == "memorization":  # the official memorization model has no position embeddings
@@ -187,8 +271,13 @@ def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
     # circle: Linear(2, d), LayerNorm, one post-LN attention layer (with a skip or an MLP, or neither),
     # Linear(d, 2): the official circle model always normalises, which keeps the rollout bounded
     v = task.variant
-    return ToyConfig(**common, inputs="points", standardise=False, skip=v == "skip",
-                     mlp=task.d_model if v == "mlp" else 0)
+    return ToyConfig(
+        **common,
+        inputs="points",
+        standardise=False,
+        skip=v == "skip",
+        mlp=task.d_model if v == "mlp" else 0,
+    )
 
 
 def cache_dir() -> Path:
@@ -198,7 +287,9 @@ def cache_dir() -> Path:
 
 
 def _key(task: ToyTask, seed: int) -> str:
-    blob = json.dumps({"task": asdict(task), "seed": seed, "version": TRAINING_CODE_VERSION}, sort_keys=True)
+    blob = json.dumps(
+        {"task": asdict(task), "seed": seed, "version": TRAINING_CODE_VERSION}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -239,9 +330,13 @@ class Trained:
 
 def token_accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of tokens whose arg-max class is the label (the official code's token accuracy)."""
-    if not (isinstance(logits, torch.Tensor) and isinstance(y, torch.Tensor)) or tuple(logits.shape[:-1]) != tuple(y.shape):
-        raise ValueError(f"logits (..., n, V) and y (..., n) must match, got {tuple(getattr(logits, 'shape', ()))} and "
-                         f"{tuple(getattr(y, 'shape', ()))}")
+    if not (isinstance(logits, torch.Tensor) and isinstance(y, torch.Tensor)) or tuple(
+        logits.shape[:-1]
+    ) != tuple(y.shape):
+        raise ValueError(
+            f"logits (..., n, V) and y (..., n) must match, got {tuple(getattr(logits, 'shape', ()))} and "
+            f"{tuple(getattr(y, 'shape', ()))}"
+        )
     return float((logits.argmax(-1) == y).double().mean())
 
 
@@ -251,7 +346,9 @@ def _loss(task, out, y):
     return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
 
-def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool, on_epoch=None) -> dict:
+def _fit(
+    task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool, on_epoch=None
+) -> dict:
     """Adam on ``task``'s schedule, in order, no shuffling; the log of losses per epoch.
 
     ``on_epoch(epoch, model)``, when given, is called before the first step (``epoch = 0``) and
@@ -273,8 +370,13 @@ def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool, o
     else:
         sched = None
     losses = []
-    bar = tqdm(range(task.epochs), desc=task.task + (f"-{task.variant}" if task.variant else ""),
-               file=sys.stderr, disable=not progress, leave=False)
+    bar = tqdm(
+        range(task.epochs),
+        desc=task.task + (f"-{task.variant}" if task.variant else ""),
+        file=sys.stderr,
+        disable=not progress,
+        leave=False,
+    )
     if on_epoch is not None:
         with torch.no_grad():
             on_epoch(0, model)
@@ -284,13 +386,13 @@ def _fit(task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool, o
                 group["lr"] *= task.gamma
         total_loss = 0.0
         for i in range(0, len(X), task.batch):
-            loss = _loss(task, model(X[i:i + task.batch]), y[i:i + task.batch])
+            loss = _loss(task, model(X[i : i + task.batch]), y[i : i + task.batch])
             opt.zero_grad()
             loss.backward()
             opt.step()
             if sched is not None:
                 sched.step()
-            total_loss += float(loss.detach()) * len(X[i:i + task.batch])
+            total_loss += float(loss.detach()) * len(X[i : i + task.batch])
         losses.append(total_loss / len(X))
         bar.set_postfix(loss=f"{losses[-1]:.3g}")
         if on_epoch is not None:
@@ -317,7 +419,11 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
         try:
             saved = torch.load(path, weights_only=True)
             model.load_state_dict(saved["state"])
-        except (RuntimeError, KeyError, EOFError) as err:  # unreadable, or from other code: train again
+        except (
+            RuntimeError,
+            KeyError,
+            EOFError,
+        ) as err:  # unreadable, or from other code: train again
             print(f"ignoring {path} ({type(err).__name__}); training again", file=sys.stderr)
         else:
             print(f"loaded {path}", file=sys.stderr)
@@ -338,8 +444,16 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
             log["eval_accuracy"] = token_accuracy(trained.exact(data.X_eval), data.y_eval)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save({"state": model.state_dict(), "log": log, "task": asdict(task), "seed": seed,
-                "version": TRAINING_CODE_VERSION}, tmp)
+    torch.save(
+        {
+            "state": model.state_dict(),
+            "log": log,
+            "task": asdict(task),
+            "seed": seed,
+            "version": TRAINING_CODE_VERSION,
+        },
+        tmp,
+    )
     os.replace(tmp, path)
     print(f"trained in {time.perf_counter() - start:.1f} s, saved {path}", file=sys.stderr)
     return trained
@@ -372,14 +486,21 @@ def train_all(jobs, *, retrain: bool = False, workers: int = 1, progress: bool =
     workers = check_int("workers", workers)
     if not isinstance(retrain, bool):
         raise TypeError(f"retrain must be True or False, got {retrain!r}")
-    todo = list(dict.fromkeys((t, check_seed("seed", s)) for t, s in jobs
-                              if retrain or not checkpoint_path(t, s).exists()))
+    todo = list(
+        dict.fromkeys(
+            (t, check_seed("seed", s))
+            for t, s in jobs
+            if retrain or not checkpoint_path(t, s).exists()
+        )
+    )
     if workers > 1 and len(todo) > 1:
         import multiprocessing
 
         todo.sort(key=lambda job: -_cost(job[0]))  # the longest first
         with multiprocessing.get_context("spawn").Pool(min(workers, len(todo))) as pool:
-            for path in pool.starmap(_train_quietly, [(t, s, retrain) for t, s in todo], chunksize=1):
+            for path in pool.starmap(
+                _train_quietly, [(t, s, retrain) for t, s in todo], chunksize=1
+            ):
                 print(f"trained {path}", file=sys.stderr)
         retrain = False  # every checkpoint is fresh now
     done = {}
