@@ -16,6 +16,10 @@
    then say that they ran the reference solution the page prints (`rc.checks.in_book_build`).
 6. The student edition (`book_edition: student`, set by `booktools.edition`): the Colab button
    opens the student notebook, the Binder button goes, and a solution left fails the build.
+7. A chapter taken from jupyter-book's execution cache (`booktools.build` fills it) is written to
+   `jupyter_execute/` with its outputs: myst-nb 1.4 renders the cached outputs but writes the
+   notebook as read, without them, and that file is the page's .ipynb download, the student
+   edition's and the PDF's source.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pybtex.style.labels import BaseLabelStyle
 from sphinx.util import logging
 
 from booktools.config import github_repo  # the reading of the address the Colab notebooks share
+from booktools.execute import BOOK_BUILD_ENV
 from booktools.student import STUDENT_DIR, student_notebook_path, write_student_notebook
 
 COLAB_URL = "https://colab.research.google.com"
@@ -218,6 +223,34 @@ def _dedupe_page_scripts(app, pagename, templatename, context, doctree):
         context["script_files"] = dedupe_scripts(context["script_files"])
 
 
+def _write_cached_outputs(app, env):
+    """Item 7: after every page is read, before any is written (the theme copies
+    `jupyter_execute/<page>.ipynb` into `_sources/` as it writes the page)."""
+    import nbformat
+
+    config = getattr(env, "mystnb_config", None)
+    if config is None or config.execution_mode != "cache":
+        return
+    from jupyter_cache import get_cache
+    from myst_nb.ext.glue import extract_glue_data_cell
+
+    cache = get_cache(config.execution_cache_path)
+    for path in Path(config.output_folder).rglob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        if any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
+            continue
+        try:
+            _, nb = cache.merge_match_into_notebook(nb)
+        except KeyError:  # not a cached chapter
+            continue
+        # as myst-nb does to an executed notebook: the values glued without display leave their
+        # cells (they are in <page>.glue.json, which the student edition reads back)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                extract_glue_data_cell(cell)
+        nbformat.write(nb, path)
+
+
 def setup(app):
     app.add_config_value("colab_branch", "notebooks", "html")
     # "student": the student edition (booktools.edition): Colab opens the student notebook,
@@ -228,6 +261,7 @@ def setup(app):
     app.connect("html-page-context", _add_student_download, priority=503)
     app.connect("html-page-context", _dedupe_page_scripts, priority=999)
     app.connect("build-finished", lambda app, exc: exc is None and _write_student_notebooks(app))
+    app.connect("env-updated", _write_cached_outputs)
     # 5. the kernels myst-nb starts inherit this process's environment
-    os.environ["RANKCOLLAPSE_BOOK_BUILD"] = "1"
+    os.environ[BOOK_BUILD_ENV] = "1"
     return {"parallel_read_safe": True, "parallel_write_safe": True}

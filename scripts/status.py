@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import json
 import os
 import platform
@@ -35,7 +36,7 @@ from importlib import metadata
 from pathlib import Path
 
 from booktools import ROOT
-from booktools.build import run_build
+from booktools.build import build
 from booktools.execute import execute
 from booktools.outputs import claim_records, glued_values
 from booktools.toc import chapter_key, toc_notebooks
@@ -87,7 +88,9 @@ def load_average() -> float | None:
 
 
 def now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return (
+        dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    )
 
 
 # --------------------------------------------------------------------------- measurements
@@ -137,9 +140,8 @@ def time_book_build(mode: str) -> dict:
     the README's ``python3 tasks.py book`` (without its install step)."""
     print(f"  book build [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
-    result = run_build(mode, capture_output=True, text=True)
+    ok = build(mode, out=io.StringIO()) == 0
     seconds = time.perf_counter() - t
-    ok = result.returncode == 0
     print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
     return {
         "mode": mode,

@@ -40,6 +40,7 @@ DECOYS = (
 RUNS_READ = {
     "test_chapter_executes_in_fast_mode": ((0, False),),
     "test_chapter_shows_the_same_results_as_the_book_build": ((0, False),),
+    "test_same_seed_same_results": ((0, False), (0, True)),
     "test_another_seed_changes_the_random_quantities": ((0, False), (1, False)),
     "test_student_chapter_executes_and_checks_say_not_attempted": ((0, True),),
 }
@@ -53,15 +54,14 @@ def _run_options(seed: int, student: bool) -> dict:
     out_dir = (
         EXECUTED / "student" if student else EXECUTED if seed == 0 else EXECUTED / f"seed{seed}"
     )
-    return {"mode": "fast", "seed": seed, "out_dir": out_dir, "student": student}
-
-
-def _one_kernel_thread():
-    """A parallel run's worker: its kernels (which inherit the environment) use one torch thread
-    (``RANKCOLLAPSE_THREADS``, unless the reader set it), so that RUN_JOBS kernels share the cores
-    instead of each taking every core: on 2 cores, limits and real_models at seeds 0 and 1 took
-    229 s with torch's default and 66 s with one thread each, with the same glued values."""
-    os.environ.setdefault("RANKCOLLAPSE_THREADS", "1")
+    # the seed-0 run is the book's page (the book build takes it): its checks say so
+    return {
+        "mode": "fast",
+        "seed": seed,
+        "out_dir": out_dir,
+        "student": student,
+        "book": seed == 0 and not student,
+    }
 
 
 @pytest.fixture(scope="session")
@@ -69,10 +69,7 @@ def runs(request):
     """``runs(path, seed=0, student=False)``: this session's papermill run of chapter ``path`` in
     fast mode (the student edition's when ``student``), the executed notebook; a run that failed
     raises its error in each test that reads it."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from booktools.execute import execute
+    from booktools.execute import execute, execute_all
 
     wanted = sorted(
         {
@@ -83,21 +80,7 @@ def runs(request):
         },
         key=lambda run: (run[1], run[2], str(run[0])),
     )
-    jobs = max(1, min(RUN_JOBS, len(os.sched_getaffinity(0)), len(wanted)))
-    made = {}
-    if wanted:
-        with ProcessPoolExecutor(
-            jobs,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_one_kernel_thread if jobs > 1 else None,
-        ) as pool:
-            futures = {
-                (path, seed, student): pool.submit(execute, path, **_run_options(seed, student))
-                for path, seed, student in wanted
-            }
-        for key, future in futures.items():
-            error = future.exception()
-            made[key] = error if error is not None else future.result()
+    made = execute_all({key: (key[0], _run_options(*key[1:])) for key in wanted}, jobs=RUN_JOBS)
 
     def run(path, seed=0, student=False):
         if (path, seed, student) not in made:
@@ -106,6 +89,7 @@ def runs(request):
             raise made[path, seed, student]
         return made[path, seed, student]
 
+    run.made = made  # what the session has run so far: the book build takes its seed-0 runs
     return run
 
 
@@ -166,9 +150,11 @@ def remove_decoys(planted, root=ROOT) -> None:
 
 
 @pytest.fixture(scope="session")
-def built_book():
+def built_book(runs):
     """The whole book built once per test session, in fast mode, from a clean build folder, with
     the decoy folders of ``DECOYS`` present in the repository (removed again after the build).
+    The chapters' seed-0 runs this session has made are reused (none is executed twice); the
+    build executes the others.
 
     Returns the build folder (:data:`booktools.BUILD`, ``_build/tests/_build``); the build fails
     on any warning or cell error, and when it writes, changes or removes a file of the reader's own
@@ -187,7 +173,12 @@ def built_book():
     created = plant_decoys()
     report = io.StringIO()
     try:
-        code = build("fast", out=report)
+        made = {
+            path: nb
+            for (path, seed, student), nb in runs.made.items()
+            if seed == 0 and not student and not isinstance(nb, BaseException)
+        }
+        code = build("fast", out=report, executed=made)
     finally:
         remove_decoys(created)
         after = files()

@@ -146,3 +146,16 @@ def test_checks_in_the_book_say_they_ran_the_reference_solution(built_book):
         n_checks = path.read_text().count("rc.checks.check(")
         assert page.count("checked against the reference solution") == n_checks, path.name
         assert not re.search(r"✔ [\w.]+: correct", page), path.name
+
+
+@pytest.mark.build
+def test_the_book_build_executes_no_chapter_twice(built_book):
+    """The session's seed-0 runs reach the book through jupyter-book's cache: jupyter-book finds
+    every chapter there and executes none itself (the log says so per chapter)."""
+    from booktools.build import LOG
+
+    log = LOG.read_text()
+    assert "Executing notebook" not in log, (
+        "jupyter-book executed a chapter: the cache did not match its run"
+    )
+    assert log.count("Using cached notebook") == len(toc_notebooks())

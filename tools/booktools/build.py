@@ -1,11 +1,14 @@
 """The book build: one command, used by ``tasks.py book``, the tests' fixture and the status page.
 
-jupyter-book executes every chapter itself (myst-nb) while Sphinx reads the sources, and prints
-some hundred lines of Sphinx log. :func:`build` runs it and prints, instead, one line per chapter
-with its execution time, each warning in one line, the time spent writing the pages and, when
-a cell fails, which chapter and which cell failed and the cell's error (myst-nb reports the
-failing cell's code, which is matched to its place in the chapter's source). The whole log is
-kept in ``_build/build.log`` (:data:`booktools.BUILD`).
+:func:`build` first executes the chapters with papermill, several at once (one process per core,
+:func:`booktools.execute.execute_all`), or takes runs already made (the test session's seed-0
+runs), and puts each executed chapter into jupyter-book's execution cache
+(:func:`fill_cache`; ``_config.yml`` has ``execute_notebooks: cache``); jupyter-book then executes
+nothing and writes the pages. It prints one line per chapter with its execution time, each warning
+in one line, the time spent writing the pages and, when a cell fails, which chapter and which cell
+failed and the cell's error. The whole jupyter-book log is kept in ``_build/build.log``
+(:data:`booktools.BUILD`). A chapter the cache does not match is executed by jupyter-book itself,
+as before (its progress line comes from myst-nb's log).
 
     python -m booktools.build --mode full     # what `python3 tasks.py book` runs after installing
 """
@@ -30,6 +33,8 @@ JUPYTER_BOOK = (
     "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
 )
 LOG = BUILD / "build.log"
+CACHE = BUILD / ".jupyter_cache"  # myst-nb's default: beside the HTML folder
+RUNS = BUILD / "book-runs"  # the chapters the book build executed (papermill), one per mode
 MODE_FILE = (
     BUILD / "mode.txt"
 )  # the mode of the last successful build (the student edition reads it)
@@ -61,13 +66,6 @@ def build_command(root: Path = ROOT, output: Path | None = None) -> list[str]:
 def _env(mode: str) -> dict:
     # unbuffered: the chapters' lines arrive while the build runs, not at its end
     return {**os.environ, "RANKCOLLAPSE_MODE": mode, "PYTHONUNBUFFERED": "1"}
-
-
-def run_build(mode: str, **run_options) -> subprocess.CompletedProcess:
-    """Build the book from a clean _build with every chapter executed in ``mode``
-    (``run_options`` go to ``subprocess.run``, e.g. ``capture_output=True``)."""
-    clean_build()
-    return subprocess.run(build_command(ROOT, OUTPUT), cwd=ROOT, env=_env(mode), **run_options)
 
 
 # --------------------------------------------------------------------------- reading the log
@@ -254,17 +252,107 @@ class BuildProgress:
         return out
 
 
-def build(mode: str = "full", out=None, log: Path = LOG) -> int:
+def _code_cells(nb) -> list:
+    return [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
+
+
+def fill_cache(executed: dict, cache_path: Path = CACHE) -> None:
+    """Put each executed chapter (``{chapter path: notebook executed by papermill}``) into
+    jupyter-book's execution cache, keyed as myst-nb will look it up: the chapter as myst-nb reads
+    it, with the outputs of the run's code cells (papermill's injected parameters cell left out).
+    A run whose code cells are not the chapter's is refused (the chapter changed after it ran)."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from myst_nb.core.config import NbParserConfig
+    from myst_nb.core.read import create_nb_reader
+    from myst_parser.config.main import MdParserConfig
+
+    cache = get_cache(str(cache_path))
+    for path, ran in executed.items():
+        text = Path(path).read_text()
+        nb = create_nb_reader(str(path), MdParserConfig(), NbParserConfig(), text).read(text)
+        mine, theirs = _code_cells(nb), _code_cells(ran)
+        if [c.source.strip() for c in mine] != [c.source.strip() for c in theirs]:
+            raise ValueError(
+                f"fill_cache: the run of {path} does not have the chapter's code cells "
+                "(was the chapter edited after it ran?)"
+            )
+        for n, (cell, out) in enumerate(zip(mine, theirs), 1):
+            cell.outputs, cell.execution_count = out.get("outputs", []), n
+        seconds = ran.metadata.get("papermill", {}).get("duration")
+        cache.cache_notebook_bundle(
+            CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
+            check_validity=False,
+            overwrite=True,
+        )
+
+
+def _failure(key: str, error: BaseException) -> str:
+    """A failed papermill run, for the reader: the chapter, then the cell and its error."""
+    text = _ANSI.sub("", str(error)).strip().splitlines()
+    return f"FAILED: {key}:\n" + "\n".join(f"    {t}" for t in text[-60:]) + "\n"
+
+
+def build(
+    mode: str = "full",
+    out=None,
+    log: Path = LOG,
+    executed: dict | None = None,
+    jobs: int | None = None,
+) -> int:
     """Build the book from a clean _build with every chapter executed in ``mode``, printing
-    progress to ``out`` (default stdout) and the whole log to ``log``; returns the exit code."""
+    progress to ``out`` (default stdout) and the whole log to ``log``; returns the exit code.
+
+    ``executed``: ``{chapter path: notebook}`` runs already made in ``mode`` with seed 0 and
+    ``book=True`` (:func:`booktools.execute.execute`; the test session's); the other chapters are
+    executed here, ``jobs`` at a time (default one per core)."""
+    from .execute import execute_all
+    from .toc import toc_notebooks
+
     out = out or sys.stdout
+    begun = time.monotonic()
     clean_build()
+    chapters = toc_notebooks()
+    executed = {Path(p): nb for p, nb in (executed or {}).items() if Path(p) in chapters}
+    todo = [p for p in chapters if p not in executed]
     out.write(
-        f"Building the book ({mode} mode): each chapter is executed, then the pages are written.\n"
+        f"Building the book ({mode} mode): the chapters are executed, then the pages are written.\n"
     )
-    code = run_with_progress(ROOT, mode, out, log, output=OUTPUT)
+    if len(executed):
+        out.write(f"  {len(executed)} chapter(s) taken from runs already made\n")
+    if todo:
+
+        def done(key, seconds, error):
+            out.write(
+                f"  {key.relative_to(ROOT).with_suffix('').as_posix()}: {seconds:.1f} s"
+                + (" (FAILED)" if error else "")
+                + "\n"
+            )
+            out.flush()
+
+        start = time.monotonic()
+        made = execute_all(
+            {p: (p, {"mode": mode, "seed": 0, "out_dir": RUNS / mode, "book": True}) for p in todo},
+            jobs=jobs,
+            done=done,
+        )
+        failed = {p: e for p, e in made.items() if isinstance(e, BaseException)}
+        for p, error in failed.items():
+            out.write(_failure(p.relative_to(ROOT).with_suffix("").as_posix(), error))
+        if failed:
+            out.flush()
+            return 1
+        out.write(f"  {len(todo)} chapter(s) executed in {time.monotonic() - start:.0f} s\n")
+        executed |= made
+    fill_cache(executed)
+    code = run_with_progress(ROOT, mode, out, log, what="The pages", output=OUTPUT)
     if code == 0:
         MODE_FILE.write_text(mode + "\n")
+        out.write(f"The book built in {time.monotonic() - begun:.0f} s\n")
     return code
 
 
