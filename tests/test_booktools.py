@@ -1,4 +1,4 @@
-"""The book's tooling (tools/booktools, _ext/booksources.py, tasks.py), without a book build.
+"""The book's tooling (tools/booktools, tools/booktools/ext/booksources.py, tasks.py), without a book build.
 
 The build's progress report is tested on recorded jupyter-book logs (tests/data/build_log_*.txt:
 a two-chapter book, one chapter whose second cell fails, recorded with ``{ROOT}`` for its folder).
@@ -25,8 +25,9 @@ DATA = Path(__file__).parent / "data"
 def test_tool_folders_are_excluded_by_rule(tmp_path):
     """A venv by any name (pyvenv.cfg, conda-meta), hidden folders and tool caches are left out;
     the sources, and a folder merely named like an environment without being one, stay."""
-    import booksources  # _ext/ is on pytest's pythonpath
     from sphinx.util.matching import get_matching_files
+
+    from booktools.ext import booksources
 
     files = [
         "intro.md",
@@ -64,7 +65,7 @@ def test_the_book_build_reads_the_rule():
     import yaml
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["sphinx"]["local_extensions"]["booksources"] == "_ext"
+    assert "booktools.ext.booksources" in config["sphinx"]["extra_extensions"]
     assert not {".pytest_cache", "**/.ipynb_checkpoints", ".venv"} & set(config["exclude_patterns"])
 
 
@@ -291,7 +292,7 @@ def test_differences_of_svg_figures():
 
 
 def test_compare_outputs_records_and_compares(tmp_path, capsys):
-    """scripts/compare_outputs.py's two steps on hand-made executed notebooks (read with --from)."""
+    """tools/booktools/compare.py's two steps on hand-made executed notebooks (read with --from)."""
     from booktools.compare import main
 
     for name, value in (("before", "0.12"), ("same", "0.12"), ("after", "0.13")):
@@ -343,11 +344,12 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
     assert shown[1] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
     with pytest.raises(SystemExit):
         main(["record", str(tmp_path / "x.json"), "--chapters", "no-such-chapter"])
-    # the script runs as a script, without any path set-up
+    # the command runs from any folder, without any path set-up
     result = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "compare_outputs.py"),
+            "-m",
+            "booktools.compare",
             "compare",
             str(tmp_path / "before.json"),
             str(tmp_path / "after.json"),
@@ -397,7 +399,8 @@ def test_compare_outputs_refuses_bad_arguments_in_one_line(tmp_path, content, ar
     result = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "compare_outputs.py"),
+            "-m",
+            "booktools.compare",
             *(a.format(d=tmp_path) for a in args),
         ],
         capture_output=True,

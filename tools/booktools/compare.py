@@ -1,9 +1,9 @@
 """A chapter's results written to JSON, and two such files compared: does a change keep the results?
 
-    python scripts/compare_outputs.py record before.json                 # execute every chapter (fast, seed 0)
-    python scripts/compare_outputs.py record after.json --chapters paths skip --mode full --seed 1
-    python scripts/compare_outputs.py record built.json --from _build/jupyter_execute/chapters
-    python scripts/compare_outputs.py compare before.json after.json     # numbers within 1e-12 (relative)
+    python -m booktools.compare record before.json                 # execute every chapter (fast, seed 0)
+    python -m booktools.compare record after.json --chapters paths skip --mode full --seed 1
+    python -m booktools.compare record built.json --from _build/jupyter_execute/chapters
+    python -m booktools.compare compare before.json after.json     # numbers within 1e-12 (relative)
 
 ``record`` executes the chapters of _toc.yml with papermill (or reads already executed notebooks,
 ``<name>.ipynb``, from a folder) and writes, per chapter, its glued values, printed text and

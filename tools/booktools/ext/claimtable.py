@@ -5,7 +5,7 @@ Every chapter declares its qualitative statements as claims (``run.claim(...)``,
 This directive lists them all, a row per claim in the order of `_toc.yml` and of declaration:
 the chapter and section, the sentence, the condition that makes it true, the evidence (seeds,
 depths, inputs), what this build found, and what the last full-mode run of its chapter found
-(``status/status.json``, recorded by ``scripts/status.py``). The build that makes the page executed every chapter,
+(``status/status.json``, recorded by ``tools/booktools/status.py``). The build that makes the page executed every chapter,
 and a claim it checks that does not hold stops that build, so on a published (full-mode) page
 every row checked in full mode held; a fast build (the tests') marks the claims checked at the
 paper's scale only.
@@ -30,7 +30,9 @@ from booktools.outputs import claim_records
 from booktools.toc import toc_notebooks
 
 HEADER = ("where", "claim", "condition", "evidence", "checked")
-STATUS_JSON = ROOT / "status" / "status.json"  # written by scripts/status.py: each run's claims
+STATUS_JSON = (
+    ROOT / "status" / "status.json"
+)  # written by tools/booktools/status.py: each run's claims
 
 
 class claims_pending(nodes.General, nodes.Element):
@@ -62,7 +64,7 @@ def _verdict(r: dict) -> str:
 
 
 def full_runs(path=STATUS_JSON) -> dict[str, dict]:
-    """Each chapter's last full-mode run as scripts/status.py recorded it: docname -> run."""
+    """Each chapter's last full-mode run as tools/booktools/status.py recorded it: docname -> run."""
     try:
         status = json.loads(path.read_text())
     except FileNotFoundError:
