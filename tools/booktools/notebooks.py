@@ -49,7 +49,8 @@ def library_requirement(config: dict | None = None) -> str:
             f"_config.yml repository.url must be a GitHub repository, got {repo['url']!r}"
         )
     owner, name = owner_name
-    return f"rankcollapse[book] @ git+https://github.com/{owner}/{name}.git@{repo.get('branch', 'main')}"
+    branch = repo.get("branch", "main")
+    return f"rankcollapse[book] @ git+https://github.com/{owner}/{name}.git@{branch}"
 
 
 def pins(path: Path, names=None) -> list[str]:

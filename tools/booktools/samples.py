@@ -39,7 +39,10 @@ STUB = {
     "read": "answer = None  # a number",
 }
 RIGHT = {
-    "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * H**length",
+    "count": (
+        "from math import comb\n\n"
+        "def path_count(L, H, length):\n    return comb(L, length) * H**length"
+    ),
     "two": (
         "def two_layer_paths(X, P1, P2, W1, W2):\n    return {\n        (None, None): X,\n"
         "        (0, None): P1 @ X @ W1,\n        (None, 0): P2 @ X @ W2,\n"
@@ -52,7 +55,10 @@ RIGHT = {
 # typical mistakes: the skip counted as a head; the attention matrices in layer order
 MISTAKE = {
     **RIGHT,
-    "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length",
+    "count": (
+        "from math import comb\n\n"
+        "def path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length"
+    ),
     "two": RIGHT["two"].replace("P2 @ P1 @ X", "P1 @ P2 @ X"),
 }
 # a syntax error in one answer, a division by zero in another, the rest left alone
@@ -86,7 +92,8 @@ def _student() -> str:
 
 
 def to_ipynb(text: str) -> str:
-    """The MyST notebook ``text`` as ipynb JSON, with cell ids that do not change from run to run."""
+    """The MyST notebook ``text`` as ipynb JSON, with cell ids that do not change from run to
+    run."""
     nb = jupytext.reads(text, fmt="md:myst")
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"

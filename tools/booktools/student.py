@@ -22,7 +22,8 @@ from .toc import toc_notebooks
 # a solution block: an opening fence of 3+ backticks or colons with {solution-start}, up to the
 # matching {solution-end} fence and its closing fence
 SOLUTION = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{solution-start\}.*?^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n",
+    r"^(?P<fence>`{3,}|:{3,})\{solution-start\}.*?"
+    r"^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n",
     re.S | re.M,
 )
 
