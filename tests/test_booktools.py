@@ -69,6 +69,59 @@ def test_the_book_build_reads_the_rule():
     assert not {".pytest_cache", "**/.ipynb_checkpoints", ".venv"} & set(config["exclude_patterns"])
 
 
+def test_the_books_extensions_load_from_the_package(tmp_path):
+    """Every extension of tools/booktools/ext that _config.yml names loads by its dotted name into
+    a small Sphinx project and acts (paperrefs names a bare reference to the paper's theorem)."""
+    import re
+
+    import yaml
+    from sphinx.application import Sphinx
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    ours = [e for e in config["sphinx"]["extra_extensions"] if e.startswith("booktools.ext.")]
+    on_disk = sorted(p.stem for p in (ROOT / "tools" / "booktools" / "ext").glob("*.py"))
+    assert sorted(e.rsplit(".", 1)[1] for e in ours) == [p for p in on_disk if p != "__init__"]
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "CITATION.cff"):  # what booktools.ext.release reads
+        (src / name).write_text((ROOT / name).read_text())
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        f"extensions = ['myst_parser', 'sphinx_proof', *{ours!r}]\n"
+    )
+    (src / "index.md").write_text(
+        "# Page\n\n````{prf:theorem} The paper's Theorem 2.2\n:label: thm-collapse-single\n"
+        ":nonumber:\n\nA bound.\n````\n\nBare: {prf:ref}`thm-collapse-single`.\n"
+    )
+    out = tmp_path / "out"
+    app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, freshenv=True)
+    app.build()
+    assert set(ours) <= set(app.extensions)
+    text = re.sub(r"<[^>]+>", "", (out / "index.html").read_text()).replace("\u2019", "'")
+    assert "Bare: the paper's Theorem 2.2." in text
+
+
+def test_the_commands_run_from_the_package():
+    """The tooling has one home: pyproject's [project.scripts] and tasks.py's steps name modules
+    of booktools with a main(); the old homes (scripts/, _ext/) are gone."""
+    import importlib
+    import re
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts and all(name.startswith("rankbook-") for name in scripts), scripts
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        assert module.startswith("booktools.") and callable(
+            getattr(importlib.import_module(module), func)
+        ), name
+    steps = re.findall(r'"-m", "(booktools\.\w+)"', (ROOT / "tasks.py").read_text())
+    assert {"booktools.build", "booktools.student", "booktools.grade"} <= set(steps), steps
+    for module in steps:
+        assert callable(importlib.import_module(module).main), module
+    assert not [*(ROOT / "scripts").glob("*.py"), *(ROOT / "_ext").glob("*.py")]
+
+
 @pytest.mark.build
 def test_decoy_tool_folders_do_not_reach_the_book(built_book):
     """The session's build ran with the decoys of conftest.DECOYS present (broken MyST, which
