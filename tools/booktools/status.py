@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Measure the book's run times and write the status page's data.
 
 For every chapter (notebook) in _toc.yml: execute it with papermill in ``fast`` and in ``full``
