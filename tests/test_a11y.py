@@ -1,5 +1,5 @@
-"""tools/booktools/ext/a11y.py: every figure's alt text reaches the page from its SVG (an image without one fails);
-the bibliography's entries are list items."""
+"""booktools.ext.a11y: every figure's alt text reaches the page from its SVG (an image without
+one fails); the bibliography's entries are list items."""
 
 import matplotlib
 

@@ -1,4 +1,4 @@
-"""The book's tooling (tools/booktools, tools/booktools/ext/booksources.py, tasks.py), without a book build.
+"""The book's tooling (tools/booktools, booktools.ext.booksources, tasks.py), without a book build.
 
 The build's progress report is tested on recorded jupyter-book logs (tests/data/build_log_*.txt:
 a two-chapter book, one chapter whose second cell fails, recorded with ``{ROOT}`` for its folder).

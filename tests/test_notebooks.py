@@ -129,7 +129,7 @@ def test_colab_link_format():
 @pytest.mark.build
 def test_every_chapter_page_launches_binder_and_colab(built_book, written):
     """The built pages' launch buttons open the chapter: Binder the MyST source on the main
-    branch, Colab the notebook tools/booktools/notebooks.py writes (published to ``colab_branch``)."""
+    branch, Colab the notebook booktools.notebooks writes (published to ``colab_branch``)."""
     out, _ = written
     config = notebooks.book_config()
     branch = config["repository"]["branch"]

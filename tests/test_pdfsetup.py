@@ -1,5 +1,5 @@
-"""tools/booktools/ext/pdfsetup.py, without TeX: the formulas' macros for the preamble, where the front, main and
-back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset PDF)."""
+"""booktools.ext.pdfsetup, without TeX: the formulas' macros for the preamble, where the front,
+main and back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset PDF)."""
 
 import yaml
 from docutils import nodes

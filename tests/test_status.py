@@ -130,7 +130,7 @@ def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
 
 
 def test_a_run_records_the_claims_it_declared():
-    """tools/booktools/status.py keeps each run's declared claims (the status page's "last full run")."""
+    """booktools.status keeps each run's declared claims (the status page's "last full run")."""
     import nbformat
 
     from rankcollapse.evidence import Claim

@@ -8,7 +8,7 @@ solution blocks cell by cell (:func:`booktools.student.strip_notebook`, the same
 copy of its sources (``_build/student/source``) in which each chapter is that stripped notebook
 and execution is off. The glued numbers and the figures are the book build's own. In that copy
 the guide's page is gone from ``_toc.yml`` and from the disk, a link to it elsewhere becomes
-plain text, and ``book_edition: student`` tells the Sphinx extension (``tools/booktools/ext/bookext.py``) to
+plain text, and ``book_edition: student`` tells the Sphinx extension (``booktools.ext.bookext``) to
 point the Colab button at the student notebook, drop the Binder button (Binder opens the
 repository's chapter, solutions included) and fail the build if a solution is left.
 
