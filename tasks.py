@@ -111,7 +111,7 @@ def main(argv: list[str]) -> None:
     elif cmd == "test":
         step("run the tests (pytest)", PY, "-m", "pytest", *rest)
     elif cmd == "student":
-        step("write the student version", PY, "scripts/student.py", *rest)
+        step("write the student version", PY, "-m", "booktools.student", *rest)
     elif cmd == "grade":
         step("grade the submissions", PY, "-m", "booktools.grade", *rest)
     elif cmd == STUDENT_BOOK:

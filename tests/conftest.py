@@ -21,7 +21,7 @@ from booktools import BUILD, ROOT  # noqa: E402
 
 # Folders a reader's tools leave in the repository, each holding markdown Sphinx must not read
 # (broken MyST: reading it would fail the -W build). The book build of the session runs with
-# them present (see `built_book`); _ext/booksources.py excludes them by rule.
+# them present (see `built_book`); tools/booktools/ext/booksources.py excludes them by rule.
 DECOY_MD = "# Card\n\n```{no-such-directive}\n:broken: [\n```\n\n{no-such-role}`x`\n"
 DECOYS = (
     ".venv/lib/python3.11/site-packages/x/templates/card.md",  # the README's venv (hidden)

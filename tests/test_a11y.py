@@ -1,11 +1,10 @@
-"""_ext/a11y.py: every figure's alt text reaches the page from its SVG (an image without one fails);
-the bibliography's entries are list items."""
+"""booktools.ext.a11y: every figure's alt text reaches the page from its SVG (an image without
+one fails); the bibliography's entries are list items."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import a11y  # noqa: E402  (_ext, on pytest's pythonpath)
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from docutils import nodes  # noqa: E402
@@ -14,6 +13,7 @@ from docutils.parsers.rst import Parser  # noqa: E402
 from docutils.utils import new_document  # noqa: E402
 
 import rankcollapse as rc  # noqa: E402
+from booktools.ext import a11y  # noqa: E402
 
 
 class _App:

@@ -125,16 +125,16 @@ def test_the_library_writes_no_credit_to_the_paper_into_a_page():
 
 
 def test_a_bare_reference_to_a_papers_result_reads_by_name(tmp_path):
-    """_ext/paperrefs.py: sphinx-proof renders a bare reference to an unnumbered box as 'Theorem ';
-    the book's extension gives it the name rc.claims.PAPER_RESULTS lists, and leaves a reference
+    """booktools.ext.paperrefs: sphinx-proof renders a bare reference to an unnumbered box as
+    'Theorem '; the book's extension gives it the name rc.claims.PAPER_RESULTS lists, and leaves a reference
     with its own text as written."""
     from sphinx.application import Sphinx
 
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / '_ext')!r})\n"
-        "extensions = ['myst_parser', 'sphinx_proof', 'paperrefs']\n"
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        "extensions = ['myst_parser', 'sphinx_proof', 'booktools.ext.paperrefs']\n"
         "myst_enable_extensions = ['dollarmath']\n"
     )
     (src / "index.md").write_text(

@@ -2764,13 +2764,17 @@ CLI_ROWS = [
         ["-m", "booktools.grade", "/tmp", "--format", "excel"],
         ("--format", "excel"),
     ),
-    ("status.py unknown option", ["scripts/status.py", "--frobnicate"], ("--frobnicate",)),
     (
-        "student.py --out inside a file",
-        ["scripts/student.py", "--out", "/etc/passwd/x"],
+        "booktools.status unknown option",
+        ["-m", "booktools.status", "--frobnicate"],
+        ("--frobnicate",),
+    ),
+    (
+        "booktools.student --out inside a file",
+        ["-m", "booktools.student", "--out", "/etc/passwd/x"],
         ("--out", "not a folder"),
     ),
-    ("student.py unknown option", ["scripts/student.py", "--bogus"], ("--bogus",)),
+    ("booktools.student unknown option", ["-m", "booktools.student", "--bogus"], ("--bogus",)),
     (
         "benchmarks/paths.py --repeat 0",
         ["benchmarks/paths.py", "--repeat", "0"],
@@ -2779,14 +2783,15 @@ CLI_ROWS = [
     ("benchmarks/toy.py --epochs 0", ["benchmarks/toy.py", "--epochs", "0"], ("--epochs", ">= 1")),
     ("benchmarks/grade.py --jobs 0", ["benchmarks/grade.py", "--jobs", "0"], ("--jobs", ">= 1")),
     (
-        "compare_outputs.py compare missing files",
-        ["scripts/compare_outputs.py", "compare", "/nonexistent/a.json", "/nonexistent/b.json"],
+        "booktools.compare compare missing files",
+        ["-m", "booktools.compare", "compare", "/nonexistent/a.json", "/nonexistent/b.json"],
         ("a.json", "no such file"),
     ),
     (
-        "compare_outputs.py compare --rtol -1",
+        "booktools.compare compare --rtol -1",
         [
-            "scripts/compare_outputs.py",
+            "-m",
+            "booktools.compare",
             "compare",
             "/nonexistent/a.json",
             "/nonexistent/b.json",
@@ -2796,9 +2801,10 @@ CLI_ROWS = [
         ("--rtol", ">= 0"),
     ),
     (
-        "compare_outputs.py record --from missing folder",
+        "booktools.compare record --from missing folder",
         [
-            "scripts/compare_outputs.py",
+            "-m",
+            "booktools.compare",
             "record",
             "/nonexistent/rec.json",
             "--chapters",

@@ -51,8 +51,9 @@ def test_bibliography_labels_are_author_year(built_book):
 
 def test_author_year_labels_disambiguate():
     """Two entries that would share a label get a and b; two authors are both named."""
-    import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
     from pybtex.database import parse_string
+
+    from booktools.ext import bookext
 
     bib = parse_string(
         "@article{a, author={Noci, L. and Li, C.}, year={2023}, title={x}}"
@@ -101,8 +102,9 @@ def test_cross_references_do_not_double_their_label(built_book):
 def test_each_inline_script_is_written_once():
     """Sphinx 7.4 registers some inline scripts twice (file name None, then ""): the page got
     sphinx-thebe's `const THEBE_JS_URL` twice and threw on the second. bookext keeps one."""
-    import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
     from sphinx.builders.html._assets import _JavaScript
+
+    from booktools.ext import bookext
 
     thebe = "const THEBE_JS_URL = 'x';"
     scripts = [

@@ -1,4 +1,4 @@
-"""The book's tooling (tools/booktools, _ext/booksources.py, tasks.py), without a book build.
+"""The book's tooling (tools/booktools, booktools.ext.booksources, tasks.py), without a book build.
 
 The build's progress report is tested on recorded jupyter-book logs (tests/data/build_log_*.txt:
 a two-chapter book, one chapter whose second cell fails, recorded with ``{ROOT}`` for its folder).
@@ -25,8 +25,9 @@ DATA = Path(__file__).parent / "data"
 def test_tool_folders_are_excluded_by_rule(tmp_path):
     """A venv by any name (pyvenv.cfg, conda-meta), hidden folders and tool caches are left out;
     the sources, and a folder merely named like an environment without being one, stay."""
-    import booksources  # _ext/ is on pytest's pythonpath
     from sphinx.util.matching import get_matching_files
+
+    from booktools.ext import booksources
 
     files = [
         "intro.md",
@@ -64,8 +65,61 @@ def test_the_book_build_reads_the_rule():
     import yaml
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["sphinx"]["local_extensions"]["booksources"] == "_ext"
+    assert "booktools.ext.booksources" in config["sphinx"]["extra_extensions"]
     assert not {".pytest_cache", "**/.ipynb_checkpoints", ".venv"} & set(config["exclude_patterns"])
+
+
+def test_the_books_extensions_load_from_the_package(tmp_path):
+    """Every extension of tools/booktools/ext that _config.yml names loads by its dotted name into
+    a small Sphinx project and acts (paperrefs names a bare reference to the paper's theorem)."""
+    import re
+
+    import yaml
+    from sphinx.application import Sphinx
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    ours = [e for e in config["sphinx"]["extra_extensions"] if e.startswith("booktools.ext.")]
+    on_disk = sorted(p.stem for p in (ROOT / "tools" / "booktools" / "ext").glob("*.py"))
+    assert sorted(e.rsplit(".", 1)[1] for e in ours) == [p for p in on_disk if p != "__init__"]
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "CITATION.cff"):  # what booktools.ext.release reads
+        (src / name).write_text((ROOT / name).read_text())
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        f"extensions = ['myst_parser', 'sphinx_proof', *{ours!r}]\n"
+    )
+    (src / "index.md").write_text(
+        "# Page\n\n````{prf:theorem} The paper's Theorem 2.2\n:label: thm-collapse-single\n"
+        ":nonumber:\n\nA bound.\n````\n\nBare: {prf:ref}`thm-collapse-single`.\n"
+    )
+    out = tmp_path / "out"
+    app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, freshenv=True)
+    app.build()
+    assert set(ours) <= set(app.extensions)
+    text = re.sub(r"<[^>]+>", "", (out / "index.html").read_text()).replace("\u2019", "'")
+    assert "Bare: the paper's Theorem 2.2." in text
+
+
+def test_the_commands_run_from_the_package():
+    """The tooling has one home: pyproject's [project.scripts] and tasks.py's steps name modules
+    of booktools with a main(); the old homes (scripts/, _ext/) are gone."""
+    import importlib
+    import re
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts and all(name.startswith("rankbook-") for name in scripts), scripts
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        assert module.startswith("booktools.") and callable(
+            getattr(importlib.import_module(module), func)
+        ), name
+    steps = re.findall(r'"-m", "(booktools\.\w+)"', (ROOT / "tasks.py").read_text())
+    assert {"booktools.build", "booktools.student", "booktools.grade"} <= set(steps), steps
+    for module in steps:
+        assert callable(importlib.import_module(module).main), module
+    assert not [*(ROOT / "scripts").glob("*.py"), *(ROOT / "_ext").glob("*.py")]
 
 
 @pytest.mark.build
@@ -291,7 +345,7 @@ def test_differences_of_svg_figures():
 
 
 def test_compare_outputs_records_and_compares(tmp_path, capsys):
-    """scripts/compare_outputs.py's two steps on hand-made executed notebooks (read with --from)."""
+    """tools/booktools/compare.py's two steps on hand-made executed notebooks (read with --from)."""
     from booktools.compare import main
 
     for name, value in (("before", "0.12"), ("same", "0.12"), ("after", "0.13")):
@@ -343,11 +397,12 @@ def test_compare_outputs_records_and_compares(tmp_path, capsys):
     assert shown[1] == "chapters/paths: glue 'x-value': '0.12' != '0.13'"
     with pytest.raises(SystemExit):
         main(["record", str(tmp_path / "x.json"), "--chapters", "no-such-chapter"])
-    # the script runs as a script, without any path set-up
+    # the command runs from any folder, without any path set-up
     result = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "compare_outputs.py"),
+            "-m",
+            "booktools.compare",
             "compare",
             str(tmp_path / "before.json"),
             str(tmp_path / "after.json"),
@@ -397,7 +452,8 @@ def test_compare_outputs_refuses_bad_arguments_in_one_line(tmp_path, content, ar
     result = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "compare_outputs.py"),
+            "-m",
+            "booktools.compare",
             *(a.format(d=tmp_path) for a in args),
         ],
         capture_output=True,

@@ -81,7 +81,7 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
 ALLOWED_JS_ERRORS: dict[str, str] = {
     # (none: sphinx-thebe's config script, which Sphinx 7.4 wrote twice into every page and whose
     # second copy threw "Identifier 'THEBE_JS_URL' has already been declared", is now written
-    # once: _ext/bookext.py removes repeated inline scripts)
+    # once: tools/booktools/ext/bookext.py removes repeated inline scripts)
 }
 
 # TeX that must never reach the reader as text (outside code blocks and MathJax output)
@@ -497,7 +497,7 @@ def _axe_lines(results: dict) -> list[str]:
 def _alt_problems(html_dir: Path, rel: str, alts: list) -> list[str]:
     """Images with no alt text, and figures whose alt text is not the description their SVG
     carries (what rc.book.glue_figure wrote from rc.plotting.alt_text: not a placeholder)."""
-    from a11y import svg_description  # _ext/a11y.py (pytest's pythonpath has _ext)
+    from booktools.ext.a11y import svg_description
 
     problems = []
     for src, alt in alts:

@@ -3,7 +3,7 @@
 The sample submissions in ``tests/data/submissions/`` are the paths chapter's student version
 with its stubs replaced and, in two of them, an answer to the explain question
 (``booktools.samples`` builds them; a test fails when they are stale, and
-``python3 scripts/samples.py`` writes them anew). Grading them gives the example grade sheet of the
+``python3 -m booktools.samples`` writes them anew). Grading them gives the example grade sheet of the
 instructor's guide, ``_includes/example_grades.md`` (likewise checked, never rewritten here), its Canvas and Gradescope exports (validated against the published formats'
 required fields and types) and its hand-grading sheets (filled in and merged back). The tampering
 cases are small notebooks made here: the chapter's own check cells around answers that cheat,
@@ -65,7 +65,7 @@ MAX = sum(POINTS.values()) + sum(UNANSWERED.values()) + EXPLAIN_POINTS + PROVE_P
 def test_the_samples_are_the_current_student_version():
     old = stale()
     assert not old, (
-        f"stale sample submissions {old}: run python3 scripts/samples.py and commit them"
+        f"stale sample submissions {old}: run python3 -m booktools.samples and commit them"
     )
 
 
@@ -120,7 +120,7 @@ def test_the_samples_get_their_outcomes_and_points(samples_graded):
 def test_the_example_grade_sheet_is_current(samples_graded):
     _, out = samples_graded
     assert EXAMPLE.exists() and EXAMPLE.read_text() == example_sheet(out), (
-        f"{EXAMPLE.relative_to(ROOT)} is stale: run python3 scripts/samples.py and commit it"
+        f"{EXAMPLE.relative_to(ROOT)} is stale: run python3 -m booktools.samples and commit it"
     )
 
 

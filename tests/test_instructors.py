@@ -1,5 +1,5 @@
 """The instructor's guide (instructors.md): its generated chapter map and assignment sets
-(booktools.guide, _ext/guide.py), and the page as the book build renders it."""
+(booktools.guide, tools/booktools/ext/guide.py), and the page as the book build renders it."""
 
 import re
 

@@ -1,9 +1,8 @@
-"""The Colab notebooks (scripts/notebooks.py) and the launch buttons that open them."""
+"""The Colab notebooks (tools/booktools/notebooks.py) and the launch buttons that open them."""
 
 import html
 import re
 
-import bookext  # _ext/ is on pytest's pythonpath (pyproject.toml)
 import jupytext
 import nbformat
 import pytest
@@ -11,6 +10,7 @@ from packaging.requirements import Requirement
 
 from booktools import ROOT, notebooks
 from booktools.execute import execute
+from booktools.ext import bookext
 from booktools.toc import chapter_key, toc_notebooks
 
 CHAPTERS = toc_notebooks()
@@ -129,7 +129,7 @@ def test_colab_link_format():
 @pytest.mark.build
 def test_every_chapter_page_launches_binder_and_colab(built_book, written):
     """The built pages' launch buttons open the chapter: Binder the MyST source on the main
-    branch, Colab the notebook scripts/notebooks.py writes (published to ``colab_branch``)."""
+    branch, Colab the notebook booktools.notebooks writes (published to ``colab_branch``)."""
     out, _ = written
     config = notebooks.book_config()
     branch = config["repository"]["branch"]
@@ -167,7 +167,7 @@ def test_publishing_workflow_builds_as_the_readme_and_pushes_the_colab_branch():
         "python3 tasks.py book" in runs
         and "python3 tasks.py book" in (ROOT / "README.md").read_text()
     )
-    write = runs.index("python3 scripts/notebooks.py --out _build/notebooks")
+    write = runs.index("python3 -m booktools.notebooks --out _build/notebooks")
     assert write > runs.index("python3 tasks.py book")  # only a book that built publishes notebooks
     push = steps[write + 1]
     assert push["working-directory"] == "_build/notebooks" and "git push -f" in push["run"]

@@ -198,7 +198,7 @@ def test_it_has_the_boxes_the_bibliography_and_the_links(texts):
 
 
 def test_it_says_its_version_build_date_and_commit(texts):
-    import release  # _ext/release.py
+    from booktools.ext import release
 
     version = str(release.citation(ROOT)["version"])
     head = subprocess.run(

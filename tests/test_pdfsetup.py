@@ -1,11 +1,11 @@
-"""_ext/pdfsetup.py, without TeX: the formulas' macros for the preamble, where the front, main and
-back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset PDF)."""
+"""booktools.ext.pdfsetup, without TeX: the formulas' macros for the preamble, where the front,
+main and back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset PDF)."""
 
-import pdfsetup  # _ext (pytest's pythonpath has it)
 import yaml
 from docutils import nodes
 
 from booktools import ROOT
+from booktools.ext import pdfsetup
 
 
 def test_the_macros_are_mathjaxs():

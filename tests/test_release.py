@@ -1,15 +1,15 @@
 """The book as a citable release: one version in pyproject.toml, CITATION.cff and CHANGELOG.md,
 a citation file cffconvert validates, and the version, build date and commit on every page
-(booktools.release, _ext/release.py)."""
+(booktools.release, tools/booktools/ext/release.py)."""
 
 import re
 import shutil
 import subprocess
 
 import pytest
-import release  # _ext/release.py (pytest's pythonpath has _ext)
 
 from booktools import ROOT
+from booktools.ext import release
 from booktools.release import editions, notes, project_version, validate_citation, version_problems
 
 

@@ -1,30 +1,23 @@
 """The status page's data: status/status.json lists every chapter of _toc.yml with both timings.
 
 The page itself (status.md, which includes status/table.md) is built by the book-build test.
-When a chapter is added to _toc.yml, measure it: ``python scripts/status.py --chapters <name>``.
+When a chapter is added to _toc.yml, measure it: ``python -m booktools.status --chapters <name>``.
 """
 
-import importlib.util
 import json
 
 import pytest
 
 from booktools import ROOT
+from booktools import status as script
 from booktools.toc import chapter_key, toc_files, toc_notebooks
 
 STATUS_JSON = ROOT / "status" / "status.json"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("status_script", ROOT / "scripts" / "status.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def status():
-    assert STATUS_JSON.exists(), "no status/status.json: run python scripts/status.py"
+    assert STATUS_JSON.exists(), "no status/status.json: run python -m booktools.status"
     return json.loads(STATUS_JSON.read_text())
 
 
@@ -42,7 +35,7 @@ def test_every_chapter_has_both_timings(status):
             else:
                 assert run["seconds"] > 0 and run["measured"], (key, mode, run)
     assert not missing, (
-        "status/status.json is out of date; run python scripts/status.py --chapters "
+        "status/status.json is out of date; run python -m booktools.status --chapters "
         + " ".join(sorted({m.split()[0].split("/")[-1] for m in missing}))
         + "\n"
         + "\n".join(missing)
@@ -68,10 +61,9 @@ def test_records_when_and_on_what(status):
 
 def test_page_shows_the_json():
     """status/table.md is generated from the JSON (``--render``) and status.md includes it."""
-    script = _script()
     status = json.loads(STATUS_JSON.read_text())
     assert (ROOT / "status" / "table.md").read_text() == script.render(status), (
-        "status/table.md is stale: python scripts/status.py --render"
+        "status/table.md is stale: python -m booktools.status --render"
     )
     assert "status" in toc_files()
     assert "{include} status/table.md" in (ROOT / "status.md").read_text()
@@ -79,7 +71,6 @@ def test_page_shows_the_json():
 
 def test_refreshing_a_subset_merges(tmp_path, monkeypatch):
     """--chapters re-measures only the chapters named and keeps every other entry."""
-    script = _script()
     monkeypatch.setattr(script, "STATUS_DIR", tmp_path)
     monkeypatch.setattr(script, "JSON_PATH", tmp_path / "status.json")
     monkeypatch.setattr(script, "TABLE_PATH", tmp_path / "table.md")
@@ -118,7 +109,6 @@ def test_refreshing_a_subset_merges(tmp_path, monkeypatch):
 
 
 def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
-    script = _script()
     monkeypatch.setattr(script, "STATUS_DIR", tmp_path)
     monkeypatch.setattr(script, "JSON_PATH", tmp_path / "status.json")
     monkeypatch.setattr(script, "TABLE_PATH", tmp_path / "table.md")
@@ -140,7 +130,7 @@ def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
 
 
 def test_a_run_records_the_claims_it_declared():
-    """scripts/status.py keeps each run's declared claims (the status page's "last full run")."""
+    """booktools.status keeps each run's declared claims (the status page's "last full run")."""
     import nbformat
 
     from rankcollapse.evidence import Claim
@@ -173,7 +163,7 @@ def test_a_run_records_the_claims_it_declared():
         for c in claims
     ]
     nb.cells.append(nbformat.v4.new_code_cell("", outputs=outputs))
-    recorded = _script().claims_of(nb)
+    recorded = script.claims_of(nb)
     assert recorded == {
         "falls": {"checked": True, "holds": True},
         "cubic": {"checked": False, "holds": True},
@@ -181,7 +171,7 @@ def test_a_run_records_the_claims_it_declared():
 
 
 def test_the_claims_table_reports_the_last_full_run(tmp_path):
-    import claimtable  # _ext/ is on pytest's pythonpath (pyproject.toml)
+    from booktools.ext import claimtable
 
     status = {
         "chapters": {
@@ -233,8 +223,9 @@ def test_the_claims_table_reports_the_last_full_run(tmp_path):
 
 def test_a_claims_formulas_are_typeset_as_math_and_an_unpaired_dollar_is_refused():
     """The status page's claims table shows $...$ as math (the CI browser found raw TeX there)."""
-    import claimtable
     from docutils import nodes
+
+    from booktools.ext import claimtable
 
     parts = claimtable.inline(r"close to $\sqrt{N_l}$ times one path's, at $\lambda = 1$")
     assert [type(p) for p in parts] == [nodes.Text, nodes.math, nodes.Text, nodes.math]

@@ -294,7 +294,7 @@ def glue_figure(name: str, fig) -> None:
 class FigureSVG:
     """A figure as the book shows it: its SVG (:func:`rankcollapse.plotting.svg_bytes`) with its
     alt text (:func:`rankcollapse.plotting.alt_text`) in the SVG's ``Description``, and the alt
-    text as its plain text (what a text-only front end shows; ``_ext/a11y.py`` puts it in the
+    text as its plain text (what a text-only front end shows; ``booktools.ext.a11y`` puts it in the
     page's ``<img alt>``)."""
 
     def __init__(self, svg: str, alt: str):

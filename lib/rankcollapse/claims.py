@@ -190,7 +190,7 @@ BOOK_RESULTS: tuple[BookResult, ...] = (
 #: numbers the book's results only and a number such as "Theorem 2.2" names the paper's result
 #: alone, always spelled "the paper's Theorem 2.2". A reference to one of these boxes is best
 #: written with its text, ``{prf:ref}`the paper's Theorem 2.2 <thm-collapse-single>```; a bare
-#: ``{prf:ref}`thm-collapse-single``` reads as the name below (``_ext/paperrefs.py``).
+#: ``{prf:ref}`thm-collapse-single``` reads as the name below (``booktools.ext.paperrefs``).
 PAPER_RESULTS = {
     "thm-paths": "the paper's path decomposition",
     "thm-collapse-single": "the paper's Theorem 2.2",

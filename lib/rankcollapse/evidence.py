@@ -22,7 +22,7 @@ whether it happened to hold.
 
 This module is pure bookkeeping (no plotting, no glue): :class:`rankcollapse.book.ChapterRun`
 calls :func:`declare`, then glues the record (``claim.<name>``, read by the status page's table
-of claims, ``_ext/claimtable.py``) and shows the fast-mode note.
+of claims, ``tools/booktools/ext/claimtable.py``) and shows the fast-mode note.
 
 Testing the wiring: with ``RANKCOLLAPSE_BREAK_CLAIM=<chapter>.<name>`` in the environment the
 named claim is treated as false, whatever the run measured, so a test can show that a false

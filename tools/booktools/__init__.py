@@ -1,21 +1,33 @@
-"""The book's tooling: what the tests, the scripts and ``tasks.py`` share.
+"""The book's tooling, in one package: what the tests, ``tasks.py`` and the book build share.
 
 Not the library (``rankcollapse``, which readers import in the chapters): this package reads the
 table of contents, executes chapters with papermill, builds the book and reports its progress,
 extracts a chapter's results (glued values, printed text, figures) and compares them between
-runs, and writes the student and Colab versions. It is installed with the library
-(``pip install -e .``; pyproject's ``[tool.setuptools.packages.find]``) so that the tests and the
-scripts import it like any package, without editing ``sys.path``. It works from a checkout of the
-book's repository: :data:`ROOT` is the checkout, :data:`BUILD` the folder its builds go to.
+runs, writes the student and Colab versions, grades submissions, measures the status page's
+timings, and holds the book's Sphinx extensions (:mod:`booktools.ext`). It is installed with the
+library (``pip install -e .``; pyproject's ``[tool.setuptools.packages.find]``) so that the tests
+and the commands import it like any package, without editing ``sys.path``; a person's commands
+run as ``python -m booktools.<module>`` or by pyproject's ``[project.scripts]`` names
+(``rankbook-status``, ...). It works from a checkout of the book's repository: :data:`ROOT` is
+the checkout, :data:`BUILD` the folder its builds go to.
 
 - :mod:`booktools.toc`: the chapters listed in ``_toc.yml``;
 - :mod:`booktools.execute`: a chapter executed with papermill;
-- :mod:`booktools.outputs`: a notebook's glued values, printed text and figures, and their comparison;
-- :mod:`booktools.build`: the book build, with one progress line per chapter (``python -m booktools.build``);
-- :mod:`booktools.compare`: results of chapters written to JSON and compared (``scripts/compare_outputs.py``);
-- :mod:`booktools.student`, :mod:`booktools.notebooks`: the student version and the Colab notebooks.
+- :mod:`booktools.outputs`: a notebook's glued values, printed text and figures, and their
+  comparison;
+- :mod:`booktools.build`: the book build, with one progress line per chapter
+  (``python -m booktools.build``);
+- :mod:`booktools.compare`: results of chapters written to JSON and compared
+  (``python -m booktools.compare``);
+- :mod:`booktools.student`, :mod:`booktools.notebooks`: the student version and the Colab
+  notebooks (``python -m booktools.student``, ``python -m booktools.notebooks``);
 - :mod:`booktools.edition`: the student edition of the HTML book (``python -m booktools.edition``);
-- :mod:`booktools.guide`: the instructor's guide's chapter map and assignment sets.
+- :mod:`booktools.guide`: the instructor's guide's chapter map and assignment sets;
+- :mod:`booktools.grade` (and its ``grade_*`` modules): the grading command;
+  :mod:`booktools.samples`: its sample submissions and example grade sheet;
+- :mod:`booktools.status`: the status page's measurements (``python -m booktools.status``);
+- :mod:`booktools.pdf`, :mod:`booktools.release`: the PDF edition; the version and citation;
+- :mod:`booktools.ext`: the book's Sphinx extensions.
 """
 
 from __future__ import annotations

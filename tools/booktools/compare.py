@@ -1,9 +1,11 @@
-"""A chapter's results written to JSON, and two such files compared: does a change keep the results?
+"""A chapter's results written to JSON, and two such files compared: does a change keep them?
 
-    python scripts/compare_outputs.py record before.json                 # execute every chapter (fast, seed 0)
-    python scripts/compare_outputs.py record after.json --chapters paths skip --mode full --seed 1
-    python scripts/compare_outputs.py record built.json --from _build/jupyter_execute/chapters
-    python scripts/compare_outputs.py compare before.json after.json     # numbers within 1e-12 (relative)
+    python -m booktools.compare record before.json           # execute every chapter (fast, seed 0)
+    python -m booktools.compare record after.json --chapters paths skip --mode full --seed 1
+    python -m booktools.compare record built.json --from _build/jupyter_execute/chapters
+    python -m booktools.compare compare before.json after.json  # numbers within 1e-12 (relative)
+
+(``rankbook-compare`` is the same command.)
 
 ``record`` executes the chapters of _toc.yml with papermill (or reads already executed notebooks,
 ``<name>.ipynb``, from a folder) and writes, per chapter, its glued values, printed text and
@@ -68,8 +70,8 @@ def compare(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
 
 
 def _read_record(parser: argparse.ArgumentParser, path: Path) -> dict:
-    """The record in ``path``, or a one-line usage error (exit 2) naming the file when it is missing,
-    unreadable, not JSON, or not a record written by ``record``."""
+    """The record in ``path``, or a one-line usage error (exit 2) naming the file when it is
+    missing, unreadable, not JSON, or not a record written by ``record``."""
     if not path.is_file():
         parser.error(f"{path}: no such file (compare takes two JSON files written by record)")
     try:
@@ -121,7 +123,8 @@ def main(argv=None) -> int:
         if args.from_dir is not None and not args.from_dir.is_dir():
             why = "is not a folder" if args.from_dir.exists() else "does not exist"
             rec.error(
-                f"--from {args.from_dir} {why} (it should be a folder of executed notebooks <name>.ipynb)"
+                f"--from {args.from_dir} {why} "
+                "(it should be a folder of executed notebooks <name>.ipynb)"
             )
         try:
             data = record(args.chapters, args.mode, args.seed, args.from_dir)
@@ -131,7 +134,8 @@ def main(argv=None) -> int:
             if args.from_dir is None:
                 raise
             rec.error(
-                f"--from {args.from_dir}: no executed notebook {Path(exc.filename or '?').name} there"
+                f"--from {args.from_dir}: no executed notebook "
+                f"{Path(exc.filename or '?').name} there"
             )
         args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.out}: {len(data['chapters'])} chapter(s)")
@@ -141,7 +145,8 @@ def main(argv=None) -> int:
     a, b = (_read_record(cmp, p) for p in (args.first, args.second))
     if (a["mode"], a["seed"]) != (b["mode"], b["seed"]):
         print(
-            f"note: the runs differ: mode {a['mode']}, seed {a['seed']} against mode {b['mode']}, seed {b['seed']}"
+            f"note: the runs differ: mode {a['mode']}, seed {a['seed']} against mode "
+            f"{b['mode']}, seed {b['seed']}"
         )
     found = compare(a, b, args.rtol)
     for line in found:
@@ -151,8 +156,8 @@ def main(argv=None) -> int:
         for c in a["chapters"].values()
     )
     print(
-        f"{len(found)} difference(s) in {len(a['chapters'])} chapter(s), {n} values, lines and figures compared"
-        f" (relative tolerance {args.rtol:g})"
+        f"{len(found)} difference(s) in {len(a['chapters'])} chapter(s), {n} values, lines and "
+        f"figures compared (relative tolerance {args.rtol:g})"
     )
     return 1 if found else 0
 

@@ -1,5 +1,6 @@
 """The book's configuration (``_config.yml``) and the reading of its GitHub address, shared by the
-Sphinx extension's Colab button (``_ext/bookext.py``) and the Colab notebooks (:mod:`booktools.notebooks`)."""
+Sphinx extension's Colab button (``booktools.ext.bookext``) and the Colab notebooks
+(:mod:`booktools.notebooks`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ solution blocks cell by cell (:func:`booktools.student.strip_notebook`, the same
 copy of its sources (``_build/student/source``) in which each chapter is that stripped notebook
 and execution is off. The glued numbers and the figures are the book build's own. In that copy
 the guide's page is gone from ``_toc.yml`` and from the disk, a link to it elsewhere becomes
-plain text, and ``book_edition: student`` tells the Sphinx extension (``_ext/bookext.py``) to
+plain text, and ``book_edition: student`` tells the Sphinx extension (``booktools.ext.bookext``) to
 point the Colab button at the student notebook, drop the Binder button (Binder opens the
 repository's chapter, solutions included) and fail the build if a solution is left.
 
@@ -38,7 +38,7 @@ EXECUTED = BUILD / "jupyter_execute"
 STUDENT_LOG = BUILD / "student-build.log"
 
 # what is not copied into the staged sources (besides hidden names): the build, the code and tests
-NOT_COPIED = {"_build", "tests", "lib", "tools", "scripts", "benchmarks", "binder", "__pycache__"}
+NOT_COPIED = {"_build", "tests", "lib", "tools", "benchmarks", "binder", "__pycache__"}
 # a link to the guide (by document or by its label), in MyST
 GUIDE_LINK = re.compile(r"\{(?:doc|ref)\}`(?:[^`<]*<)?/?" + GUIDE + r">?`")
 GUIDE_TEXT = "the instructor's guide (not in the student edition)"

@@ -10,7 +10,7 @@ Read from the book's own sources, never typed twice:
   difficulty and importance (``d/3``, ``i/3``) and time.
 
 :func:`chapter_map_markdown` and :func:`assignment_markdown` return MyST markdown, which the
-book's Sphinx extension ``_ext/guide.py`` parses into the guide page (``instructors.md``).
+book's Sphinx extension ``booktools.ext.guide`` parses into the guide page (``instructors.md``).
 """
 
 from __future__ import annotations

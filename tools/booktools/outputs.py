@@ -2,7 +2,7 @@
 
 :func:`results` reads them from an executed notebook (papermill's or the book build's) into a
 JSON-able dict; :func:`differences` compares two such dicts, numbers within a relative
-tolerance. The determinism tests and ``scripts/compare_outputs.py`` use both.
+tolerance. The determinism tests and ``tools/booktools/compare.py`` use both.
 
 - **glue**: every output myst-nb's ``glue`` wrote (it carries ``metadata.scrapbook``), by name:
   its text representations (``text/plain``, ``text/markdown``, ...), which are what the prose

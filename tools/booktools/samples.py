@@ -6,7 +6,7 @@ them an answer to the explain question and a proof. Grading them gives the instr
 example grade sheet, ``_includes/example_grades.md``. Both are tracked files made from the
 chapter, so they go stale when the chapter's prose changes; the tests compare them and fail, and
 
-    python3 scripts/samples.py
+    python3 -m booktools.samples
 
 writes them anew (grading the samples takes about a minute), to be committed with the change.
 The answers here are the tests' reference too (``tests/test_grade.py`` imports them).
@@ -26,7 +26,7 @@ from .student import strip_solutions
 SAMPLES = ROOT / "tests" / "data" / "submissions"
 EXAMPLE = ROOT / "_includes" / "example_grades.md"
 EXAMPLE_HEADER = (
-    "<!-- Written by scripts/samples.py: the grade sheet of the sample submissions in "
+    "<!-- Written by tools/booktools/samples.py: the grade sheet of the sample submissions in "
     "tests/data/submissions/,\n     graded by `python3 tasks.py grade tests/data/submissions`. "
     "Do not edit. -->\n\n"
 )
@@ -39,7 +39,10 @@ STUB = {
     "read": "answer = None  # a number",
 }
 RIGHT = {
-    "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * H**length",
+    "count": (
+        "from math import comb\n\n"
+        "def path_count(L, H, length):\n    return comb(L, length) * H**length"
+    ),
     "two": (
         "def two_layer_paths(X, P1, P2, W1, W2):\n    return {\n        (None, None): X,\n"
         "        (0, None): P1 @ X @ W1,\n        (None, 0): P2 @ X @ W2,\n"
@@ -52,7 +55,10 @@ RIGHT = {
 # typical mistakes: the skip counted as a head; the attention matrices in layer order
 MISTAKE = {
     **RIGHT,
-    "count": "from math import comb\n\ndef path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length",
+    "count": (
+        "from math import comb\n\n"
+        "def path_count(L, H, length):\n    return comb(L, length) * (H + 1)**length"
+    ),
     "two": RIGHT["two"].replace("P2 @ P1 @ X", "P1 @ P2 @ X"),
 }
 # a syntax error in one answer, a division by zero in another, the rest left alone
@@ -86,7 +92,8 @@ def _student() -> str:
 
 
 def to_ipynb(text: str) -> str:
-    """The MyST notebook ``text`` as ipynb JSON, with cell ids that do not change from run to run."""
+    """The MyST notebook ``text`` as ipynb JSON, with cell ids that do not change from run to
+    run."""
     nb = jupytext.reads(text, fmt="md:myst")
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"
@@ -166,7 +173,7 @@ def main(argv=None) -> int:
                 SAMPLES.mkdir(parents=True, exist_ok=True)
                 (SAMPLES / name).write_text(texts[name])
         elif old:
-            print(f"stale sample submissions: {old} (run python3 scripts/samples.py)")
+            print(f"stale sample submissions: {old} (run python3 -m booktools.samples)")
             return 1
         grade_samples(Path(tmp) / "graded")
         sheet = example_sheet(Path(tmp) / "graded")
@@ -175,7 +182,7 @@ def main(argv=None) -> int:
         print(
             "the samples and the example grade sheet are current"
             if current
-            else f"stale: {EXAMPLE.relative_to(ROOT)} (run python3 scripts/samples.py)"
+            else f"stale: {EXAMPLE.relative_to(ROOT)} (run python3 -m booktools.samples)"
         )
         return 0 if current else 1
     if not current:

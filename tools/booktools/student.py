@@ -3,11 +3,16 @@
 The blocks from ``solution-start`` to ``solution-end`` (the dropdowns holding the executed
 solutions) are removed; the exercise statements, the stubs that raise ``NotImplementedError`` and
 the check cells stay. A student notebook still executes from top to bottom: each check answers
-"not attempted" until the student replaces the stub. ``scripts/student.py`` writes it.
+"not attempted" until the student replaces the stub.
+
+    python -m booktools.student [--out _build/student] [--ipynb]     # or: rankbook-student
+
+writes ``<out>/chapters/<name>.md`` (and ``.ipynb`` with ``--ipynb``) for each chapter in _toc.yml.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -17,7 +22,8 @@ from .toc import toc_notebooks
 # a solution block: an opening fence of 3+ backticks or colons with {solution-start}, up to the
 # matching {solution-end} fence and its closing fence
 SOLUTION = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{solution-start\}.*?^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n",
+    r"^(?P<fence>`{3,}|:{3,})\{solution-start\}.*?"
+    r"^(?P=fence)\{solution-end\}[^\n]*\n(?P=fence)[ \t]*\n",
     re.S | re.M,
 )
 
@@ -115,3 +121,22 @@ def write(out: Path, ipynb: bool = False) -> list[Path]:
 
             jupytext.write(jupytext.read(target), target.with_suffix(".ipynb"))
     return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "_build" / "student"))
+    ap.add_argument("--ipynb", action="store_true", help="also write .ipynb notebooks (jupytext)")
+    args = ap.parse_args(argv)
+    existing = Path(args.out).resolve()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        ap.error(f"--out {args.out!r}: {existing} is a file, not a folder")
+    for path in write(args.out, args.ipynb):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The chapters listed in ``_toc.yml``: what the tests execute and the scripts measure."""
+"""The chapters listed in ``_toc.yml``: what the tests execute and the status command measures."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ Every chapter declares its qualitative statements as claims (``run.claim(...)``,
 This directive lists them all, a row per claim in the order of `_toc.yml` and of declaration:
 the chapter and section, the sentence, the condition that makes it true, the evidence (seeds,
 depths, inputs), what this build found, and what the last full-mode run of its chapter found
-(``status/status.json``, recorded by ``scripts/status.py``). The build that makes the page executed every chapter,
-and a claim it checks that does not hold stops that build, so on a published (full-mode) page
-every row checked in full mode held; a fast build (the tests') marks the claims checked at the
-paper's scale only.
+(``status/status.json``, recorded by ``tools/booktools/status.py``). The build that makes the
+page executed every chapter, and a claim it checks that does not hold stops that build, so on a
+published (full-mode) page every row checked in full mode held; a fast build (the tests') marks
+the claims checked at the paper's scale only.
 
 The records are read from myst-nb's glue caches after every page has been read (a post-transform,
 as myst-nb's own cross-page glue does), so the chapters' execution order does not matter. A toc
@@ -30,7 +30,9 @@ from booktools.outputs import claim_records
 from booktools.toc import toc_notebooks
 
 HEADER = ("where", "claim", "condition", "evidence", "checked")
-STATUS_JSON = ROOT / "status" / "status.json"  # written by scripts/status.py: each run's claims
+STATUS_JSON = (
+    ROOT / "status" / "status.json"
+)  # written by tools/booktools/status.py: each run's claims
 
 
 class claims_pending(nodes.General, nodes.Element):
@@ -62,7 +64,7 @@ def _verdict(r: dict) -> str:
 
 
 def full_runs(path=STATUS_JSON) -> dict[str, dict]:
-    """Each chapter's last full-mode run as scripts/status.py recorded it: docname -> run."""
+    """Each chapter's last full-mode run as booktools.status recorded it: docname -> run."""
     try:
         status = json.loads(path.read_text())
     except FileNotFoundError:
@@ -150,7 +152,8 @@ def table(
         for key in ("sentence", "condition", "evidence"):
             row += _cell(*inline(r[key]))
         row += _text(
-            f"this build: {_verdict(r)}; last full run: {_last_full((full or {}).get(docname), r['name'])}"
+            f"this build: {_verdict(r)}; last full run: "
+            f"{_last_full((full or {}).get(docname), r['name'])}"
         )
         body += row
     group += body
@@ -174,7 +177,8 @@ class FillClaimsTable(SphinxPostTransform):
             rows.extend((docname, r) for r in found)
         if silent:
             raise RuntimeError(
-                f"the status page's table of claims: no declared claim found in {', '.join(silent)} "
+                "the status page's table of claims: no declared claim found in "
+                f"{', '.join(silent)} "
                 "(each chapter declares its qualitative statements with run.claim)"
             )
         for node in pending:

@@ -3,8 +3,9 @@
 - ``{chapter-map}``: a row per chapter of `_toc.yml` with its prerequisites and time, read from
   the chapter's "In this chapter" box, and the exercise map's count and times added;
 - ``{assignment-set}``: an assignment set, its content lines ``Week 1: ex-a, ex-b``; a table of
-  its exercises (kind, difficulty, importance, time from `_includes/exercise_map.md`) with the totals
-  computed, and the reading its chapters need. An exercise the map does not hold fails the build;
+  its exercises (kind, difficulty, importance, time from `_includes/exercise_map.md`) with the
+  totals computed, and the reading its chapters need. An exercise the map does not hold fails the
+  build;
 - ``{rubrics}``: the rubric of every exercise graded by hand (prove, explain), its points per step
   and its common wrong turns, from the check registry (`rankcollapse.checks.RUBRICS`).
 

@@ -1,6 +1,6 @@
 """Which files under the repository are the book's sources: not the folders readers' tools create.
 
-Loaded by `_config.yml` (`sphinx: local_extensions`). Sphinx reads every `.md` file under the
+Loaded by `_config.yml` (`sphinx: extra_extensions`). Sphinx reads every `.md` file under the
 source folder (the repository root) that `exclude_patterns` does not name. `only_build_toc_files:
 true` does not stop it reading a virtual environment made inside the repository, as the README
 suggests (`python3 -m venv .venv`): jupyter-book hands that option to sphinx-external-toc, which

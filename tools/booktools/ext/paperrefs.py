@@ -7,7 +7,7 @@ the boxes). A reference written with its text, ``{prf:ref}`the paper's Theorem 2
 <thm-collapse-single>```, reads as written. sphinx-proof renders a bare reference to an
 unnumbered box as its type alone ("Theorem "); this extension gives it the name
 ``rc.claims.PAPER_RESULTS`` lists for the box ("the paper's Theorem 2.2"), capitalised at the
-start of a sentence. Loaded by `_config.yml` (`sphinx: local_extensions`).
+start of a sentence. Loaded by `_config.yml` (`sphinx: extra_extensions`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def _starts_sentence(ref: nodes.reference) -> bool:
 
 
 def name_paper_references(app, doctree, docname) -> int:
-    """Give every bare reference to an unnumbered box of the paper's results its name; returns how many."""
+    """Give every bare reference to an unnumbered box of the paper's results its name; returns how
+    many."""
     from rankcollapse.claims import PAPER_RESULTS
 
     proofs = getattr(app.env, "proof_list", {})

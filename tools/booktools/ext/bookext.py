@@ -1,14 +1,14 @@
-"""The book's own Sphinx additions, loaded by `_config.yml` (`sphinx: local_extensions`).
+"""The book's own Sphinx additions, loaded by `_config.yml` (`sphinx: extra_extensions`).
 
 1. Bibliography labels in author-year form ("Dong et al., 2021"), matching the author-year
    citations in the text, in place of the numeric labels of pybtex's `plain` style.
 2. A Colab launch button on every chapter page. Colab opens only `.ipynb` files from a
    repository, and the chapters are MyST markdown: the publishing workflow
    (`.github/workflows/pages.yml`) writes a Colab-ready notebook per chapter with
-   `scripts/notebooks.py` and pushes them to the branch `colab_branch` (default `notebooks`);
-   the button points there, next to the theme's Binder button (which opens the markdown source
-   from the main branch with jupytext).
-3. The student notebook of every chapter (solutions stripped, `scripts/student.py`), written
+   `python -m booktools.notebooks` and pushes them to the branch `colab_branch` (default
+   `notebooks`); the button points there, next to the theme's Binder button (which opens the
+   markdown source from the main branch with jupytext).
+3. The student notebook of every chapter (solutions stripped, `booktools.student`), written
    into the built site and offered in the page's download menu beside the full notebook.
 4. Each inline script once per page (Sphinx 7.4 writes an inline script that an extension
    registers twice; sphinx-thebe's `const THEBE_JS_URL` then throws on its second copy).
@@ -94,7 +94,7 @@ register_plugin("pybtex.style.formatting", "plain_authoryear", PlainAuthorYear)
 
 
 def colab_link(repository_url: str, branch: str, pagename: str) -> str:
-    """The Colab address of the notebook `scripts/notebooks.py` writes for page `pagename`."""
+    """The Colab address of the notebook `booktools.notebooks` writes for page `pagename`."""
     repo = github_repo(repository_url)
     if repo is None:
         raise ValueError(
@@ -116,7 +116,7 @@ def _add_colab_button(app, pagename, templatename, context, doctree):
     student = app.config.book_edition == "student"
     if student:  # Binder opens the repository's chapter, solutions included: not in this edition
         group["buttons"] = [b for b in group["buttons"] if b.get("text") != "Binder"]
-    # the student edition opens the student notebook (scripts/notebooks.py: student/chapters/...)
+    # the student edition opens the student notebook (booktools.notebooks: student/chapters/...)
     url = colab_link(
         theme.get("repository_url", ""),
         app.config.colab_branch,

@@ -31,7 +31,8 @@ _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 
 
 def svg_description(path: Path) -> str | None:
-    """The ``<dc:description>`` of the SVG file at ``path`` (matplotlib's ``metadata``), or ``None``."""
+    """The ``<dc:description>`` of the SVG file at ``path`` (matplotlib's ``metadata``), or
+    ``None``."""
     try:
         head = path.read_text(errors="replace")[:20000]  # the metadata comes first
     except OSError:

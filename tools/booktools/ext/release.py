@@ -72,7 +72,8 @@ def commit(root: Path) -> tuple[str | None, bool]:
 
 
 def stamp(version: str, date: str, sha: str | None, changed: bool) -> str:
-    """The line every page and the PDF carry: ``Version 0.1.0, built 2026-12-05 from commit 1a2b3c4``."""
+    """The line every page and the PDF carry:
+    ``Version 0.1.0, built 2026-12-05 from commit 1a2b3c4``."""
     where = (
         (f" from commit {sha[:7]}" + (" with local changes" if changed else ""))
         if sha
