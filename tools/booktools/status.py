@@ -89,9 +89,7 @@ def load_average() -> float | None:
 
 
 def now() -> str:
-    return (
-        dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    )
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 # --------------------------------------------------------------------------- measurements
