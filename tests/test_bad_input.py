@@ -2011,7 +2011,7 @@ ROWS += [
     # ------------------------------------------------------------------ real
     (
         "ablation_config variant bad",
-        lambda: rc.real.convert.ablation_config(CFG, "half", "clean"),
+        lambda: rc.real.ablation.ablation_config(CFG, "half", "clean"),
         Raises(ValueError, "variant"),
     ),
     (
@@ -2126,9 +2126,9 @@ ROWS += [
         Raises(ValueError, "n_tokens"),
     ),
     (
-        "convert_xlnet not a model",
-        lambda: importlib.import_module("rankcollapse.real.xlnet").convert_xlnet(
-            None, torch.float64, torch.float32
+        "xlnet convert not a model",
+        lambda: importlib.import_module("rankcollapse.real.convert.xlnet").convert(
+            None, "xlnet", torch.float64, torch.float32
         ),
         Raises(TypeError, "model"),
     ),

@@ -224,7 +224,7 @@ def test_bad_arguments(registry_models):
 
 def test_threads_from_the_environment(monkeypatch):
     from rankcollapse._env import threads_from_env
-    from rankcollapse.real import measure
+    from rankcollapse.real import threads
 
     monkeypatch.delenv("RANKCOLLAPSE_THREADS", raising=False)
     assert threads_from_env() is None
@@ -235,13 +235,13 @@ def test_threads_from_the_environment(monkeypatch):
         with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
             threads_from_env()
     before = torch.get_num_threads()
-    with measure._threads(1):
+    with threads.torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
     monkeypatch.setattr(
-        measure, "THREADS", None
+        threads, "THREADS", None
     )  # as read from an environment without the variable
-    with measure._threads(None):  # None: leave torch's count as it is
+    with threads.torch_threads(None):  # None: leave torch's count as it is
         assert torch.get_num_threads() == before
 
 
