@@ -63,6 +63,10 @@ def ablation_config(config: SANConfig, variant: str, surgery: str, *, identity_m
 def shared_san(full: SAN, cfg: SANConfig, identity_mlp: bool = False) -> SAN:
     """A SAN of ``cfg`` holding ``full``'s parameters (the ones ``cfg`` has), or identity MLP
     maps (``identity_mlp``)."""
+    if not isinstance(full, SAN):
+        raise TypeError(f"full must be a rankcollapse.san.SAN, got {type(full).__name__}")
+    if not isinstance(cfg, SANConfig):
+        raise TypeError(f"cfg must be a rankcollapse.san.SANConfig, got {type(cfg).__name__}")
     wanted = list(Block(cfg, None).weights())  # the names cfg's layers have (empty tensors)
     eye = None
     if identity_mlp:

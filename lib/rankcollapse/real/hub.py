@@ -156,6 +156,7 @@ def _unreachable(err: BaseException, t: float, endpoint: str) -> str:
 def local_copy(name: str) -> bool:
     """Whether huggingface_hub's cache holds a copy of ``name`` (its ``config.json``), read with
     :func:`~huggingface_hub.try_to_load_from_cache` (no network)."""
+    spec(name)  # a ValueError naming the models for an unknown name
     import huggingface_hub as hf
 
     return isinstance(hf.try_to_load_from_cache(name, "config.json"), str)

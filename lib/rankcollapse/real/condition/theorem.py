@@ -122,6 +122,12 @@ def condition_statistic(det, condition: str, shrink: float = 1.0):
     """Per input: ``max_l c_l`` (``"layer"``) or ``sqrt(max_l c_l) r_0`` (``"full"``), for the
     network with ``W_Q, W_K`` divided by ``shrink`` on the input whose details ``det`` hold (the
     original network on the input divided by ``shrink``)."""
+    if not isinstance(det, dict) or not {"constants", "residual"} <= det.keys():
+        raise TypeError(
+            f"det must be the dict of condition_details(san, X), got {type(det).__name__}"
+        )
+    check_condition(condition)
+    shrink = check_positive_float("shrink", shrink)
     c = det["constants"].amax(dim=0) / shrink**2
     if condition == "layer":
         return c
@@ -131,7 +137,7 @@ def condition_statistic(det, condition: str, shrink: float = 1.0):
 def condition_details(san, X) -> dict:
     """:func:`rankcollapse.theory.gamma_details` of ``san`` on ``X`` with the layer constants
     :math:`c_l` added (``"constants"``, ``(L, b)``)."""
-    det = theory.gammacondition_details(san, X)
+    det = theory.gamma_details(san, X)
     cfg = san.config
     b = det["beta"].reshape((-1,) + (1,) * (det["gamma"].ndim - 1))
     det["constants"] = (
@@ -142,9 +148,10 @@ def condition_details(san, X) -> dict:
 
 @torch.no_grad()
 def condition_holds(san, X, condition: str = "layer") -> bool:
-    """Whether the condition holds for the pure network ``san`` on every input of ``X`` ``(b, n,
-    d)``: ``"layer"``: :math:`c_l < 1` in every layer (:func:`rankcollapse.theory.layer_constants`);
-    ``"full"``: :math:`\\sqrt{\\max_l c_l}\\, r_0 < 1`, the book's refinement."""
+    """Whether the condition holds for the pure network ``san`` on every input of ``X``
+    ``(b, n, d)``: ``"layer"``: :math:`c_l < 1` in every layer
+    (:func:`rankcollapse.theory.layer_constants`); ``"full"``:
+    :math:`\\sqrt{\\max_l c_l}\\, r_0 < 1`, the book's refinement."""
     check_condition(condition)
     with torch_threads():
         return bool((condition_statistic(condition_details(san, X), condition) < 1).all())

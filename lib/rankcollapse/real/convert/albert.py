@@ -9,14 +9,14 @@ from __future__ import annotations
 from ...san import SAN
 from ..network import Network
 from . import bert
-from .common import linear
+from .common import linear, transformers_config
 
 __all__ = ["convert"]
 
 
 def convert(model, name: str, dtype) -> Network:
     """The :class:`Network` of a transformers ``AlbertModel``."""
-    c = model.config
+    c = transformers_config(model, "albert")
     if c.inner_group_num != 1:
         raise ValueError(
             f"ALBERT with inner_group_num={c.inner_group_num} is not supported (only 1)"

@@ -6,11 +6,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..._validate import check_dtype, check_int
+
 __all__ = [
     "ACTIVATION_NAMES",
     "activation_of",
+    "transformers_config",
     "parameter",
-    "heads_in",
     "attention_weights",
     "layernorm_weights",
     "linear",
@@ -35,12 +37,26 @@ def activation_of(name: str) -> str:
     return ACTIVATION_NAMES[name]
 
 
+def transformers_config(model, family: str):
+    """The configuration of ``model``, a transformers model of ``family`` (its ``model_type``); a
+    ``TypeError`` naming what ``model`` is otherwise."""
+    config = getattr(model, "config", None)
+    if getattr(config, "model_type", None) != family:
+        raise TypeError(
+            f"model must be a transformers {family} model (config.model_type == {family!r}), "
+            f"got {type(model).__name__}"
+        )
+    return config
+
+
 def parameter(t: torch.Tensor, dtype) -> nn.Parameter:
     """A parameter holding ``t`` in ``dtype`` (no copy when it already has that dtype)."""
-    return nn.Parameter(t.detach().to(dtype), requires_grad=False)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"t must be a torch.Tensor, got {type(t).__name__}")
+    return nn.Parameter(t.detach().to(check_dtype("dtype", dtype)), requires_grad=False)
 
 
-def heads_in(w_t: torch.Tensor, H: int) -> torch.Tensor:
+def _heads_in(w_t: torch.Tensor, H: int) -> torch.Tensor:
     """``(d, H*dh)`` (input features by head-major outputs) to ``(H, d, dh)``."""
     d = w_t.shape[0]
     return w_t.reshape(d, H, -1).permute(1, 0, 2)
@@ -49,10 +65,13 @@ def heads_in(w_t: torch.Tensor, H: int) -> torch.Tensor:
 def attention_weights(q, k, v, o, biases, H, dtype) -> dict:
     """The core's names for one layer's attention: ``q, k, v`` ``(d, H*dh)``, ``o`` ``(H*dh, d)``,
     ``biases`` the four maps' ``(bq, bk, bv, bo)``."""
+    H = check_int("H", H)
+    if q.shape[-1] % H:
+        raise ValueError(f"H must divide the projections' width {q.shape[-1]}, got {H}")
     w = {
-        "W_Q": heads_in(q, H),
-        "W_K": heads_in(k, H),
-        "W_V": heads_in(v, H),
+        "W_Q": _heads_in(q, H),
+        "W_K": _heads_in(k, H),
+        "W_V": _heads_in(v, H),
         "W_O": o.reshape(H, -1, o.shape[-1]),
     }
     bq, bk, bv, bo = biases
@@ -62,6 +81,8 @@ def attention_weights(q, k, v, o, biases, H, dtype) -> dict:
 
 def layernorm_weights(prefix: str, ln, dtype) -> dict:
     """``{prefix_gain, prefix_shift}`` of a ``torch.nn.LayerNorm`` ``ln``."""
+    if not isinstance(ln, nn.LayerNorm):
+        raise TypeError(f"ln must be a torch.nn.LayerNorm, got {type(ln).__name__}")
     return {
         f"{prefix}_gain": parameter(ln.weight, dtype),
         f"{prefix}_shift": parameter(ln.bias, dtype),
@@ -70,4 +91,6 @@ def layernorm_weights(prefix: str, ln, dtype) -> dict:
 
 def linear(lin, dtype) -> tuple[nn.Parameter, nn.Parameter]:
     """``(W, b)`` of a ``torch.nn.Linear`` ``lin`` as the core applies it, ``x W + b``."""
+    if not isinstance(lin, nn.Linear):
+        raise TypeError(f"lin must be a torch.nn.Linear, got {type(lin).__name__}")
     return parameter(lin.weight.T, dtype), parameter(lin.bias, dtype)

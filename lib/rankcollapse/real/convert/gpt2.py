@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from ...san import SAN, SANConfig
 from ..network import Embedding, Network
-from .common import activation_of, attention_weights, layernorm_weights, parameter
+from .common import (
+    activation_of,
+    attention_weights,
+    layernorm_weights,
+    parameter,
+    transformers_config,
+)
 
 __all__ = ["convert"]
 
 
 def convert(model, name: str, dtype) -> Network:
     """The :class:`Network` of a transformers ``GPT2Model``."""
-    c = model.config
+    c = transformers_config(model, "gpt2")
     if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx or c.reorder_and_upcast_attn:
         raise ValueError(
             "GPT-2 is converted with its default attention scaling only "

@@ -15,7 +15,7 @@ import torch
 
 from ...san import SAN, SANConfig
 from ..network import Embedding, Network
-from .common import activation_of, layernorm_weights, linear, parameter
+from .common import activation_of, layernorm_weights, linear, parameter, transformers_config
 
 __all__ = ["convert"]
 
@@ -23,9 +23,7 @@ __all__ = ["convert"]
 def convert(model, name: str, dtype, position_dtype=torch.float32) -> Network:
     """The :class:`Network` of a transformers ``XLNetModel`` in ``dtype`` (``position_dtype``:
     the dtype of its relative positions' sinusoids, float32 as transformers computes them)."""
-    if not hasattr(model, "config"):
-        raise TypeError(f"model must be a transformers XLNet model, got {type(model).__name__}")
-    c = model.config
+    c = transformers_config(model, "xlnet")
     if c.attn_type != "bi" or c.bi_data or c.mem_len:
         raise ValueError("XLNet is converted with attn_type='bi', bi_data=False and no memory only")
     H, d = c.n_head, c.d_model
