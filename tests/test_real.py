@@ -22,7 +22,8 @@ SENTENCES = [
     "A quiet harbour town woke to the sound of gulls and distant engines.",
     "Mathematicians argue about elegance more than you might expect.",
     "Rain.",
-    "The old bridge, rebuilt twice after floods, still carries carts across the river each market day.",
+    "The old bridge, rebuilt twice after floods, still carries carts across the river each "
+    "market day.",
 ]
 REGISTRY = [
     ("all-MiniLM-L6-v2", True),
@@ -278,7 +279,8 @@ def test_presets_read_the_registry_without_transformers():
 
     code = (
         "import sys, rankcollapse.presets as p\n"
-        "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]], 'transformers' in sys.modules)\n"
+        "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]],\n"
+        "      'transformers' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -66,8 +66,8 @@ CONDITIONS = (
 def pure_attention(model, dtype=torch.float64, *, shrink: float = 1.0) -> SAN:
     """The pure self-attention network of ``model``'s attention weights: the theorems' object.
 
-    ``model``: a :class:`~rankcollapse.real.hub.RealModel`. No skip, MLP or LayerNorm (the clean
-    ``san`` ablation of :func:`rankcollapse.real.convert.ablation_config`), no biases, dot-product
+    ``model``: a :class:`~rankcollapse.real.model.RealModel`. No skip, MLP or LayerNorm (the clean
+    ``san`` ablation of :func:`rankcollapse.real.ablation.ablation_config`), no biases, dot-product
     attention with no mask (GPT-2's causal mask and XLNet's relative positions dropped); shared
     layers (ALBERT) stay shared. ``shrink``: ``W_Q`` and ``W_K`` divided by it (``W_QK`` by its
     square). ``dtype``: float64 (default) follows the collapse's tail. Passes
