@@ -19,6 +19,7 @@ import math
 import resource
 import threading
 import time
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +103,7 @@ R = rc.residual
 P = rc.paths
 T = rc.theory
 RC = rc.real.condition
+RCV = rc.real.convert
 LN = rc.layernorm
 S = rc.stats
 C = rc.checks
@@ -2011,8 +2013,100 @@ ROWS += [
     # ------------------------------------------------------------------ real
     (
         "ablation_config variant bad",
-        lambda: rc.real.convert.ablation_config(CFG, "half", "clean"),
+        lambda: rc.real.ablation.ablation_config(CFG, "half", "clean"),
         Raises(ValueError, "variant"),
+    ),
+    (
+        "shared_san full not a SAN",
+        lambda: rc.real.ablation.shared_san(None, CFG),
+        Raises(TypeError, "full"),
+    ),
+    (
+        "check_model not a model",
+        lambda: rc.real.model.check_model("bert"),
+        Raises(TypeError, "model"),
+    ),
+    ("local_copy unknown", lambda: rc.real.hub.local_copy("nomodel"), Raises(ValueError, "name")),
+    (
+        "check_condition bad",
+        lambda: RC.check_condition("strict"),
+        Raises(ValueError, "condition"),
+    ),
+    (
+        "condition_details skip",
+        lambda: RC.condition_details(SKIP, X[None]),
+        Raises(ValueError, "skip"),
+    ),
+    (
+        "condition_statistic det not details",
+        lambda: RC.condition_statistic({}, "layer"),
+        Raises(TypeError, "det"),
+    ),
+    (
+        "bert convert not a BERT",
+        lambda: RCV.bert.convert(None, "bert", torch.float64),
+        Raises(TypeError, "model"),
+    ),
+    (
+        "albert convert a GPT-2 config",
+        lambda: RCV.albert.convert(
+            types.SimpleNamespace(config=types.SimpleNamespace(model_type="gpt2")),
+            "albert",
+            torch.float64,
+        ),
+        Raises(TypeError, "model", "albert"),
+    ),
+    (
+        "gpt2 convert not a model",
+        lambda: RCV.gpt2.convert("gpt2", "gpt2", torch.float64),
+        Raises(TypeError, "model"),
+    ),
+    (
+        "transformers_config no config",
+        lambda: RCV.common.transformers_config(object(), "bert"),
+        Raises(TypeError, "model"),
+    ),
+    (
+        "bert san_config not a config",
+        lambda: RCV.bert.san_config(None, torch.float64),
+        Raises(TypeError, "c"),
+    ),
+    (
+        "bert embedding not embeddings",
+        lambda: RCV.bert.embedding(torch.nn.Linear(2, 2), torch.float64),
+        Raises(TypeError, "emb"),
+    ),
+    (
+        "bert layer_weights no query",
+        lambda: RCV.bert.layer_weights(None, None, None, None, None, None, 2, torch.float64),
+        Raises(TypeError, "att"),
+    ),
+    (
+        "activation_of unknown",
+        lambda: RCV.common.activation_of("swish"),
+        Raises(ValueError, "activation"),
+    ),
+    (
+        "parameter not a tensor",
+        lambda: RCV.common.parameter([1.0], torch.float64),
+        Raises(TypeError, "t"),
+    ),
+    (
+        "attention_weights H zero",
+        lambda: RCV.common.attention_weights(
+            *[torch.zeros(4, 4)] * 4, [None] * 4, 0, torch.float64
+        ),
+        Raises(ValueError, "H"),
+    ),
+    (
+        "layernorm_weights not a LayerNorm",
+        lambda: RCV.common.layernorm_weights("ln1", torch.nn.Linear(2, 2), torch.float64),
+        Raises(TypeError, "ln"),
+    ),
+    (
+        "linear not a Linear",
+        lambda: RCV.common.linear(torch.nn.LayerNorm(2), torch.float64),
+        Raises(TypeError, "lin"),
     ),
     (
         "from_transformers family bad",
@@ -2126,9 +2220,9 @@ ROWS += [
         Raises(ValueError, "n_tokens"),
     ),
     (
-        "convert_xlnet not a model",
-        lambda: importlib.import_module("rankcollapse.real.xlnet").convert_xlnet(
-            None, torch.float64, torch.float32
+        "xlnet convert not a model",
+        lambda: importlib.import_module("rankcollapse.real.convert.xlnet").convert(
+            None, "xlnet", torch.float64, torch.float32
         ),
         Raises(TypeError, "model"),
     ),

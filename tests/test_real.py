@@ -22,7 +22,8 @@ SENTENCES = [
     "A quiet harbour town woke to the sound of gulls and distant engines.",
     "Mathematicians argue about elegance more than you might expect.",
     "Rain.",
-    "The old bridge, rebuilt twice after floods, still carries carts across the river each market day.",
+    "The old bridge, rebuilt twice after floods, still carries carts across the river each "
+    "market day.",
 ]
 REGISTRY = [
     ("all-MiniLM-L6-v2", True),
@@ -224,7 +225,7 @@ def test_bad_arguments(registry_models):
 
 def test_threads_from_the_environment(monkeypatch):
     from rankcollapse._env import threads_from_env
-    from rankcollapse.real import measure
+    from rankcollapse.real import threads
 
     monkeypatch.delenv("RANKCOLLAPSE_THREADS", raising=False)
     assert threads_from_env() is None
@@ -235,13 +236,13 @@ def test_threads_from_the_environment(monkeypatch):
         with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
             threads_from_env()
     before = torch.get_num_threads()
-    with measure._threads(1):
+    with threads.torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
     monkeypatch.setattr(
-        measure, "THREADS", None
+        threads, "THREADS", None
     )  # as read from an environment without the variable
-    with measure._threads(None):  # None: leave torch's count as it is
+    with threads.torch_threads(None):  # None: leave torch's count as it is
         assert torch.get_num_threads() == before
 
 
@@ -278,7 +279,8 @@ def test_presets_read_the_registry_without_transformers():
 
     code = (
         "import sys, rankcollapse.presets as p\n"
-        "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]], 'transformers' in sys.modules)\n"
+        "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]],\n"
+        "      'transformers' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

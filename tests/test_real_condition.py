@@ -55,7 +55,8 @@ def test_minilm_beta_matches_the_safetensors_weights(minilm, minilm_result):
     expected = np.zeros((L, H))
     for l in range(L):
         p = f"encoder.layer.{l}.attention."
-        # nn.Linear computes x @ weight.T: the input-by-output map is weight.T; head h owns 32 columns
+        # nn.Linear computes x @ weight.T: the input-by-output map is weight.T; head h owns 32
+        # columns
         Wq, Wk, Wv = (w[p + f"self.{m}.weight"].T for m in ("query", "key", "value"))
         Wo = w[p + "output.dense.weight"].T
         dh = Wq.shape[1] // H
@@ -208,7 +209,8 @@ def _condition_of(rho):
 
 
 def test_step_ratios_fall_to_three_with_a_factor_in_front():
-    """rho_(l+1) = K rho_l^3 with K < 1: each ratio is 3 + log K / log rho_l, above 3 and falling to it."""
+    """rho_(l+1) = K rho_l^3 with K < 1: each ratio is 3 + log K / log rho_l, above 3 and falling
+    to it."""
     rho, K = [1.0, 0.5], 0.1
     for _ in range(4):
         rho.append(K * rho[-1] ** 3)

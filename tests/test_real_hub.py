@@ -137,7 +137,8 @@ def test_lineup_offline_prints_one_line(capsys, monkeypatch, no_local_copy):
 
 
 def test_pretrained_hub_model_from_a_local_copy(tmp_path):
-    """The real from_pretrained path: a (tiny, stand-in) local copy in the hub cache is found offline."""
+    """The real from_pretrained path: a (tiny, stand-in) local copy in the hub cache is found
+    offline."""
     import transformers
 
     snap = tmp_path / "hub" / "models--albert-base-v2" / "snapshots" / "0123"

@@ -17,8 +17,9 @@ import rankcollapse as rc
 
 transformers = pytest.importorskip("transformers")
 
-# (attention ending, MLP ending) of each variant under each surgery; see rankcollapse.real.convert's table.
-# attention: "ln(x+a)", "ln(a)", "x+a", "a";  MLP: "ln(y+m)", "m", "none", "ln(y+act)" (ALBERT paper)
+# (attention ending, MLP ending) of each variant under each surgery; see
+# rankcollapse.real.ablation's table. attention: "ln(x+a)", "ln(a)", "x+a", "a";
+# MLP: "ln(y+m)", "m", "none", "ln(y+act)" (ALBERT paper)
 ENDINGS = {
     ("full", "paper"): ("ln(x+a)", "ln(y+m)"),
     ("full", "clean"): ("ln(x+a)", "ln(y+m)"),

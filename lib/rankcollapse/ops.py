@@ -219,16 +219,29 @@ MAX_BYTES = (
 
 
 def weight_count(config) -> int:
-    """How many weights a SAN of ``config`` (a :class:`~rankcollapse.san.SANConfig`) holds (its largest matrices; biases and LayerNorms aside)."""
+    """How many weights a SAN of ``config`` (a :class:`~rankcollapse.san.SANConfig`) holds: every
+    parameter, as ``sum(p.numel() for p in SAN(config).parameters())`` counts them (per-head
+    widths ``d_qk``, ``d_v``; biases; LayerNorms; the relative attention's ``W_R``, biases and
+    segment embedding; the final LayerNorm), shared layers once."""
     if not all(
         hasattr(config, k)
-        for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "n_layers")
+        for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "n_layers", "attention")
     ):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
-    return _block_weights(config) * (1 if config.shared else config.n_layers)
+    H, d, dqk, dv, m = config.n_heads, config.d_model, config.d_qk, config.d_v, config.mlp
+    layer = _block_weights(config)
+    if config.bias:
+        layer += H * (2 * dqk + dv) + d + (m + d if m else 0)
+    if config.layernorm != "none":
+        layer += 2 * d * (2 if m else 1)
+    if config.attention == "relative":  # W_R, r_w_bias, r_r_bias, r_s_bias, seg_embed
+        layer += H * d * dqk + 3 * H * dqk + 2 * H * dqk
+    layers = min(config.n_layers, 1) if config.shared else config.n_layers
+    return layer * layers + (2 * d if config.final_layernorm else 0)
 
 
 def _block_weights(config) -> int:
+    """The weight matrices of one layer (the multiply-adds per token of its projections)."""
     H, d, m = config.n_heads, config.d_model, config.mlp
     return H * d * (2 * config.d_qk + config.d_v) + H * config.d_v * d + 2 * d * m
 

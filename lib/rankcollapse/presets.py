@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 import textwrap
-from dataclasses import dataclass
 
 import torch
 
@@ -31,7 +30,7 @@ from ._validate import (
     check_seed,
     derive_seed,
 )
-from .real.registry import MODELS
+from .real.registry import ARCHITECTURES  # the table beside the registry, read here by chapters
 
 _REPR_WIDTH = 80  # characters: what a chapter's output box shows
 
@@ -631,30 +630,6 @@ PRESETS: dict[str, dict[str, dict]] = {
         ),
     },
 }
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """Layer and head counts of a real transformer (one attention stack)."""
-
-    name: str
-    n_layers: int
-    n_heads: int
-    note: str
-
-
-# Shapes from each model's paper or released configuration: the models of the registry of real
-# transformers (rankcollapse.real.registry, plain data) and three larger shapes only counted here.
-# Only attention paths are counted, as in the paper: MLP sub-layers, which also sit on skip
-# connections, are not branches here.
-ARCHITECTURES = tuple(
-    Architecture(s.architecture, s.n_layers, s.n_heads, s.note)
-    for s in (MODELS[name] for name in ("bert-base-cased", "albert-base-v2", "gpt2"))
-) + (
-    Architecture("BERT-large", 24, 16, "Devlin et al. 2019"),
-    Architecture("T5-11B encoder", 24, 128, "Raffel et al. 2020; very wide: 128 heads"),
-    Architecture("GPT-3 175B", 96, 96, "Brown et al. 2020; very deep: 96 layers"),
-)
 
 
 def resolve_mode(mode: str) -> str:

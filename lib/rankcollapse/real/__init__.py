@@ -2,12 +2,17 @@
 
 Book: chapter "Real transformers". Sub-modules, one job each:
 
-- :mod:`~rankcollapse.real.registry`: the models, their published configurations, the variants;
+- :mod:`~rankcollapse.real.registry`: the models, their published configurations, the variants,
+  and the table of architectures whose paths are counted;
 - :mod:`~rankcollapse.real.text`: the book's corpus, tokens, windows and encoding;
 - :mod:`~rankcollapse.real.hub`: loading (at initialisation, a local copy, the hub with a timeout);
-- :mod:`~rankcollapse.real.convert`: a transformers model as an embedding and a
-  :class:`rankcollapse.san.SAN`, and the ablations as the core's switches (:mod:`~rankcollapse.real.xlnet`:
-  what only XLNet needs);
+- :mod:`~rankcollapse.real.model`: a loaded model (:class:`RealModel`);
+- :mod:`~rankcollapse.real.convert`: a transformers model in the core's types, one converter per
+  family (``bert``, ``albert``, ``xlnet``, ``gpt2``) and one dispatch;
+- :mod:`~rankcollapse.real.network`: the converted model, an embedding and a
+  :class:`rankcollapse.san.SAN`;
+- :mod:`~rankcollapse.real.ablation`: the variants and surgeries as the core's switches;
+- :mod:`~rankcollapse.real.threads`: the torch threads of the heavy loops;
 - :mod:`~rankcollapse.real.measure`: hidden states and relative-residual curves;
 - :mod:`~rankcollapse.real.products`: products of attention matrices along sampled paths;
 - :mod:`~rankcollapse.real.study`: the chapter's measurements as result objects;
@@ -20,9 +25,12 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 """
 
 from . import condition, skips, study
-from .convert import Embedding, Network, ablation_config, from_transformers
-from .hub import RealModel, hub_problem, hub_timeout, lineup, load, try_load
+from .ablation import ablation_config
+from .convert import from_transformers
+from .hub import hub_problem, hub_timeout, lineup, load, try_load
 from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
+from .model import RealModel
+from .network import Embedding, Network
 from .products import path_products, path_profile, path_residuals, sample_paths
 from .registry import (
     ABLATIONS,

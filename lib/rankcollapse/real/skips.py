@@ -1,7 +1,7 @@
 """Real models' attention with skip connections and without, and what else holds the residual up.
 
 The clean ``san+skip`` ablation (attention with skip connections, nothing else) and the clean
-``san`` ablation (attention alone) of :mod:`rankcollapse.real.convert`, run on the book's text
+``san`` ablation (attention alone) of :mod:`rankcollapse.real.ablation`, run on the book's text
 in float64, with the model's own attention mask (GPT-2's causal mask) and biases switched on or
 off one at a time: a causal mask keeps the first token's row of every attention matrix equal to
 ``e_1``, so a decoder's tokens are not averaged as an encoder's are (Wu et al. 2024 measure how
@@ -19,8 +19,9 @@ import torch
 from .. import residual
 from .._validate import check_int
 from ..stats import geometric_mean
-from .measure import _check_model, _threads
+from .model import check_model
 from .text import token_windows
+from .threads import torch_threads
 
 __all__ = ["SETTINGS", "RealSkip", "real_skip_residuals"]
 
@@ -68,11 +69,11 @@ class RealSkip:
 @torch.no_grad()
 def real_skip_residuals(models, n_seq: int, n_tokens: int, *, batch_size: int = 8) -> RealSkip:
     """Every setting of :data:`SETTINGS` for each real model of ``models``
-    (:class:`~rankcollapse.real.hub.RealModel` s) on :func:`token_windows` ``(n_seq, n_tokens)``
+    (:class:`~rankcollapse.real.model.RealModel` s) on :func:`token_windows` ``(n_seq, n_tokens)``
     of the book's text, in float64: the relative residual (mean centre, composite norm) of every
     layer. A :class:`RealSkip`."""
     check_int("n_seq", n_seq), check_int("n_tokens", n_tokens)
-    models = [_check_model(m) for m in models]
+    models = [check_model(m) for m in models]
     if not models:
         raise ValueError("models must hold at least one RealModel")
     n_seq, n_tokens = check_int("n_seq", n_seq), check_int("n_tokens", n_tokens, minimum=2)
@@ -85,7 +86,7 @@ def real_skip_residuals(models, n_seq: int, n_tokens: int, *, batch_size: int = 
         for skip, mask, bias in SETTINGS:
             san = net.ablate("san+skip" if skip else "san", "clean", mask=mask, bias=bias)
             out = []
-            with _threads():
+            with torch_threads():
                 for s in range(0, ids.shape[0], batch_size):
                     states = torch.stack(san(net.embed(ids[s : s + batch_size])).hidden_states)
                     out.append(residual.relative_residual(states))  # (L + 1, b)

@@ -16,7 +16,8 @@ from .._validate import check_int, check_seed
 from ..centering import optimal_center
 from ..stats import first_below, log_slope
 from ..stats import geometric_mean as gmean
-from .measure import _check_model, hidden_states, residual_curve, residual_curves
+from .measure import hidden_states, residual_curve, residual_curves
+from .model import check_model
 from .products import path_profile
 from .text import token_windows
 
@@ -67,12 +68,14 @@ class Ablations:
         return float(g[0] / g[-1])
 
     def floor_layer(self, model, variant, surgery, level: float = FLOOR, default=None):
-        """The first layer whose typical relative residual is below ``level`` (``default`` if none)."""
+        """The first layer whose typical relative residual is below ``level`` (``default`` if
+        none)."""
         return first_below(self.typical(model, variant, surgery), level, default=default)
 
     def decades_per_layer(self, model, variant, surgery, level: float = 1e-13) -> float:
         """Orders of magnitude lost per layer: minus the slope of ``log10`` of the typical curve
-        against layer, fitted from layer 1 to the last layer above ``level`` (at least two layers)."""
+        against layer, fitted from layer 1 to the last layer above ``level`` (at least two
+        layers)."""
         g = self.typical(model, variant, surgery)
         k = max(2, min(first_below(g, level, default=len(g) - 1), len(g) - 1))
         return -log_slope(np.arange(1, k + 1), g[1 : k + 1], base=10)
@@ -100,7 +103,8 @@ def ablations(
 
 @dataclass
 class Centres:
-    """Mean against optimal centre on one model (section 5): curves ``(n_seq, L + 1)`` per variant."""
+    """Mean against optimal centre on one model (section 5): curves ``(n_seq, L + 1)`` per
+    variant."""
 
     n_seq: int
     n_tokens: int
@@ -121,7 +125,7 @@ class Centres:
 def centres(model, n_seq: int, n_tokens: int, variants=("full", "san+skip", "san")) -> Centres:
     """Each ``variant`` (clean surgery) of ``model`` with the column-mean and the optimal centre
     (a linear programme per matrix, :func:`rankcollapse.residual.res`), as a :class:`Centres`."""
-    _check_model(model)
+    check_model(model)
     ids = token_windows(model, n_seq, n_tokens)
     out = Centres(n_seq, n_tokens)
     for v in variants:

@@ -56,7 +56,8 @@ def corpus() -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def minilm_tokenizer():
-    """MiniLM's WordPiece tokenizer as a function ``str -> list[int]`` (no special tokens, no padding)."""
+    """MiniLM's WordPiece tokenizer as a function ``str -> list[int]`` (no special tokens, no
+    padding)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(os.path.join(minilm_path(), "tokenizer.json"))
@@ -66,7 +67,8 @@ def minilm_tokenizer():
 
 
 def map_ids(ids, vocab_size):
-    """MiniLM WordPiece ids into ``[1, vocab_size)``: kept when they fit, else ``1 + id mod (V - 1)``.
+    """MiniLM WordPiece ids into ``[1, vocab_size)``: kept when they fit, else
+    ``1 + id mod (V - 1)``.
 
     Id 0 is avoided because it is the padding row (zero at initialisation) in BERT and ALBERT.
     """
@@ -75,7 +77,8 @@ def map_ids(ids, vocab_size):
 
 
 def _encoder(model):
-    """``(encode, (cls, sep))`` for ``model`` (``None``: MiniLM's ids); ``cls``/``sep`` ``None`` when unframed."""
+    """``(encode, (cls, sep))`` for ``model`` (``None``: MiniLM's ids); ``cls``/``sep`` ``None``
+    when unframed."""
     if model is None:
         return minilm_tokenizer(), (CLS, SEP)
     if model.tokenizer is not None:
@@ -115,13 +118,15 @@ def token_windows(model=None, n_seq: int = 32, n_tokens: int = 128) -> torch.Ten
         k += 1
     if len(windows) < n_seq:
         raise ValueError(
-            f"the corpus holds only {len(windows)} windows of {n_tokens} tokens, asked for n_seq={n_seq}"
+            f"the corpus holds only {len(windows)} windows of {n_tokens} tokens, "
+            f"asked for n_seq={n_seq}"
         )
     return torch.tensor(windows[:n_seq], dtype=torch.long)
 
 
 def check_ids(ids: torch.Tensor, vocab_size: int, name: str = "texts_or_ids") -> torch.Tensor:
-    """``ids`` if every token id is in ``[0, vocab_size)``; a ``ValueError`` naming the first bad one."""
+    """``ids`` if every token id is in ``[0, vocab_size)``; a ``ValueError`` naming the first bad
+    one."""
     bad = (ids < 0) | (ids >= vocab_size)
     if bad.any():
         where = tuple(int(i) for i in bad.nonzero()[0])
@@ -133,7 +138,8 @@ def check_ids(ids: torch.Tensor, vocab_size: int, name: str = "texts_or_ids") ->
 
 
 def encode(model, inputs, *, too_long: str = "error", limit: int | None = None):
-    """Token ids ``(b, n)`` and a mask ``(b, n)`` (``None`` when nothing is padded) from text or ids.
+    """Token ids ``(b, n)`` and a mask ``(b, n)`` (``None`` when nothing is padded) from text or
+    ids.
 
     ``inputs``: a string, a list of strings (tokenised with the model's vocabulary, framed, padded
     at the end, masked) or integer token ids ``(n,)`` / ``(b, n)``. ``limit``: the most tokens per
@@ -178,7 +184,8 @@ def encode(model, inputs, *, too_long: str = "error", limit: int | None = None):
                 f"{ids.shape[1]}; cut the input, or pass too_long='truncate'"
             )
         warnings.warn(
-            f"{model.name} takes at most {limit} tokens per sequence: {ids.shape[1]} cut to {limit}",
+            f"{model.name} takes at most {limit} tokens per sequence: "
+            f"{ids.shape[1]} cut to {limit}",
             stacklevel=3,
         )
         ids = ids[:, :limit]

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import torch
 
-from ..san import SAN, SANConfig
-from .convert import Embedding, _linear, _ln_weights, _p, activation_of
+from ...san import SAN, SANConfig
+from ..network import Embedding, Network
+from .common import activation_of, layernorm_weights, linear, parameter, transformers_config
 
-__all__ = ["convert_xlnet"]
+__all__ = ["convert"]
 
 
-def convert_xlnet(model, dtype, position_dtype):
-    """``(SAN, Embedding)`` of a transformers ``XLNetModel`` in ``dtype``."""
-    if not hasattr(model, "config"):
-        raise TypeError(f"model must be a transformers XLNet model, got {type(model).__name__}")
-    c = model.config
+def convert(model, name: str, dtype, position_dtype=torch.float32) -> Network:
+    """The :class:`Network` of a transformers ``XLNetModel`` in ``dtype`` (``position_dtype``:
+    the dtype of its relative positions' sinusoids, float32 as transformers computes them)."""
+    c = transformers_config(model, "xlnet")
     if c.attn_type != "bi" or c.bi_data or c.mem_len:
         raise ValueError("XLNet is converted with attn_type='bi', bi_data=False and no memory only")
     H, d = c.n_head, c.d_model
@@ -42,29 +42,35 @@ def convert_xlnet(model, dtype, position_dtype):
         position_dtype=position_dtype,
         dtype=dtype,
     )
+
+    def heads(t):  # (d, H, dh) -> (H, d, dh)
+        return parameter(t.permute(1, 0, 2), dtype)
+
+    def zero(*shape):  # XLNet's q, k, v, o have no bias
+        return parameter(torch.zeros(*shape), dtype)
+
     layers = []
     for layer in model.layer:
         att, ff = layer.rel_attn, layer.ff
-        heads = lambda t: _p(t.permute(1, 0, 2), dtype)  # noqa: E731  (d, H, dh) -> (H, d, dh)
-        zero = lambda *shape: _p(torch.zeros(*shape), dtype)  # noqa: E731  XLNet's q, k, v, o have no bias
         w = {
             "W_Q": heads(att.q),
             "W_K": heads(att.k),
             "W_V": heads(att.v),
             "W_R": heads(att.r),
-            "W_O": _p(att.o.permute(1, 2, 0), dtype),  # (d, H, dh) -> (H, dh, d)
+            "W_O": parameter(att.o.permute(1, 2, 0), dtype),  # (d, H, dh) -> (H, dh, d)
             "b_Q": zero(H, d // H),
             "b_K": zero(H, d // H),
             "b_V": zero(H, d // H),
             "b_O": zero(d),
-            "r_w_bias": _p(att.r_w_bias, dtype),
-            "r_r_bias": _p(att.r_r_bias, dtype),
-            "r_s_bias": _p(att.r_s_bias, dtype),
-            "seg_embed": _p(att.seg_embed, dtype),
+            "r_w_bias": parameter(att.r_w_bias, dtype),
+            "r_r_bias": parameter(att.r_r_bias, dtype),
+            "r_s_bias": parameter(att.r_s_bias, dtype),
+            "seg_embed": parameter(att.seg_embed, dtype),
         }
-        w["W_1"], w["b_1"] = _linear(ff.layer_1, dtype)
-        w["W_2"], w["b_2"] = _linear(ff.layer_2, dtype)
-        w.update(_ln_weights("ln1", att.layer_norm, dtype))
-        w.update(_ln_weights("ln2", ff.layer_norm, dtype))
+        w["W_1"], w["b_1"] = linear(ff.layer_1, dtype)
+        w["W_2"], w["b_2"] = linear(ff.layer_2, dtype)
+        w.update(layernorm_weights("ln1", att.layer_norm, dtype))
+        w.update(layernorm_weights("ln2", ff.layer_norm, dtype))
         layers.append(w)
-    return SAN.from_weights(cfg, layers), Embedding(_p(model.word_embedding.weight, dtype))
+    emb = Embedding(parameter(model.word_embedding.weight, dtype))
+    return Network(name, emb, SAN.from_weights(cfg, layers))
