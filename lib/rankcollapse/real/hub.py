@@ -168,16 +168,14 @@ def _from_pretrained(model_cls, name, local_only, timeout):
         return model_cls.from_pretrained(name, local_files_only=True, **kw)
     import huggingface_hub.constants as hc
 
-    # huggingface_hub reads these at each request: its timeouts, and the endpoint asked
-    settings = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT", "ENDPOINT")
-    saved = {k: getattr(hc, k) for k in settings}
+    # huggingface_hub reads its timeouts (HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT) at each
+    # request
+    saved = hc.HF_HUB_ETAG_TIMEOUT, hc.HF_HUB_DOWNLOAD_TIMEOUT
     hc.HF_HUB_ETAG_TIMEOUT = hc.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1, timeout))
-    hc.ENDPOINT = hub_endpoint()
     try:
         return model_cls.from_pretrained(name, local_files_only=False, **kw)
     finally:
-        for k, v in saved.items():
-            setattr(hc, k, v)
+        hc.HF_HUB_ETAG_TIMEOUT, hc.HF_HUB_DOWNLOAD_TIMEOUT = saved
 
 
 def _hub_tokenizer(name, local_only, vocab_size):
