@@ -82,8 +82,8 @@ def test_importing_the_core_loads_no_upper_layer():
     code = (
         "import sys, rankcollapse as rc\n"
         "rc.residual, rc.san, rc.paths, rc.theory\n"
-        "bad = [m for m in ('matplotlib', 'transformers', 'myst_nb', 'scipy', 'rankcollapse.checks', "
-        "'rankcollapse.plotting', 'rankcollapse.real') if m in sys.modules]\n"
+        "bad = [m for m in ('matplotlib', 'transformers', 'myst_nb', 'scipy', 'rankbook.checks', "
+        "'rankbook.plotting', 'rankcollapse.real') if m in sys.modules]\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -151,7 +151,7 @@ def page_text_problems(path: Path, rel: Path) -> list[str]:
     depth = len(rel.parts) - 1
     for module, level in imports_of(path):
         if (level > depth and module.split(".")[0] in {"book", "evidence"}) or (
-            level == 0 and module.startswith(("rankcollapse.book", "rankcollapse.evidence"))
+            level == 0 and module.startswith(("rankbook.page", "rankbook.evidence"))
         ):
             problems.append(f"imports {'.' * level}{module}")
     return problems
@@ -161,7 +161,7 @@ def page_text_problems(path: Path, rel: Path) -> list[str]:
 def test_the_science_library_returns_numbers_not_page_sentences(path):
     """Issue 26: the sentences that state results live in the chapters, next to the claims that
     check them. A science module defines no glue/verdict/describe builder and imports nothing of
-    the book's page layer (``rankcollapse.book``, ``rankcollapse.evidence``)."""
+    the book's page layer (``rankbook.page``, ``rankbook.evidence``)."""
     rel = path.relative_to(LIB)
     assert not page_text_problems(path, rel), f"{rel}: {page_text_problems(path, rel)}"
 
@@ -173,7 +173,7 @@ def test_the_sentence_scan_finds_a_builder(tmp_path):
         "class S:\n    def glue(self):\n        return {}\n": True,
         "from .book import glue\n": True,
         "from .residual import UNDERFLOW_LOG10\n": False,
-        "import rankcollapse.book\n": True,
+        "import rankbook.page\n": True,
         "def numbers():\n    return {'slope': 1.0}\n": False,
     }
     for text, caught in cases.items():

@@ -12,7 +12,7 @@ statement next to the numbers that decide it::
         numbers={"shortest sufficient length, per seed": enough},
         evidence="3 seeds; the same 256 evaluation tokens on both sides")
 
-``run`` is the chapter's run (:func:`rankcollapse.book.start`). The sentence is fixed text that
+``run`` is the chapter's run (:func:`rankbook.page.start`). The sentence is fixed text that
 the chapter's prose contains word for word (``tests/test_evidence.py`` checks it, and that
 ``section`` is the section the declaration sits in). When the condition is false the run stops
 with :class:`ClaimFailed`, naming the claim, its condition and its numbers: the chapter, the
@@ -20,7 +20,7 @@ book build and the tests fail. A claim that holds only at the paper's scale is d
 ``scale="full"``: it is checked in full mode only, and a fast run says so on the page, with
 whether it happened to hold.
 
-This module is pure bookkeeping (no plotting, no glue): :class:`rankcollapse.book.ChapterRun`
+This module is pure bookkeeping (no plotting, no glue): :class:`rankbook.page.ChapterRun`
 calls :func:`declare`, then glues the record (``claim.<name>``, read by the status page's table
 of claims, ``_ext/claimtable.py``) and shows the fast-mode note.
 
@@ -163,7 +163,7 @@ class Claim:
 
     def _ipython_display_(self):
         """A claim cell shows nothing (its sentence is in the prose; a fast run's note about a
-        full-mode claim is displayed by :meth:`rankcollapse.book.ChapterRun.claim` itself)."""
+        full-mode claim is displayed by :meth:`rankbook.page.ChapterRun.claim` itself)."""
 
     def failure(self) -> str:
         """The message of :class:`ClaimFailed`: the claim, its condition and the numbers."""

@@ -8,7 +8,7 @@ browser but a small script: :func:`skip_strength_grid` measures every setting on
 book is built, and :func:`explorer_html` embeds the numbers with a self-contained script (plain
 JavaScript drawing inline SVG; no library, nothing fetched), so the page works offline. The
 words the widget shows (its legend and the note under the plot) are :data:`TEXT`, embedded with
-the numbers: ``tests/test_attributions.py`` reads them with ``rc.claims.page_text_credits``, as it
+the numbers: ``tests/test_attributions.py`` reads them with ``booktools.claims.page_text_credits``, as it
 reads the chapters.
 
 The skip strength :math:`\\alpha` scales the skip branch of every layer,
@@ -24,10 +24,10 @@ import json
 import numpy as np
 import torch
 
-from ._validate import MAX_LAYERS, check_int, check_seed, derive_seed
-from .residual import composite_norm, res
-from .san import SAN, SANConfig, check_san
-from .theory import collapse_bound, tracked_residual, unit_residual_tokens
+from rankcollapse._validate import MAX_LAYERS, check_int, check_seed, derive_seed
+from rankcollapse.residual import composite_norm, res
+from rankcollapse.san import SAN, SANConfig, check_san
+from rankcollapse.theory import collapse_bound, tracked_residual, unit_residual_tokens
 
 __all__ = ["TEXT", "scaled_skip_states", "skip_strength_grid", "explorer_html", "show"]
 

@@ -3,7 +3,7 @@
 A chapter's ``parameters`` cell holds ``mode`` and ``seed``; the next cell starts the chapter,
 which asks this module for its sizes::
 
-    run = rc.book.start("paths", mode, seed)   # calls rc.presets.get("paths", mode, seed)
+    run = book.start("paths", mode, seed)   # calls book.presets.get("paths", mode, seed)
     run.L, run.H, ...
 
 so that no size is scattered through a chapter's cells. The environment variable
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import (
+from rankcollapse._validate import (
     SEED_LIMIT,
     check_choice,
     check_dtype,
@@ -31,7 +31,7 @@ from ._validate import (
     check_seed,
     derive_seed,
 )
-from .real.registry import MODELS
+from rankcollapse.real.registry import MODELS
 
 _REPR_WIDTH = 80  # characters: what a chapter's output box shows
 
@@ -89,7 +89,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         # skip connections: families that keep the residual (depth up to 100), collapse with and
         # without skips at initialisation, the per-length decomposition, and the exploration of
         # the smallest residual ratio a random search finds at fixed weight scale; the explorer's
-        # grid (depth, attention weight scale, skip strength: rc.explorer.skip_strength_grid).
+        # grid (depth, attention weight scale, skip strength: book.explorer.skip_strength_grid).
         "fast": dict(
             n=12,
             d=16,

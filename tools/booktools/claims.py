@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._validate import check_str
+from rankcollapse._validate import check_str
 
 __all__ = [
     "BookResult",
@@ -462,7 +462,7 @@ def check_file(path) -> list[str]:
     ]
     msgs += [
         f"{path.name}:{b['line']}: {b['kind']} box titled as the paper's but numbered by the book: "
-        f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as rc.claims.PAPER_RESULTS "
+        f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as booktools.claims.PAPER_RESULTS "
         f"names it)"
         for b in paper_box_problems(text)
     ]

@@ -38,7 +38,8 @@ from pathlib import Path
 
 # found without importing the library (and torch): the grader's run process does not need them
 LIB_DIR = str(Path(importlib.util.find_spec("rankcollapse").origin).resolve().parent)
-CHECKS_DIR = str(Path(LIB_DIR) / "checks")
+BOOK_DIR = str(Path(importlib.util.find_spec("rankbook").origin).resolve().parent)
+CHECKS_DIR = str(Path(BOOK_DIR) / "checks")
 GRADER_DIR = str(Path(__file__).resolve().parent)  # the grader's own code calls the checks
 
 
@@ -47,28 +48,28 @@ def _in(path: str, folder: str) -> bool:
 
 
 def is_library(code) -> bool:
-    """Is ``code`` (a code object) the library's own, its checks excepted?"""
+    """Is ``code`` (a code object) the library's own or the book layer's, the checks excepted?"""
     f = code.co_filename
-    return _in(f, LIB_DIR) and not _in(f, CHECKS_DIR)
+    return (_in(f, LIB_DIR) or _in(f, BOOK_DIR)) and not _in(f, CHECKS_DIR)
 
 
 def is_package(code) -> bool:
-    """Is ``code`` anywhere in the installed ``rankcollapse`` package, checks included?"""
-    return _in(code.co_filename, LIB_DIR)
+    """Is ``code`` anywhere in the installed ``rankcollapse`` or ``rankbook``, checks included?"""
+    return _in(code.co_filename, LIB_DIR) or _in(code.co_filename, BOOK_DIR)
 
 
 # what a notebook may call in the checks: the check itself, and its verdict's methods
 PUBLIC_CHECKS = (
-    "rankcollapse.checks.check",
-    "rankcollapse.checks.in_book_build",
-    "rankcollapse.checks.CheckResult.",
+    "rankbook.checks.check",
+    "rankbook.checks.in_book_build",
+    "rankbook.checks.CheckResult.",
 )
 
 
 def is_key(name: str) -> bool:
     """Is ``name`` (``module.qualname``) a function of the checks a notebook has no business
     calling (a reference, an answer, a helper of theirs: anything but ``PUBLIC_CHECKS``)?"""
-    return name.startswith("rankcollapse.checks") and not any(
+    return name.startswith("rankbook.checks") and not any(
         name == p or (p.endswith(".") and name.startswith(p)) for p in PUBLIC_CHECKS
     )
 

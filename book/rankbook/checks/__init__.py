@@ -1,6 +1,6 @@
 """Automatic checks for the book's exercises.
 
-An exercise's check cell calls ``rc.checks.check("paths.count", path_count)``. The reader's
+An exercise's check cell calls ``book.checks.check("paths.count", path_count)``. The reader's
 function is run on seeded inputs and compared with the library's reference; the answer is one of
 
 - ``correct``; an answer computed in float32 is compared with float32's tolerance and is
@@ -17,7 +17,7 @@ Each exercise is registered here with its reference, its inputs and its known mi
 tests check that every reference passes and every known mistake fails.
 
 An exercise answered by a value (a prediction recorded before a measurement, a number read off a
-figure) is a ``Question`` (``checks/questions.py``): ``rc.checks.check("collapse.predict_rate",
+figure) is a ``Question`` (``checks/questions.py``): ``book.checks.check("collapse.predict_rate",
 prediction)`` compares the value with what the library computes; ``None`` is *not attempted*.
 
 One module per chapter registers that chapter's exercises (``checks/paths.py``, ...); this
@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._validate import check_bool
+from rankcollapse._validate import check_bool
+
 from .questions import Question
 from .questions import check_grading as _check_grading
 

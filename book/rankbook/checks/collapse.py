@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from ..residual import composite_norm, norm_1, norm_inf, res
+from rankcollapse.residual import composite_norm, norm_1, norm_inf, res
+
 from . import Exercise, Question, Rubric, register
 
 
@@ -204,8 +205,8 @@ _N_TOKENS = 12
 
 
 def _network_and_input(init_scale, n_layers=6):
-    from ..san import SAN, SANConfig
-    from ..theory import unit_residual_tokens
+    from rankcollapse.san import SAN, SANConfig
+    from rankcollapse.theory import unit_residual_tokens
 
     model = SAN(SANConfig(**{**_SHAPE, "n_layers": n_layers}, init_scale=init_scale), seed=0)
     X = unit_residual_tokens(
@@ -216,7 +217,7 @@ def _network_and_input(init_scale, n_layers=6):
 
 def _relative_residual_log10(init_scale):
     """log10 of the tracked relative residual after 6 layers, as section 4 measures it."""
-    from ..theory import tracked_relative_residual
+    from rankcollapse.theory import tracked_relative_residual
 
     model, X = _network_and_input(init_scale)
     return math.log10(max(tracked_relative_residual(model, X)[-1].item(), 1e-300))
@@ -254,7 +255,7 @@ register(
 
 def _bound_growth():
     """The factor by which log10 of the paper-form bound grows from layer 3 to layer 4 (nearest choice)."""
-    from ..theory import collapse_bound
+    from rankcollapse.theory import collapse_bound
 
     model, X = _network_and_input(0.2, n_layers=4)
     log_bound = collapse_bound(model, X, "paper", log10=True)

@@ -11,7 +11,7 @@ from . import Exercise, Question, Rubric, register  # noqa: F401
 def _window_attention(S, window):
     """Row softmax of the logits ``S`` ``(n, n)`` with keys outside ``|i - j| < window`` given weight 0
     (the mask the core applies, :func:`rankcollapse.ops.allowed_keys`)."""
-    from ..ops import allowed_keys
+    from rankcollapse.ops import allowed_keys
 
     n = S.shape[-1]
     allowed = allowed_keys(n, None, False, window)
@@ -74,7 +74,7 @@ register(
 def _causal_against_full():
     """Whether causal attention collapses "faster" or "slower" than full attention (or "the same"),
     from the fitted rates of small random networks (rc.later.masks.mask_study)."""
-    from ..later.masks import mask_study
+    from rankcollapse.later.masks import mask_study
 
     study = mask_study(
         masks=("full", "causal"),
@@ -165,7 +165,7 @@ register(
 
 def _large_scale_phase():
     """The phase at the largest query/key scale with a skip (alpha = 1), measured small."""
-    from ..later.phases import phase_study
+    from rankcollapse.later.phases import phase_study
 
     r = phase_study(
         scales=(0.0, 16.0),

@@ -4,8 +4,9 @@ import math
 
 import torch
 
-from .. import layernorm as ln
-from ..san import LN_EPS
+from rankcollapse import layernorm as ln
+from rankcollapse.san import LN_EPS
+
 from . import Exercise, Question, Rubric, register
 
 
@@ -156,8 +157,8 @@ def _nearest_level(log10_value):
 
 def _post_ln_with_skips():
     """Relative residual (geometric mean over inputs) after 6 post-LN layers with skips, to the nearest level."""
-    from ..san import SAN, SANConfig
-    from ..stats import geometric_mean
+    from rankcollapse.san import SAN, SANConfig
+    from rankcollapse.stats import geometric_mean
 
     X = torch.randn(4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     model = SAN(SANConfig(**_SHAPE, layernorm="post", skip=True), seed=0)
@@ -190,7 +191,7 @@ register(
 
 def _balanced_law():
     """How the absolute residual of noiseless balanced tokens changes through post-LN (fig-ln-balanced, right)."""
-    from ..san import SAN, SANConfig
+    from rankcollapse.san import SAN, SANConfig
 
     model = SAN(SANConfig(**_SHAPE, layernorm="post"), seed=0)
     a = ln.residual_profile(model, ln.balanced_tokens(16, 16, seed=0), rtol=1e-8)["absolute"]

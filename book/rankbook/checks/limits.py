@@ -60,8 +60,8 @@ register(
 @functools.lru_cache(maxsize=1)
 def _minilm_orders():
     """Orders of magnitude of MiniLM's smallest per-layer constant above 1 (nearest of 1, 3, 5)."""
-    from ..real import condition, load
-    from ..theory import layer_constants
+    from rankcollapse.real import condition, load
+    from rankcollapse.theory import layer_constants
 
     model = load("all-MiniLM-L6-v2", True)
     c = layer_constants(condition.pure_attention(model), condition.real_inputs(model, 1, 16))

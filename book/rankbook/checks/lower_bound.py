@@ -56,13 +56,13 @@ register(
 )
 
 
-# the chapter's setting (rc.presets.PRESETS["lower_bound"], the same in both modes)
+# the chapter's setting (book.presets.PRESETS["lower_bound"], the same in both modes)
 _SETTING = dict(n=4, d=8, H=2, q=4.0, omega=0.15, b0=8.0)
 
 
 def _depth_factor():
     """How much the construction's ratio falls from depth 256 to 1024: the nearest of the three choices."""
-    from ..lower_bound import simplex_log10_ratios
+    from rankcollapse.lower_bound import simplex_log10_ratios
 
     log10 = simplex_log10_ratios([-1] * 1024, **_SETTING)
     factor = 10 ** (log10[1024] - log10[256])
@@ -95,7 +95,7 @@ register(
 
 def _gap_at_depth():
     """The construction's ratio over the bound at depth 1024 (the figure's last point), nearest of the choices."""
-    from ..lower_bound import depth_bound, simplex_log10_ratios
+    from rankcollapse.lower_bound import depth_bound, simplex_log10_ratios
 
     s = _SETTING
     measured = 10 ** simplex_log10_ratios([-1] * 1024, **s)[1024]

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from ..residual import composite_norm
+from rankcollapse.residual import composite_norm
+
 from . import Exercise, Question, Rubric, register
 
 
@@ -147,7 +148,7 @@ _SHAPE = dict(n_layers=4, n_heads=2, d_model=16, mlp=64)
 
 
 def _sweep_model(mlp_scale):
-    from ..san import SAN, SANConfig
+    from rankcollapse.san import SAN, SANConfig
 
     return SAN(SANConfig(**_SHAPE, mlp_scale=mlp_scale), seed=0)
 
@@ -158,8 +159,8 @@ def _sweep_input():
 
 def _last_layer_log10(mlp_scale):
     """log10 of the geometric mean relative residual after the last layer (floor 1e-17)."""
-    from ..residual import relative_residual
-    from ..stats import geometric_mean
+    from rankcollapse.residual import relative_residual
+    from rankcollapse.stats import geometric_mean
 
     with torch.no_grad():
         last = _sweep_model(mlp_scale)(_sweep_input()).last_hidden_state
@@ -200,7 +201,7 @@ register(
 
 def _lambda_ratio():
     """The measured lower bound on lambda (mean over layers) at MLP scale 2, over that at scale 1."""
-    from ..lipschitz import mlp_lipschitz
+    from rankcollapse.lipschitz import mlp_lipschitz
 
     X = _sweep_input()[:2]
     lower = [

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from .. import paths
+from rankcollapse import paths
+
 from . import Exercise, Question, Rubric, register
 
 
@@ -121,7 +122,7 @@ register(
 
 def _attention_layer(X, W_Q, W_K, W_V, W_O):
     """The library's layer (``rc.san.SAN``, one layer, no skip, no bias) on the given weights."""
-    from ..san import SAN, SANConfig
+    from rankcollapse.san import SAN, SANConfig
 
     H, d, dqk = W_Q.shape
     cfg = SANConfig(n_layers=1, n_heads=H, d_model=d, d_qk=dqk, d_v=W_V.shape[-1], dtype=X.dtype)

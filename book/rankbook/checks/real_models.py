@@ -2,7 +2,8 @@
 
 import torch
 
-from .. import residual
+from rankcollapse import residual
+
 from . import Exercise, Question, Rubric, register
 
 # ----------------------------------------------------------------------- attention along a path
@@ -128,7 +129,7 @@ register(
 
 def _uniform_and_sharp(length=3):
     """Median relative residual of products of ``length`` random attention matrices, near-uniform and sharp."""
-    from ..real import path_profile
+    from rankcollapse.real import path_profile
 
     logits = torch.randn(
         6, 1, 4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
@@ -172,7 +173,7 @@ register(
 
 
 def _minilm_longest_path():
-    from ..real import spec
+    from rankcollapse.real import spec
 
     return spec("all-MiniLM-L6-v2").config["num_hidden_layers"]
 

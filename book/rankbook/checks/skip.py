@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from .. import paths
+from rankcollapse import paths
+
 from . import Exercise, Question, Rubric, register
 
 
@@ -236,8 +237,8 @@ register(
 
 def _length0_relative_residual():
     """The relative residual of the length-0 term (nearest order of magnitude), as fig-skip-init (b) draws it."""
-    from ..paths import length_profile
-    from ..san import SAN, SANConfig
+    from rankcollapse.paths import length_profile
+    from rankcollapse.san import SAN, SANConfig
 
     X = torch.randn(12, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     net = SAN(SANConfig(n_layers=2, n_heads=2, d_model=16, skip=True), seed=0)

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from ..toy.model import standardise
+from rankcollapse.toy.model import standardise
+
 from . import Exercise, Question, Rubric, register
 
 # ------------------------------------------------------------------ one path's term
@@ -212,7 +213,7 @@ register(
 
 def _circuit_shares(T):
     """The share of the output's Frobenius norm that each circuit group carries (its sum's norm over the output's)."""
-    from ..paths import circuit_groups
+    from rankcollapse.paths import circuit_groups
 
     size = torch.linalg.vector_norm(T.sum(dim=0))
     return {k: float(torch.linalg.vector_norm(v) / size) for k, v in circuit_groups(T).items()}
@@ -284,8 +285,9 @@ register(
 def _sorting(n_layers=None):
     """The sorting task of the fast preset (vocab 10 in both presets), its data and its network at
     initialisation (seed 0), with ``n_layers`` layers if given."""
+    from rankcollapse.toy import ToyModel, ToyTask, task_data, toy_config
+
     from ..presets import PRESETS
-    from ..toy import ToyModel, ToyTask, task_data, toy_config
 
     shape = dict(PRESETS["toy_tasks"]["fast"]["tasks"]["sorting"])
     if n_layers is not None:
@@ -297,7 +299,7 @@ def _sorting(n_layers=None):
 
 def _residual_carrier():
     """Which lengths carry the most of the output's residual in a 12-layer sorting network at initialisation."""
-    from ..paths import length_profile
+    from rankcollapse.paths import length_profile
 
     data, init = _sorting(n_layers=12)
     share = length_profile(init.san, init.embed(data.X_eval[:8]))["residual_share"].mean(-1)
@@ -329,7 +331,7 @@ register(
 
 
 def _chance():
-    from ..toy import baselines
+    from rankcollapse.toy import baselines
 
     data, _ = _sorting()
     return baselines(data)["chance"]

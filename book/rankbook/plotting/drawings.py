@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
-from .._validate import check_axes, check_int, check_str
-from .style import _INK, PALETTE, WIDTH, integer_ticks
+from rankcollapse._validate import check_axes, check_int, check_str
+
+from .style import INK, PALETTE, WIDTH, integer_ticks
 
 __all__ = ["path_diagram", "length_distributions", "curve_with_band"]
 
@@ -46,7 +47,7 @@ def path_diagram(
             ax.plot(
                 [xs[l], xs[l] + 1.0, xs[l + 1]],
                 [0, ys[c], 0],
-                color=_INK,
+                color=INK,
                 alpha=0.18,
                 lw=1.0,
                 ls="--" if c is None else "-",
@@ -63,13 +64,13 @@ def path_diagram(
                 color="#333333",
                 fontsize=9.5,
                 bbox=dict(
-                    boxstyle="round,pad=0.3", fc="#e8f0f7", ec=_INK, ls="--" if c is None else "-"
+                    boxstyle="round,pad=0.3", fc="#e8f0f7", ec=INK, ls="--" if c is None else "-"
                 ),
                 zorder=5,
             )
     for x, label in zip(xs, ["$X$"] + [f"$X_{{{l + 1}}}$" for l in range(L)]):
-        ax.plot([x], [0], "o", color=_INK, ms=6, zorder=3)
-        ax.text(x, -0.45, label, ha="center", va="top", color=_INK)
+        ax.plot([x], [0], "o", color=INK, ms=6, zorder=3)
+        ax.text(x, -0.45, label, ha="center", va="top", color=INK)
     for i, path in enumerate(highlight):
         if len(path) != L:
             raise ValueError(f"highlight path {path!r} must have one entry per layer ({L})")

@@ -1,6 +1,6 @@
 """The real transformers the book studies: their published configurations and where weights come from.
 
-No import of ``transformers`` here: the registry is plain data, read by :mod:`rankcollapse.presets`
+No import of ``transformers`` here: the registry is plain data, read by :mod:`rankbook.presets`
 (the shapes for counting paths) as well as by the loader.
 
 - ``bert-base-cased``, ``albert-base-v2``, ``xlnet-base-cased`` and ``gpt2`` (GPT-2 small): built
@@ -70,7 +70,7 @@ class ModelSpec:
     family: ``"bert"``, ``"albert"``, ``"xlnet"`` or ``"gpt2"``. config: the published
     configuration's values (transformers keyword arguments). source: ``"hub"`` or ``"package"``.
     reference: bibliography key. architecture, note: the shape's name and its source, for the
-    table of path counts (:data:`rankcollapse.presets.ARCHITECTURES`). framed: whether windows of
+    table of path counts (:data:`rankbook.presets.ARCHITECTURES`). framed: whether windows of
     text are framed by [CLS] ... [SEP] (encoders) or not (GPT-2).
     """
 
