@@ -6,7 +6,7 @@ own results and "Theorem 2.2" never names two results (``booktools.claims.paper_
 the boxes). A reference written with its text, ``{prf:ref}`the paper's Theorem 2.2
 <thm-collapse-single>```, reads as written. sphinx-proof renders a bare reference to an
 unnumbered box as its type alone ("Theorem "); this extension gives it the name
-``booktools.claims.PAPER_RESULTS`` lists for the box ("the paper's Theorem 2.2"), capitalised at the
+``booktools.results.PAPER_RESULTS`` lists for the box ("the paper's Theorem 2.2"), capitalised at the
 start of a sentence. Loaded by `_config.yml` (`sphinx: local_extensions`).
 """
 
@@ -34,7 +34,7 @@ def _starts_sentence(ref: nodes.reference) -> bool:
 
 def name_paper_references(app, doctree, docname) -> int:
     """Give every bare reference to an unnumbered box of the paper's results its name; returns how many."""
-    from booktools.claims import PAPER_RESULTS
+    from booktools.results import PAPER_RESULTS
 
     proofs = getattr(app.env, "proof_list", {})
     named = 0

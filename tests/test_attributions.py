@@ -1,8 +1,8 @@
 """Whose result is whose: no page credits the paper with what the book derived (issue 13).
 
-Every page of _toc.yml is read with ``claims``: a paragraph, list item or box that credits the
+Every page of _toc.yml is read with ``booktools.claims``: a paragraph, list item or box that credits the
 paper ("the paper's Theorem", "the paper states/shows/calls/proves", a reference to a box that
-states a paper's result) may not name one of the book's own results (``claims.BOOK_RESULTS``),
+states a paper's result) may not name one of the book's own results (``results.BOOK_RESULTS``),
 except inside a box titled as the book's; the note's phrases are never the paper's; and every
 theorem, lemma, proposition or definition box says in its title whose it is. The checker itself
 is tested on the defects the unfixed chapters had, so it cannot pass by checking nothing.
@@ -13,7 +13,7 @@ import re
 import pytest
 
 import rankbook as book
-from booktools import ROOT, claims
+from booktools import ROOT, claims, results
 from booktools.toc import toc_files
 
 PAGES = [ROOT / (f if f.endswith(".md") else f + ".md") for f in toc_files()]
@@ -41,7 +41,7 @@ def test_every_page_was_read():
     } <= kinds
 
 
-@pytest.mark.parametrize("result", claims.BOOK_RESULTS, ids=lambda r: r.name)
+@pytest.mark.parametrize("result", results.BOOK_RESULTS, ids=lambda r: r.name)
 def test_book_results_are_where_the_list_says(result):
     text = (ROOT / result.chapter).read_text()
     assert any(re.search(m, text, flags=re.IGNORECASE) for m in result.markers), (
@@ -63,14 +63,14 @@ def test_paper_result_labels_are_unnumbered_boxes_titled_as_the_papers():
     found = {}
     for page in PAGES:
         for u in claims.units(page.read_text()):
-            for label in claims.PAPER_RESULT_LABELS:
+            for label in results.PAPER_RESULT_LABELS:
                 if f":label: {label}\n" in u.text + "\n":
                     found[label] = u
-    assert set(found) == set(claims.PAPER_RESULT_LABELS), found
+    assert set(found) == set(results.PAPER_RESULT_LABELS), found
     for label, u in found.items():
         assert "the paper's" in u.title.lower(), (label, u.title)
         assert re.search(r"^:nonumber:\s*$", u.text, flags=re.MULTILINE), (label, "not :nonumber:")
-        assert claims.PAPER_RESULTS[label].startswith("the paper's"), label
+        assert results.PAPER_RESULTS[label].startswith("the paper's"), label
 
 
 def test_the_paper_results_numbers_name_one_result_each():
@@ -86,7 +86,7 @@ def test_the_paper_results_numbers_name_one_result_each():
     assert [u.title for u in numbered] == [
         "The collapse bound with a computable constant (this book)"
     ]
-    assert "Theorem 2.2" in claims.PAPER_RESULTS["thm-collapse-single"]
+    assert "Theorem 2.2" in results.PAPER_RESULTS["thm-collapse-single"]
 
 
 def test_a_numbered_box_of_the_papers_is_caught():
@@ -94,10 +94,10 @@ def test_a_numbered_box_of_the_papers_is_caught():
     assert claims.paper_box_problems(box)
     fixed = box.replace(":label: x\n", ":label: x\n:nonumber:\n")
     assert not claims.paper_box_problems(fixed)
-    book = box.replace(
+    own = box.replace(
         "(the paper's Theorem 2.2)", "(this book; the form of the paper's Theorem 2.2)"
     )
-    assert not claims.paper_box_problems(book)
+    assert not claims.paper_box_problems(own)
     mixed = box.replace(
         "(the paper's Theorem 2.2)", "(the paper's argument; this statement and proof: this book)"
     )
@@ -124,7 +124,7 @@ def test_the_library_writes_no_credit_to_the_paper_into_a_page():
 
 def test_a_bare_reference_to_a_papers_result_reads_by_name(tmp_path):
     """_ext/paperrefs.py: sphinx-proof renders a bare reference to an unnumbered box as 'Theorem ';
-    the book's extension gives it the name claims.PAPER_RESULTS lists, and leaves a reference
+    the book's extension gives it the name results.PAPER_RESULTS lists, and leaves a reference
     with its own text as written."""
     from sphinx.application import Sphinx
 

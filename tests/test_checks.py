@@ -221,9 +221,9 @@ def test_in_the_book_build_a_pass_says_it_checked_the_reference_solution(monkeyp
 
 def _in_float32(fn):
     """``fn`` run on its inputs cast to float32: what a reader who computes in float32 returns."""
-    from rankbook.checks import _to_float32
+    from rankbook.checks.tolerance import to_float32
 
-    return lambda *case: fn(*_to_float32(case))
+    return lambda *case: fn(*to_float32(case))
 
 
 TENSOR_EXERCISES = [

@@ -36,7 +36,7 @@ def test_step3_bounds_hold_on_the_random_instances_the_check_draws():
     import math
 
     import rankbook as book
-    from rankbook.checks.collapse import step3_instances, step3_measure
+    from rankbook.checks.collapse_step3 import step3_instances, step3_measure
 
     ex = book.checks.EXERCISES["collapse.step3_bounds"]
     instances = step3_instances()

@@ -3,9 +3,10 @@
 A chapter imports it beside the library (``import rankbook as book``) and writes
 ``run = book.start("<chapter>", mode, seed)``, ``book.glue(name, value, fmt)``,
 ``book.glue_figure(name, fig)`` and ``book.Table(header, rows)`` (the page helpers of
-:mod:`.page`, re-exported here). Its modules, loaded on first use:
+:mod:`.page` and :mod:`.tables`, re-exported here). Its modules, loaded on first use:
 
-- :mod:`.page`: a chapter's start, glued numbers and figures, tables;
+- :mod:`.page`: a chapter's start, glued numbers, figures and tables;
+- :mod:`.tables`: tables rendered for the page, notebooks and plain text;
 - :mod:`.evidence`: a chapter's qualitative claims with the condition that makes each true;
 - :mod:`.presets`: the sizes of every chapter in ``fast`` and ``full`` mode (``book.presets.get``);
 - :mod:`.checks`: the exercises and their checks (``book.checks.check``);
@@ -21,10 +22,12 @@ import importlib
 
 from .page import *  # noqa: F403
 from .page import __all__ as _page_all
+from .tables import *  # noqa: F403
+from .tables import __all__ as _tables_all
 
-_MODULES = ("page", "evidence", "presets", "checks", "plotting", "explorer")
+_MODULES = ("page", "tables", "evidence", "presets", "checks", "plotting", "explorer")
 
-__all__ = [*_MODULES, *_page_all]
+__all__ = [*_MODULES, *_page_all, *_tables_all]
 
 
 def __getattr__(name):
