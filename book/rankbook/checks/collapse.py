@@ -6,7 +6,8 @@ import torch
 
 from rankcollapse.residual import composite_norm, norm_1, norm_inf, res
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _cascade(c, r0, L):

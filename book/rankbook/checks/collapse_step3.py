@@ -8,7 +8,7 @@ import torch
 
 from rankcollapse.residual import norm_1, norm_inf
 
-from . import Exercise, register
+from .registry import Exercise, register
 
 # Delta = P - 1 p-bar^T: the reader's bounds are compared with the chapter's on (eps, ||P||_1)
 # drawn from random attention

@@ -7,7 +7,8 @@ import torch
 from rankcollapse import layernorm as ln
 from rankcollapse.san import LN_EPS
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _ln_cases():

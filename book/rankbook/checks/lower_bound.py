@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _construction_layer(X, q, w):

@@ -6,7 +6,8 @@ import torch
 
 from rankcollapse import paths
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _count_cases():

@@ -4,7 +4,8 @@ import torch
 
 from rankcollapse import residual
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 # ----------------------------------------------------------------------- attention along a path
 

@@ -6,7 +6,8 @@ import torch
 
 from rankcollapse.toy.model import standardise
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 # ------------------------------------------------------------------ one path's term
 
