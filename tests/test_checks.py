@@ -64,8 +64,8 @@ def test_every_chapter_has_its_exercises():
 
 
 def test_a_prediction_is_checked_before_its_measurement():
-    """A predict Question's check cell comes right after its exercise, before the cell that measures:
-    the reader records the prediction first."""
+    """A predict Question's check cell comes right after its exercise, before the cell that
+    measures: the reader records the prediction first."""
     from booktools.toc import toc_notebooks
 
     for path in toc_notebooks():
@@ -102,9 +102,10 @@ def test_explain_questions_have_a_model_answer():
 
 
 def exercise_kinds(path):
-    """``{label: (title, kind, difficulty, importance, minutes)}`` of a chapter's exercises, read from its source:
-    the kind is that of the check after the exercise (a function: implement; a Question: its kind),
-    or explain for an **Explain: ...** question, prove for a **Prove: ...** one."""
+    """``{label: (title, kind, difficulty, importance, minutes)}`` of a chapter's exercises, read
+    from its source: the kind is that of the check after the exercise (a function: implement; a
+    Question: its kind), or explain for an **Explain: ...** question, prove for a **Prove: ...**
+    one."""
     text = path.read_text()
     out = {}
     for label, statement in exercise_blocks(text):
@@ -201,7 +202,8 @@ def test_check_prints_verdict(capsys):
 
 
 def test_in_the_book_build_a_pass_says_it_checked_the_reference_solution(monkeypatch, capsys):
-    """The book runs each check on the solution it prints: the page must not show a reader's pass."""
+    """The book runs each check on the solution it prints: the page must not show a reader's
+    pass."""
     monkeypatch.delenv(book.checks.BOOK_BUILD_ENV, raising=False)
     assert "correct" in repr(book.checks.check("paths.count", rc.paths.path_count, quiet=True))
     monkeypatch.setenv(book.checks.BOOK_BUILD_ENV, "1")
@@ -343,11 +345,14 @@ def test_every_theory_chapter_has_a_proof_with_a_model_proof_and_a_rubric():
                 f"{label}: the model proof is missing"
             )
             rubric = book.checks.RUBRICS.get(label)
-            assert rubric is not None, f"{label}: register its Rubric in rankbook/checks/{stem}.py"
+            assert rubric is not None, (
+                f"{label}: register its Rubric in rankbook/checks/ (its chapter's module)"
+            )
             assert len(rubric.criteria) >= 3 and rubric.wrong_turns, (
                 f"{label}: points per step and wrong turns"
             )
-            # no check follows a proof: it is graded by hand, not taken for the next check's exercise
+            # no check follows a proof: it is graded by hand, not taken for the next check's
+            # exercise
             following = text[start:]
             nxt = following.find("{exercise-start}")
             assert "book.checks.check(" not in (following[:nxt] if nxt >= 0 else following), label

@@ -158,7 +158,8 @@ def test_the_science_library_returns_numbers_not_page_sentences(path):
 
 
 def test_the_sentence_scan_finds_a_builder(tmp_path):
-    """The scan can fail: a glue method, or an import of the page layer, is caught; numbers are not."""
+    """The scan can fail: a glue method, or an import of the page layer, is caught; numbers are
+    not."""
     probe = tmp_path / "probe.py"
     cases = {
         "class S:\n    def glue(self):\n        return {}\n": True,

@@ -1,4 +1,5 @@
-"""Declared claims: a sentence of a chapter's prose and the condition on the run's numbers that makes it true.
+"""Declared claims: a sentence of a chapter's prose and the condition on the run's numbers that
+makes it true.
 
 A qualitative statement about a result ("falls", "U-shaped", "agrees", "no single path carries
 the task") is only as good as the run behind it. A chapter therefore *declares* each such
@@ -80,7 +81,8 @@ def plain(value):
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     raise TypeError(
-        f"a claim's numbers must be numbers, strings, arrays or lists of them, got {type(value).__name__}"
+        "a claim's numbers must be numbers, strings, arrays or lists of them, got "
+        f"{type(value).__name__}"
     )
 
 
@@ -97,14 +99,16 @@ def _truth(value) -> bool:
     if isinstance(value, np.ndarray):
         if value.size != 1 or value.dtype != np.bool_:
             raise TypeError(
-                f"holds must be one truth value, got an array of shape {value.shape} and dtype {value.dtype}"
+                f"holds must be one truth value, got an array of shape {value.shape} and dtype "
+                f"{value.dtype}"
                 " (use .all() or .any() to say which)"
             )
         value = value.item()
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise TypeError(
-        f"holds must be True or False (the condition computed from the run), got {type(value).__name__} {value!r}"
+        "holds must be True or False (the condition computed from the run), got "
+        f"{type(value).__name__} {value!r}"
     )
 
 
@@ -138,7 +142,8 @@ class Claim:
 
     @property
     def checked(self) -> bool:
-        """Whether this run checks the claim: always for ``scale="any"``, in full mode for ``"full"``."""
+        """Whether this run checks the claim: always for ``scale="any"``, in full mode for
+        ``"full"``."""
         return self.scale == "any" or self.mode == "full"
 
     def record(self) -> dict:
@@ -207,7 +212,8 @@ def declare(
         raise ValueError(f"claim {chapter}.{name} is declared twice in this run")
     if isinstance(section, bool) or not isinstance(section, (int, str)) or not str(section).strip():
         raise TypeError(
-            f"section must be the section's number (an int or a string such as '4.2'), got {section!r}"
+            "section must be the section's number (an int or a string such as '4.2'), got "
+            f"{section!r}"
         )
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")

@@ -1,4 +1,5 @@
-"""What a chapter's start and prose need: its run (mode, seed, sizes), seeding, figure style, glued numbers.
+"""What a chapter's start and prose need: its run (mode, seed, sizes), seeding, figure style, glued
+numbers.
 
 ``run = book.start("<chapter>", mode, seed)``, in the cell right after the chapter's
 ``parameters`` cell, is a chapter's one entry point: it checks ``mode`` and ``seed``, applies the
@@ -103,8 +104,8 @@ class ChapterRun(Run):
         scale: str = "any",
     ) -> Claim:
         """Declare a claim of the chapter's prose (:func:`rankbook.evidence.declare`): ``sentence``
-        as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in this
-        run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
+        as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in
+        this run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
 
         A false claim that this run checks raises :class:`rankbook.evidence.ClaimFailed`, naming
         it. The record is glued as ``claim.<name>`` (the status page's table of claims). A claim
@@ -144,7 +145,8 @@ class _FastNote:
         c = self.claim
         state = "holds" if c.holds else "does not hold"
         return (
-            f'Fast run: the claim "{c.sentence}" is checked at the paper\'s scale (full mode) only; '
+            f'Fast run: the claim "{c.sentence}" is checked at the paper\'s scale (full mode) '
+            "only; "
             f"in this small run it {state}."
         )
 
@@ -319,7 +321,8 @@ class FigureSVG:
 
 
 def glue_table(name: str, header, rows, align=None, display: bool = True) -> Table:
-    """Glue a table under ``name`` for a ``{glue:md}`` directive with ``:format: myst``, and show it.
+    """Glue a table under ``name`` for a ``{glue:md}`` directive with ``:format: myst``, and show
+    it.
 
     In the book the table is placed where the directive is (tag the cell ``remove-output`` or
     ``remove-cell`` so it is shown once); in a notebook the cell shows it (``display=True``).

@@ -82,7 +82,8 @@ def markdown_table(header, rows, align=None) -> str:
     for i, r in enumerate(rows):
         if len(r) != len(header):
             raise ValueError(
-                f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one cell per header"
+                f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one "
+                "cell per header"
             )
     align = align or "l" + "r" * (len(header) - 1)
     rule = {"l": ":--", "r": "--:", "c": ":-:"}

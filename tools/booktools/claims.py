@@ -17,9 +17,10 @@ flags the reading note's phrases credited to the paper, and attributions no sour
 the book supports. :func:`unsourced_boxes` returns every theorem, lemma, proposition,
 corollary or definition box whose title does not say whose it is; :func:`paper_box_problems`
 every box of the paper's results that the book's counter would number (the paper's results
-are unnumbered boxes, named as :data:`booktools.results.PAPER_RESULTS` says, so that "Theorem 2.1" names a result
-of the book and "the paper's Theorem 2.2" one of the paper); :func:`page_text_credits` every
-credit to the paper in text the library itself writes into a page (a legend, a widget's notes).
+are unnumbered boxes, named as :data:`booktools.results.PAPER_RESULTS` says, so that "Theorem 2.1"
+names a result of the book and "the paper's Theorem 2.2" one of the paper);
+:func:`page_text_credits` every credit to the paper in text the library itself writes into a page (a
+legend, a widget's notes).
 
 Pure Python (``re`` only): neither core nor upper layer, it reads text. Used by
 ``tests/test_attributions.py``; a chapter author can run it on a draft.
@@ -205,7 +206,8 @@ def misattributions(text: str) -> list[dict]:
 
 
 def unsourced_boxes(text: str) -> list[dict]:
-    """Every theorem/lemma/proposition/corollary/definition box whose title does not say whose it is."""
+    """Every theorem/lemma/proposition/corollary/definition box whose title does not say whose it
+    is."""
     check_str("text", text)
     return [
         {"line": u.line, "kind": u.kind, "title": u.title}
@@ -265,7 +267,8 @@ def check_file(path) -> list[str]:
     ]
     msgs += [
         f"{path.name}:{b['line']}: {b['kind']} box titled as the paper's but numbered by the book: "
-        f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as booktools.claims.PAPER_RESULTS "
+        f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as "
+        "booktools.claims.PAPER_RESULTS "
         f"names it)"
         for b in paper_box_problems(text)
     ]

@@ -152,7 +152,10 @@ BOOK_RESULTS: tuple[BookResult, ...] = (
         ),
         "chapters/lower_bound.md",
         "thm-skip-lower",
-        "with skips and value maps of row sums below 1/2, the residual falls at most like L^(-1/2); the rate is attained",
+        (
+            "with skips and value maps of row sums below 1/2, the residual falls at most like "
+            "L^(-1/2); the rate is attained"
+        ),
     ),
 )
 
@@ -175,7 +178,10 @@ PAPER_RESULT_LABELS = tuple(PAPER_RESULTS)
 
 #: What credits the paper with a statement.
 PAPER_ATTRIBUTION = (
-    r"\bthe paper's (theorems?|lemmas?|corollar(y|ies)|propositions?|sections?|results?|conclusion|words|bound)\b",
+    (
+        r"\bthe paper's "
+        r"(theorems?|lemmas?|corollar(y|ies)|propositions?|sections?|results?|conclusion|words|bound)\b"
+    ),
     r"\bthe paper (states|shows|calls|proves|derives|reads|writes|says)\b",
     r"\{prf:ref\}`([^`<]*<)?(" + "|".join(PAPER_RESULT_LABELS) + r")>?`",
 )
@@ -206,14 +212,19 @@ UNSUPPORTED_ATTRIBUTIONS = (
     ),
     (
         r"\bthe paper does not weigh\b",
-        "the reading note records that the paper names the price; whether it weighs it was not checked",
+        (
+            "the reading note records that the paper names the price; whether it weighs it was not "
+            "checked"
+        ),
     ),
     (
         r"\b(?:nor|neither) (?:does )?the paper (?:weighs?|frames?|sets?)\b"
         r"|\bthe paper (?:does not|doesn't|never|nowhere) (?:weighs?|frames?|sets?)\b"
         r"|\bthe paper (?:weighs|frames|sets) (?:it|this|that|the price|the trade)\b",
-        "how the paper weighs or frames the price against other accounts was not checked; the reading "
-        'note is the one that frames it ("pulls against ... neither frames it as a trade"): credit the note',
+        "how the paper weighs or frames the price against other accounts was not checked; the "
+        "reading "
+        'note is the one that frames it ("pulls against ... neither frames it as a trade"): '
+        "credit the note",
     ),
 )
 

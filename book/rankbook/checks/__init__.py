@@ -125,7 +125,8 @@ def _float32_verdict(ex: Exercise, case, got, want):
 
 
 def _known_mistake(ex: Exercise, case, got):
-    """The hint of the first known mistake whose answer on ``case`` is ``got`` (float64 tolerance), or ``None``."""
+    """The hint of the first known mistake whose answer on ``case`` is ``got`` (float64 tolerance),
+    or ``None``."""
     for wrong, wrong_hint in ex.mistakes:
         try:
             if ex.same(got, wrong(*case)):
@@ -241,6 +242,8 @@ from . import limits as _limits  # noqa: E402,F401
 from . import lower_bound as _lower_bound  # noqa: E402,F401
 from . import mlp as _mlp  # noqa: E402,F401
 from . import paths as _paths  # noqa: E402,F401
+from . import paths_questions as _paths_questions  # noqa: E402,F401
 from . import real_models as _real_models  # noqa: E402,F401
 from . import skip as _skip  # noqa: E402,F401
 from . import toy_tasks as _toy_tasks  # noqa: E402,F401
+from . import toy_tasks_questions as _toy_tasks_questions  # noqa: E402,F401

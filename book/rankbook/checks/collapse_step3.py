@@ -37,12 +37,14 @@ def step3_measure(a: torch.Tensor, E: torch.Tensor) -> dict:
     column sum) and ``delta_inf``, ``delta_1`` (the two norms of Delta = P - 1 p-bar^T)."""
     if not (isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() > 0):
         raise ValueError(
-            f"a must be a non-empty 1-d tensor of logits, got {getattr(a, 'shape', type(a).__name__)}"
+            "a must be a non-empty 1-d tensor of logits, got "
+            f"{getattr(a, 'shape', type(a).__name__)}"
         )
     n = a.numel()
     if not (isinstance(E, torch.Tensor) and tuple(E.shape) == (n, n)):
         raise ValueError(
-            f"E must be an ({n}, {n}) tensor to match a, got {getattr(E, 'shape', type(E).__name__)}"
+            f"E must be an ({n}, {n}) tensor to match a, got "
+            f"{getattr(E, 'shape', type(E).__name__)}"
         )
     P = torch.softmax(a[None, :] + E, dim=1)
     delta = P - P.mean(dim=0, keepdim=True)
@@ -67,27 +69,38 @@ register(
         id="collapse.step3_bounds",
         reference=_step3_bounds,
         cases=_step3_cases,
-        hint="Row sums: 2 sinh(2 eps) (the s_j sum to one); column sums: the same times e^(2 eps) ||P||_1.",
+        hint=(
+            "Row sums: 2 sinh(2 eps) (the s_j sum to one); column sums: the same times e^(2 eps) "
+            "||P||_1."
+        ),
         mistakes=[
             (
                 _pair(lambda e, p: (2 * math.sinh(e), 2 * math.sinh(e) * math.exp(e) * p)),
-                "The normaliser sum_k s_k e^(E_ik) is not 1: it is an average of numbers in [e^-eps, e^eps], "
+                "The normaliser sum_k s_k e^(E_ik) is not 1: it is an average of numbers in "
+                "[e^-eps, e^eps], "
                 "so rho lies in [e^-2eps, e^2eps].",
             ),
             (
                 _pair(
                     lambda e, p: (math.exp(2 * e) - 1, (math.exp(2 * e) - 1) * math.exp(2 * e) * p)
                 ),
-                "rho_ij and the column mean of rho both lie in [e^-2eps, e^2eps]: they can differ by the "
+                "rho_ij and the column mean of rho both lie in [e^-2eps, e^2eps]: they can differ "
+                "by the "
                 "interval's whole length, e^2eps - e^-2eps = 2 sinh(2 eps).",
             ),
             (
                 _pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e))),
-                "A column repeats one s_j n times instead of summing the s_j: bound n s_j by e^(2 eps) ||P||_1.",
+                (
+                    "A column repeats one s_j n times instead of summing the s_j: bound n s_j by "
+                    "e^(2 eps) ||P||_1."
+                ),
             ),
             (
                 _pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e) * p)),
-                "n s_j <= e^(2 eps) ||P||_1, from P_kj >= s_j e^(-2 eps): the factor e^(2 eps) is missing.",
+                (
+                    "n s_j <= e^(2 eps) ||P||_1, from P_kj >= s_j e^(-2 eps): the factor e^(2 eps) "
+                    "is missing."
+                ),
             ),
         ],
     )

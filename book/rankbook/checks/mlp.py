@@ -34,19 +34,31 @@ register(
         id="mlp.weight_bound",
         reference=_relu_bound,
         cases=_weights_cases,
-        hint="Bound every entry of the Jacobian W1 D W2 (0 <= D <= I) by |W1||W2|, then take the composite norm of that bound.",
+        hint=(
+            "Bound every entry of the Jacobian W1 D W2 (0 <= D <= I) by |W1||W2|, then take the "
+            "composite norm of that bound."
+        ),
         mistakes=[
             (
                 lambda W1, W2: float(composite_norm(W1 @ W2)),
-                "W1 W2 is the Jacobian with every ReLU on; other patterns D give other Jacobians. Take absolute values before multiplying.",
+                (
+                    "W1 W2 is the Jacobian with every ReLU on; other patterns D give other "
+                    "Jacobians. Take absolute values before multiplying."
+                ),
             ),
             (
                 lambda W1, W2: float(composite_norm(W1) * composite_norm(W2)),
-                "The composite norm is not submultiplicative in the way you need here; bound the entries of the product |W1||W2| instead.",
+                (
+                    "The composite norm is not submultiplicative in the way you need here; bound "
+                    "the entries of the product |W1||W2| instead."
+                ),
             ),
             (
                 _no_sqrt,
-                "The composite norm is the square root of the product ||B||_1 ||B||_inf (the official code forgets it too).",
+                (
+                    "The composite norm is the square root of the product ||B||_1 ||B||_inf (the "
+                    "official code forgets it too)."
+                ),
             ),
         ],
     )
@@ -83,11 +95,17 @@ register(
         id="mlp.relative_gain",
         reference=_relative_gain,
         cases=_gain_cases,
-        hint="Divide the relative change of the output, ||Y' - Y|| / ||Y||, by the relative change of the input (Frobenius norms).",
+        hint=(
+            "Divide the relative change of the output, ||Y' - Y|| / ||Y||, by the relative change "
+            "of the input (Frobenius norms)."
+        ),
         mistakes=[
             (
                 lambda X, Xp, Y, Yp: _fro(Yp - Y) / _fro(Xp - X),
-                "That is the absolute gain, which any rescaling of the output changes; divide each change by the size of what changed.",
+                (
+                    "That is the absolute gain, which any rescaling of the output changes; divide "
+                    "each change by the size of what changed."
+                ),
             ),
             (
                 lambda X, Xp, Y, Yp: (_fro(Xp - X) / _fro(X)) / (_fro(Yp - Y) / _fro(Y)),
@@ -123,19 +141,31 @@ register(
         id="mlp.minibatch_variance",
         reference=_minibatch_variance,
         cases=_minibatch_cases,
-        hint="Estimate E||g_i - mean||^2 from the rows (N - 1 degrees of freedom), then average B independent draws: divide by B.",
+        hint=(
+            "Estimate E||g_i - mean||^2 from the rows (N - 1 degrees of freedom), then average B "
+            "independent draws: divide by B."
+        ),
         mistakes=[
             (
                 lambda G, B: float(((G - G.mean(0)) ** 2).sum() / (G.shape[0] - 1)),
-                "That is one example's variance; a mean over B independent examples has B times less.",
+                (
+                    "That is one example's variance; a mean over B independent examples has B "
+                    "times less."
+                ),
             ),
             (
                 lambda G, B: float(((G - G.mean(0)) ** 2).sum() / G.shape[0] / B),
-                "The mean was estimated from the same rows: divide by N - 1, not N, for an unbiased estimate.",
+                (
+                    "The mean was estimated from the same rows: divide by N - 1, not N, for an "
+                    "unbiased estimate."
+                ),
             ),
             (
                 lambda G, B: float((G**2).sum() / (G.shape[0] - 1) / B),
-                "Subtract the mean gradient first: the variance is the spread around it, not the second moment.",
+                (
+                    "Subtract the mean gradient first: the variance is the spread around it, not "
+                    "the second moment."
+                ),
             ),
         ],
     )
@@ -181,19 +211,24 @@ register(
         kind="predict",
         answer=_larger_mlp,
         choices=("faster", "slower", "no change"),
-        hint="What does scaling the MLP do to the size of the next attention layer's input, and what does that "
+        hint="What does scaling the MLP do to the size of the next attention layer's input, and "
+        "what does that "
         "do to the attention weights?",
         mistakes=[
             (
                 "faster",
-                "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next attention layer's "
-                "input grows, its logits (quadratic in it) grow, and sharper attention averages the tokens "
+                "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next "
+                "attention layer's "
+                "input grows, its logits (quadratic in it) grow, and sharper attention averages "
+                "the tokens "
                 "less.",
             ),
             (
                 "no change",
-                "By itself the MLP changes no relative residual (it is positively homogeneous), but it "
-                "changes the size of the next attention layer's input, and attention sharpens with it.",
+                "By itself the MLP changes no relative residual (it is positively homogeneous), "
+                "but it "
+                "changes the size of the next attention layer's input, and attention sharpens "
+                "with it.",
             ),
         ],
     )
@@ -201,7 +236,8 @@ register(
 
 
 def _lambda_ratio():
-    """The measured lower bound on lambda (mean over layers) at MLP scale 2, over that at scale 1."""
+    """The measured lower bound on lambda (mean over layers) at MLP scale 2, over that at scale
+    1."""
     from rankcollapse.lipschitz import mlp_lipschitz
 
     X = _sweep_input()[:2]
@@ -218,7 +254,10 @@ register(
         kind="read",
         answer=_lambda_ratio,
         rtol=0.1,
-        hint="Both weight matrices of the MLP are multiplied by s, and a ReLU commutes with a positive scale.",
+        hint=(
+            "Both weight matrices of the MLP are multiplied by s, and a ReLU commutes with a "
+            "positive scale."
+        ),
         mistakes=[
             (
                 2.0,
@@ -235,7 +274,8 @@ register(
         criteria=(
             (
                 1,
-                "ReLU's difference quotient lies in [0, 1] (case by case), so a token's difference is "
+                "ReLU's difference quotient lies in [0, 1] (case by case), so a token's "
+                "difference is "
                 "(x_i - y_i) W_1 D_i W_2; the biases cancel.",
             ),
             (
@@ -245,14 +285,17 @@ register(
             (1, "The row-sum bound with ||B||_inf."),
             (
                 2,
-                "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i bounded "
+                "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i "
+                "bounded "
                 "by the common B; then multiply and take the square root.",
             ),
         ),
         wrong_turns=(
-            "Bounding |A_i| by |W_1 W_2| (the product first, then absolute values): false when inactive "
+            "Bounding |A_i| by |W_1 W_2| (the product first, then absolute values): false when "
+            "inactive "
             "units would cancel; the second point is lost.",
-            "One matrix A for every token (the column bound then looks like a single linear map): the "
+            "One matrix A for every token (the column bound then looks like a single linear map): "
+            "the "
             "column criterion is worth at most 1 of its 2 points.",
             "Forgetting the biases, or claiming they change lambda: they cancel in the difference.",
         ),

@@ -28,7 +28,8 @@ class Question:
 
     ``choices``: the allowed answers of a multiple-choice question (strings or numbers), or
     ``None`` for a numeric answer compared with relative tolerance ``rtol``.
-    ``mistakes``: ``(wrong_value, hint)`` pairs; a reader's answer equal to a wrong value gets its hint.
+    ``mistakes``: ``(wrong_value, hint)`` pairs; a reader's answer equal to a wrong value gets its
+    hint.
     ``points``, ``same_role``, ``allow_reference``: for grading (see ``rankbook.checks``).
     """
 
@@ -79,7 +80,8 @@ class Question:
 
 
 def check_grading(ex) -> None:
-    """The grading fields of an ``Exercise`` or a ``Question``, checked (``same_role`` made a tuple)."""
+    """The grading fields of an ``Exercise`` or a ``Question``, checked (``same_role`` made a
+    tuple)."""
     points = ex.points
     if (
         isinstance(points, bool)

@@ -65,7 +65,8 @@ def has_float_tensor(x) -> bool:
 
 
 def close32(got, want, want32) -> bool:
-    """``got`` equals the float64 reference ``want`` to float32 precision (``want32``: the reference in float32)."""
+    """``got`` equals the float64 reference ``want`` to float32 precision (``want32``: the reference
+    in float32)."""
     if isinstance(want, dict):
         return (
             isinstance(got, dict)
@@ -96,7 +97,8 @@ def close32(got, want, want32) -> bool:
 
 
 def tail_lost(want, want32) -> bool:
-    """Does the reference computed in float32 miss what float64 shows (beyond float32's resolution)?"""
+    """Does the reference computed in float32 miss what float64 shows (beyond float32's
+    resolution)?"""
     if isinstance(want, dict):
         return any(tail_lost(want[k], want32[k]) for k in want)
     if isinstance(want, torch.Tensor):

@@ -69,7 +69,8 @@ LOG3 = math.log(3)  # the cube's slope in log(-log ratio) against depth
 
 
 def cubic_rate(ax, L, loglog, slope_ref=LOG3, label_ref=r"slope $\log 3$"):
-    """``log(-log ratio)`` against depth for several samples, with a reference line of slope ``log 3``.
+    """``log(-log ratio)`` against depth for several samples, with a reference line of slope ``log
+    3``.
 
     ``L``: depths ``(k,)``; ``loglog``: array ``(samples, k)`` (non-finite entries skipped). The
     reference line passes through the mean of the last finite column, so that the slopes compare.
@@ -95,7 +96,8 @@ def cubic_rate(ax, L, loglog, slope_ref=LOG3, label_ref=r"slope $\log 3$"):
 
 
 def power_law(ax, x, y, slope_ref=1.0, label_ref="slope 1"):
-    """``y`` against ``x`` on log-log axes, one line per sample, with a reference line of slope ``slope_ref``.
+    """``y`` against ``x`` on log-log axes, one line per sample, with a reference line of slope
+    ``slope_ref``.
 
     ``x``, ``y``: arrays ``(samples, k)`` of positive values. The reference line passes through
     the geometric mean of the samples' last points, so that the slopes compare.
@@ -157,9 +159,10 @@ VARIANT_STYLE = {  # variant -> (colour, line style, legend label), as the paper
 def ablation_panel(ax, curves, title=None, floor=1e-17, legend=False):
     """One panel of the paper's Figure 2: relative residual against layer for each variant.
 
-    ``curves``: ``{variant: array (samples, L + 1)}`` (from :func:`rankcollapse.real.measure.residual_curves`).
-    Each variant is drawn as its geometric mean with a ×/÷ one geometric std band on a log axis;
-    values below ``floor`` (exact zeros of a fully collapsed float64 matrix) are drawn at ``floor``.
+    ``curves``: ``{variant: array (samples, L + 1)}`` (from
+    :func:`rankcollapse.real.measure.residual_curves`). Each variant is drawn as its geometric mean
+    with a ×/÷ one geometric std band on a log axis; values below ``floor`` (exact zeros of a fully
+    collapsed float64 matrix) are drawn at ``floor``.
     """
     check_axes("ax", ax)
     for variant in ("san", "san+mlp", "san+skip", "full"):

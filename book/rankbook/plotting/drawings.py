@@ -29,7 +29,8 @@ def path_diagram(
     highlight=((None, None, None), (0, None, None), (None, 0, 1), (1, 1, 0)),
     ax=None,
 ):
-    """Draw the paths through ``L`` layers of ``H`` heads with skip connections (the paper's Figure 1).
+    """Draw the paths through ``L`` layers of ``H`` heads with skip connections (the paper's Figure
+    1).
 
     Each layer is a column of ``H`` head nodes and one skip node (drawn as a dashed bypass).
     ``highlight``: paths (tuples with a head index or ``None`` per layer) drawn in colour, with
@@ -173,10 +174,10 @@ def mlp_tradeoff(
     """Both sides of the MLP trade-off against the MLP's Lipschitz constant, in three panels.
 
     ``lam``: ``(K,)`` one value per model. ``residual``: ``(samples, K)`` relative residual at some
-    layer (the collapse side; ``residual_label`` names it). ``sensitivity``: ``(samples, K)`` relative perturbation gains (all
-    directions pooled). ``grad_variance``: ``(K,)`` or dict ``label -> (K,)`` gradient variances.
-    Log axes throughout; bands are ±1 std in log space. The three panels share the x axis, named
-    once below them (``lam_label``). Returns the three axes.
+    layer (the collapse side; ``residual_label`` names it). ``sensitivity``: ``(samples, K)``
+    relative perturbation gains (all directions pooled). ``grad_variance``: ``(K,)`` or dict ``label
+    -> (K,)`` gradient variances. Log axes throughout; bands are ±1 std in log space. The three
+    panels share the x axis, named once below them (``lam_label``). Returns the three axes.
     """
     K = len(lam)
     variances = grad_variance.values() if isinstance(grad_variance, dict) else [grad_variance]

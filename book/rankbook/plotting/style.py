@@ -15,7 +15,8 @@ from rankcollapse._validate import check_figure as _check_fig
 
 __all__ = ["use_book_style", "use_svg_output", "PALETTE", "INK"]
 
-# colour-blind safe (Okabe–Ito); at most five or six curves share a panel (more: label them directly)
+# colour-blind safe (Okabe–Ito); at most five or six curves share a panel (more: label them
+# directly)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 INK = "#6b6b6b"  # text and reference lines: readable on white and on the dark theme's background
 
@@ -201,7 +202,8 @@ def check_figure(fig, **kw) -> None:
 
 
 def integer_ticks(ax, axis: str = "x"):
-    """Whole-number ticks only on ``axis`` (``"x"``, ``"y"`` or ``"both"``): layers, depths, ranks."""
+    """Whole-number ticks only on ``axis`` (``"x"``, ``"y"`` or ``"both"``): layers, depths,
+    ranks."""
     check_axes("ax", ax)
     check_choice("axis", axis, ("x", "y", "both"))
     from matplotlib.ticker import MaxNLocator
@@ -239,8 +241,8 @@ __all__ += [
 
 
 def spread_indices(count: int, most: int = 5) -> list[int]:
-    """At most ``most`` indices into ``count`` ordered items, evenly spread, first and last included:
-    which curves of a sweep to draw so that a panel keeps five or six lines."""
+    """At most ``most`` indices into ``count`` ordered items, evenly spread, first and last
+    included: which curves of a sweep to draw so that a panel keeps five or six lines."""
     count, most = int(count), int(most)
     if count < 1 or most < 1:
         raise ValueError(f"count and most must be at least 1, got {count} and {most}")

@@ -1,6 +1,7 @@
 """Drawings of the chapter "Which paths do trained networks use?" (each on an ``Axes`` it is given).
 
-They compute nothing beyond averages over seeds: every value comes from :func:`rankcollapse.toy.evaluate_paths`,
+They compute nothing beyond averages over seeds: every value comes from
+:func:`rankcollapse.toy.evaluate_paths`,
 ``rc.paths.length_profile``, :func:`rankcollapse.toy.rollout`, or (chapter "What the theorem
 does not say") :func:`rankcollapse.toy.dynamics.dynamics_study` and
 :func:`rankcollapse.toy.landscape.landscape_study`. They follow the book's page

@@ -1,4 +1,5 @@
-"""Run sizes of every chapter: a ``fast`` mode (CI, papermill) and a ``full`` mode (the paper's scale).
+"""Run sizes of every chapter: a ``fast`` mode (CI, papermill) and a ``full`` mode (the paper's
+scale).
 
 A chapter's ``parameters`` cell holds ``mode`` and ``seed``; the next cell starts the chapter,
 which asks this module for its sizes::
@@ -123,7 +124,8 @@ class Draws:
         return shape
 
     def normal(self, *shape: int, dtype=torch.float64) -> torch.Tensor:
-        """Standard normal entries, a tensor of ``shape`` (float64 unless ``dtype`` says otherwise)."""
+        """Standard normal entries, a tensor of ``shape`` (float64 unless ``dtype`` says
+        otherwise)."""
         return torch.randn(
             self._shape(shape), dtype=check_dtype("dtype", dtype), generator=self.generator
         )
@@ -155,7 +157,8 @@ class Run:
         )
         if hidden:
             raise ValueError(
-                f"preset {chapter!r}: sizes {hidden} would be hidden by Run's own attributes; rename them"
+                f"preset {chapter!r}: sizes {hidden} would be hidden by Run's own attributes; "
+                "rename them"
             )
         self.chapter, self.mode, self.seed = chapter, mode, seed
         self._sizes = dict(sizes)

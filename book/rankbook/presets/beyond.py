@@ -68,9 +68,11 @@ SIZES: dict[str, dict[str, dict]] = {
             cond_rescale_seq=1,
             cond_entropy_seq=1,
             # sorting trained with and without skips (dyn_task: ToyTask fields), weights kept at
-            # dyn_checkpoints epochs, tokens measured on dyn_probe held-out sequences, from dyn_seeds
+            # dyn_checkpoints epochs, tokens measured on dyn_probe held-out sequences, from
+            # dyn_seeds
             # seeds (seed, seed + 1, ...; section 2 shows the first); loss slices along
-            # slice_directions filter-normalised directions at slice_points steps in [-1, 1], on slice_n
+            # slice_directions filter-normalised directions at slice_points steps in [-1, 1], on
+            # slice_n
             # training sequences, summarised at +-slice_radius
             dyn_task=dict(
                 n_layers=4,
@@ -143,7 +145,8 @@ SIZES: dict[str, dict[str, dict]] = {
             mask_H=2,
             mask_samples=2,
             mask_window=2,
-            # LayerNorm's equilibria (section 2): cube ranks, width, depth, attention sharpness, start noise
+            # LayerNorm's equilibria (section 2): cube ranks, width, depth, attention sharpness,
+            # start noise
             ln_ranks=(3, 4, 5, 6),
             ln_d=8,
             ln_L=60,
