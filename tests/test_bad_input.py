@@ -1893,22 +1893,22 @@ ROWS += [
     ),
     (
         "power_law no axes",
-        lambda: book.plotting.drawings.power_law(None, [[1, 2]], [[1, 2]]),
+        lambda: book.plotting.depth.power_law(None, [[1, 2]], [[1, 2]]),
         Raises(TypeError, "ax"),
     ),
     (
         "power_law zero y",
-        lambda: book.plotting.drawings.power_law(_fig()[1], [[1, 2]], [[0, 2]]),
+        lambda: book.plotting.depth.power_law(_fig()[1], [[1, 2]], [[0, 2]]),
         Raises(ValueError, "positive"),
     ),
     (
         "attention_maps no axes",
-        lambda: book.plotting.drawings.attention_maps([None], [np.eye(2)], ["a"]),
+        lambda: book.plotting.depth.attention_maps([None], [np.eye(2)], ["a"]),
         Raises(TypeError, "axes[0]"),
     ),
     (
         "attention_maps fewer titles",
-        lambda: book.plotting.drawings.attention_maps([_fig()[1]], [np.eye(2)], []),
+        lambda: book.plotting.depth.attention_maps([_fig()[1]], [np.eye(2)], []),
         Raises(ValueError, "title"),
     ),
     ("code_version no path", lambda: rc.toy.code_version(), Raises(ValueError, "path")),
@@ -1919,12 +1919,12 @@ ROWS += [
     ),
     (
         "ablation_panel no axes",
-        lambda: book.plotting.drawings.ablation_panel(None, {}),
+        lambda: book.plotting.depth.ablation_panel(None, {}),
         Raises(TypeError, "ax"),
     ),
     (
         "cubic_rate no axes",
-        lambda: book.plotting.drawings.cubic_rate(None, [1, 2], [1, 2]),
+        lambda: book.plotting.depth.cubic_rate(None, [1, 2], [1, 2]),
         Raises(TypeError, "ax"),
     ),
     (
@@ -1959,7 +1959,7 @@ ROWS += [
     ),
     (
         "residual_vs_depth no axes",
-        lambda: book.plotting.drawings.residual_vs_depth(None, {}),
+        lambda: book.plotting.depth.residual_vs_depth(None, {}),
         Raises(TypeError, "ax"),
     ),
     (

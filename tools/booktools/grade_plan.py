@@ -69,7 +69,7 @@ _EXERCISE = re.compile(
     r"^(`{3,}|:{3,})\{exercise-start\}\n:label: (\S+)\n\1\n\n\*\*([^*]+)\*\*(.*?)^\1\{exercise-end\}",
     re.M | re.S,
 )
-_CHECK_CALL = re.compile(r"""rc\.checks\.check\(["']([^"']+)["']""")
+_CHECK_CALL = re.compile(r"""book\.checks\.check\(["']([^"']+)["']""")
 _GOOD_ANSWER = re.compile(r"A good answer[^.]*\.", re.S)
 
 

@@ -9,9 +9,9 @@ starts), never by reading its source: a call reached through an alias, ``getattr
 
 Two sets meet:
 
-- *the reference's functions*: the functions of the library (``rankcollapse``, its checks
-  excepted) that the check's reference calls directly, on one of its own inputs, and whose
-  result is the reference's result (``paths.count``'s ``lambda L, H, l: paths.path_count(L, H,
+- *the reference's functions*: the functions of the library (``rankcollapse``, ``rankbook``:
+  its checks excepted) that the check's reference calls directly, on one of its own inputs, and
+  whose result is the reference's result (``paths.count``'s ``lambda L, H, l: paths.path_count(L, H,
   l)`` calls ``path_count``; ``collapse.beta``'s reference calls ``norm_1`` on a product it made,
   which is not the answer: not counted); for a ``Question``, those ``answer()`` calls directly
   whose result is the answer. Found by tracing the reference while the check runs it (its first
@@ -23,10 +23,10 @@ Two sets meet:
   ``booktools.grade_kernel``). A library function calling another is the library's business:
   only the calls that cross from outside into the library count.
 
-"Library code" is code whose file lies in the installed ``rankcollapse`` package, outside its
-``checks``; code posing as the library from another file does not count as the library.
-Deliberately hiding a call (computing the value once and typing it in, or loading the library's
-code under another file name) is not caught.
+"Library code" is code whose file lies in the installed ``rankcollapse`` or ``rankbook``
+package, outside ``rankbook.checks``; code posing as the library from another file does not count as
+the library. Deliberately hiding a call (computing the value once and typing it in, or loading the
+library's code under another file name) is not caught.
 """
 
 from __future__ import annotations
