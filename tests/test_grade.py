@@ -332,10 +332,10 @@ def _check_cells() -> dict[str, str]:
 
 
 def notebook(answers: dict, extra: dict | None = None, checks: dict | None = None) -> str:
-    """A MyST notebook: ``import rankcollapse``, then per exercise its answer, its check cell (the
+    """A MyST notebook: ``import rankcollapse`` and ``rankbook``, then per exercise its answer, its check cell (the
     chapter's, or ``checks[key]``; ``None`` drops it), ``extra[key]`` (code after the check)."""
     keys = dict(zip(STUB, IDS))
-    cells = ["import rankcollapse as rc"]
+    cells = ["import rankcollapse as rc\nimport rankbook as book"]
     original = _check_cells()
     for key, ex_id in keys.items():
         cells.append(answers.get(key, STUB[key]))
@@ -351,7 +351,7 @@ PATCH_EVERYTHING = """\
 import torch
 import rankbook.checks as C
 book.checks.check = lambda *a, **k: print("✔ correct")
-C._close = lambda *a, **k: True
+C.tolerance.close = lambda *a, **k: True
 C.EXERCISES["paths.count"].reference = lambda L, H, l: 0
 C.EXERCISES["paths.mean_length"].reference = lambda L, H: L / 2
 C.QUESTIONS["paths.predict_length"].answer = lambda: 0
@@ -359,7 +359,7 @@ torch.allclose = lambda *a, **k: True
 """
 HIDDEN_TAMPER = """\
 def path_count(L, H, length):
-    mod = __import__("rankcollapse." + "che" + "cks", fromlist=["x"])
+    mod = __import__("rankbook." + "che" + "cks", fromlist=["x"])
     getattr(mod, "EXER" + "CISES")["paths.count"].reference = lambda *a: 0
     return 0"""
 KEY = "used the reference"
@@ -410,7 +410,7 @@ CASES = {
         notebook(
             {
                 "count": "def path_count(L, H, length):\n"
-                "    mod = __import__('rankcollapse.' + 'che' + 'cks.paths', fromlist=['x'])\n"
+                "    mod = __import__('rankbook.' + 'che' + 'cks.paths', fromlist=['x'])\n"
                 "    getattr(mod, '_count_' + 'cases')()\n"
                 "    return __import__('math').comb(L, length) * H**length",
                 "read": "import rankbook.checks as c\n"
@@ -534,7 +534,8 @@ def test_what_the_reports_say(tampered_graded):
         in subs["checkscall.md"].outcomes["paths.count"][1]
     )
     assert (
-        "rankbook.checks.paths.<lambda>" in subs["checkscall.md"].outcomes["paths.read_diagram"][1]
+        "rankbook.checks.paths_questions.<lambda>"
+        in subs["checkscall.md"].outcomes["paths.read_diagram"][1]
     )
     assert (
         subs["notes/unrelated.md"].run == "unknown chapter"
@@ -670,27 +671,27 @@ def test_the_reference_functions_are_found_by_tracing_the_reference():
         return {"packed": pack_namespace(ns, name)}
 
     copy = packed("def f(L, H, l):\n    return rc.paths.path_count(L, H, l)", "f")
-    assert _verdict(rc, "paths.count", copy, {})["status"] == KEY
+    assert _verdict(book, "paths.count", copy, {})["status"] == KEY
     # collapse.beta's reference calls norm_1 on a product it made: calling norm_1 is allowed
     beta = packed(
         "def f(Q, K, V, O):\n    from rankcollapse.residual import norm_1, norm_inf\n"
         "    W = V @ O\n    return norm_1(Q @ K.T) * (norm_1(W) * norm_inf(W)) ** 0.5",
         "f",
     )
-    assert _verdict(rc, "collapse.beta", beta, {})["status"] == "correct"
+    assert _verdict(book, "collapse.beta", beta, {})["status"] == "correct"
     # a value answer: the calls its cells made (recorded in the kernel) against answer()'s
     value = {"value": 6}
     assert (
         _verdict(
-            rc, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
+            book, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
         )["status"]
         == KEY
     )
-    assert _verdict(rc, "paths.read_diagram", value, {"calls": []})["status"] == "correct"
+    assert _verdict(book, "paths.read_diagram", value, {"calls": []})["status"] == "correct"
     ex = book.checks.EXERCISES["paths.count"]
     ex.allow_reference = True
     try:
-        allowed = _verdict(rc, "paths.count", copy, {})
+        allowed = _verdict(book, "paths.count", copy, {})
         assert allowed["status"] == "correct" and "which this check allows" in allowed["message"]
     finally:
         ex.allow_reference = False
