@@ -34,6 +34,7 @@ import time
 
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 
@@ -69,7 +70,7 @@ def main():
         "quick": args.quick,
     }
 
-    sizes = dict(rc.presets.PRESETS["toy_tasks"][mode]["tasks"]["sorting"], epochs=args.epochs)
+    sizes = dict(book.presets.PRESETS["toy_tasks"][mode]["tasks"]["sorting"], epochs=args.epochs)
     task = rc.toy.ToyTask("sorting", **sizes)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["RANKCOLLAPSE_CACHE"] = tmp
@@ -99,7 +100,7 @@ def main():
         f"({rc.toy.official_steps('sorting'):,} steps)"
     )
 
-    hull_sizes = dict(rc.presets.PRESETS["toy_tasks"]["full"]["tasks"]["convex_hull"])
+    hull_sizes = dict(book.presets.PRESETS["toy_tasks"]["full"]["tasks"]["convex_hull"])
     if args.quick:  # 3 layers, 2 heads: 27 paths
         hull_sizes.update(n_layers=3, n_heads=2, d_model=8)
     hull = rc.toy.ToyTask("convex_hull", **hull_sizes)

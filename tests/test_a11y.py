@@ -12,7 +12,7 @@ from docutils.frontend import get_default_settings  # noqa: E402
 from docutils.parsers.rst import Parser  # noqa: E402
 from docutils.utils import new_document  # noqa: E402
 
-import rankcollapse as rc  # noqa: E402
+import rankbook as book  # noqa: E402
 from booktools.ext import a11y  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def _figure_svg(tmp_path):
     ax.plot([0, 1], [1, 0], label="falls")
     ax.set(xlabel="layer", title="a title")
     ax.legend()
-    shown = rc.book.FigureSVG.of(fig)
+    shown = book.FigureSVG.of(fig)
     plt.close(fig)
     path = tmp_path / "figure.svg"
     path.write_text(shown.svg)

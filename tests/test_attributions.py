@@ -1,8 +1,8 @@
 """Whose result is whose: no page credits the paper with what the book derived (issue 13).
 
-Every page of _toc.yml is read with ``rc.claims``: a paragraph, list item or box that credits the
+Every page of _toc.yml is read with ``booktools.claims``: a paragraph, list item or box that credits the
 paper ("the paper's Theorem", "the paper states/shows/calls/proves", a reference to a box that
-states a paper's result) may not name one of the book's own results (``rc.claims.BOOK_RESULTS``),
+states a paper's result) may not name one of the book's own results (``results.BOOK_RESULTS``),
 except inside a box titled as the book's; the note's phrases are never the paper's; and every
 theorem, lemma, proposition or definition box says in its title whose it is. The checker itself
 is tested on the defects the unfixed chapters had, so it cannot pass by checking nothing.
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-import rankcollapse as rc
-from booktools import ROOT
+import rankbook as book
+from booktools import ROOT, claims, results
 from booktools.toc import toc_files
 
 PAGES = [ROOT / (f if f.endswith(".md") else f + ".md") for f in toc_files()]
@@ -22,7 +22,7 @@ PAGES = [p for p in PAGES if p.exists()]
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_page_credits_every_result_to_its_source(page):
-    problems = rc.claims.check_file(page)
+    problems = claims.check_file(page)
     assert not problems, "\n".join(problems)
 
 
@@ -30,7 +30,7 @@ def test_every_page_was_read():
     names = {p.relative_to(ROOT).as_posix() for p in PAGES}
     assert {"intro.md", "notation.md", "status.md", "chapters/collapse.md"} <= names, names
     # a page with boxes yields box units: the reader does see them
-    kinds = {u.kind for u in rc.claims.units((ROOT / "chapters/collapse.md").read_text())}
+    kinds = {u.kind for u in claims.units((ROOT / "chapters/collapse.md").read_text())}
     assert {
         "prf:theorem",
         "prf:lemma",
@@ -41,7 +41,7 @@ def test_every_page_was_read():
     } <= kinds
 
 
-@pytest.mark.parametrize("result", rc.claims.BOOK_RESULTS, ids=lambda r: r.name)
+@pytest.mark.parametrize("result", results.BOOK_RESULTS, ids=lambda r: r.name)
 def test_book_results_are_where_the_list_says(result):
     text = (ROOT / result.chapter).read_text()
     assert any(re.search(m, text, flags=re.IGNORECASE) for m in result.markers), (
@@ -49,7 +49,7 @@ def test_book_results_are_where_the_list_says(result):
     )
     if result.label is None:
         return
-    boxes = [u for u in rc.claims.units(text) if f":label: {result.label}" in u.text]
+    boxes = [u for u in claims.units(text) if f":label: {result.label}" in u.text]
     assert len(boxes) == 1, f"{result.chapter} has no box labelled {result.label}"
     assert "(this book" in boxes[0].title, (
         f"{result.label} is the book's own result, so its box title must say '(this book)': "
@@ -62,15 +62,15 @@ def test_paper_result_labels_are_unnumbered_boxes_titled_as_the_papers():
     (so that the book's counter names only the book's results), framed as the paper's."""
     found = {}
     for page in PAGES:
-        for u in rc.claims.units(page.read_text()):
-            for label in rc.claims.PAPER_RESULT_LABELS:
+        for u in claims.units(page.read_text()):
+            for label in results.PAPER_RESULT_LABELS:
                 if f":label: {label}\n" in u.text + "\n":
                     found[label] = u
-    assert set(found) == set(rc.claims.PAPER_RESULT_LABELS), found
+    assert set(found) == set(results.PAPER_RESULT_LABELS), found
     for label, u in found.items():
         assert "the paper's" in u.title.lower(), (label, u.title)
         assert re.search(r"^:nonumber:\s*$", u.text, flags=re.MULTILINE), (label, "not :nonumber:")
-        assert rc.claims.PAPER_RESULTS[label].startswith("the paper's"), label
+        assert results.PAPER_RESULTS[label].startswith("the paper's"), label
 
 
 def test_the_paper_results_numbers_name_one_result_each():
@@ -80,53 +80,51 @@ def test_the_paper_results_numbers_name_one_result_each():
     text = (ROOT / "chapters/collapse.md").read_text()
     numbered = [
         u
-        for u in rc.claims.units(text)
+        for u in claims.units(text)
         if u.kind == "prf:theorem" and not re.search(r"^:nonumber:", u.text, flags=re.MULTILINE)
     ]
     assert [u.title for u in numbered] == [
         "The collapse bound with a computable constant (this book)"
     ]
-    assert "Theorem 2.2" in rc.claims.PAPER_RESULTS["thm-collapse-single"]
+    assert "Theorem 2.2" in results.PAPER_RESULTS["thm-collapse-single"]
 
 
 def test_a_numbered_box_of_the_papers_is_caught():
     box = "````{prf:theorem} Pure attention collapses (the paper's Theorem 2.2)\n:label: x\n\nbody\n````\n"
-    assert rc.claims.paper_box_problems(box)
+    assert claims.paper_box_problems(box)
     fixed = box.replace(":label: x\n", ":label: x\n:nonumber:\n")
-    assert not rc.claims.paper_box_problems(fixed)
-    book = box.replace(
+    assert not claims.paper_box_problems(fixed)
+    own = box.replace(
         "(the paper's Theorem 2.2)", "(this book; the form of the paper's Theorem 2.2)"
     )
-    assert not rc.claims.paper_box_problems(book)
+    assert not claims.paper_box_problems(own)
     mixed = box.replace(
         "(the paper's Theorem 2.2)", "(the paper's argument; this statement and proof: this book)"
     )
-    assert not rc.claims.paper_box_problems(
-        mixed
-    )  # the statement is the book's: the book numbers it
+    assert not claims.paper_box_problems(mixed)  # the statement is the book's: the book numbers it
     definition = box.replace("prf:theorem", "prf:definition")
-    assert not rc.claims.paper_box_problems(definition)  # definitions carry no paper number
+    assert not claims.paper_box_problems(definition)  # definitions carry no paper number
 
 
 def test_the_library_writes_no_credit_to_the_paper_into_a_page():
     """What the library writes into a page (the explorer's legend and notes) is read like the
     chapters: what it draws is the book's computation."""
-    grid = rc.explorer.skip_strength_grid(
+    grid = book.explorer.skip_strength_grid(
         L=2, scales=(1.0,), strengths=(0.0, 1.0), n=4, d=4, H=1, samples=1, seed=0
     )
-    html = rc.explorer.explorer_html(grid)
-    assert not rc.claims.page_text_credits(html)
-    for key, text in rc.explorer.TEXT.items():
-        assert not rc.claims.page_text_credits(text), (key, text)
-    assert "book" in rc.explorer.TEXT["bound"]  # the bound is labelled the book's
+    html = book.explorer.explorer_html(grid)
+    assert not claims.page_text_credits(html)
+    for key, text in book.explorer.TEXT.items():
+        assert not claims.page_text_credits(text), (key, text)
+    assert "book" in book.explorer.TEXT["bound"]  # the bound is labelled the book's
     # the labels the explorer wrote before issue 26 are caught
-    assert rc.claims.page_text_credits("bound (paper\u2019s Theorem 2.2)")
-    assert rc.claims.page_text_credits("Dashed: the bound of the paper's theorem (as stated)")
+    assert claims.page_text_credits("bound (paper\u2019s Theorem 2.2)")
+    assert claims.page_text_credits("Dashed: the bound of the paper's theorem (as stated)")
 
 
 def test_a_bare_reference_to_a_papers_result_reads_by_name(tmp_path):
-    """booktools.ext.paperrefs: sphinx-proof renders a bare reference to an unnumbered box as
-    'Theorem '; the book's extension gives it the name rc.claims.PAPER_RESULTS lists, and leaves a reference
+    """booktools.ext.paperrefs: sphinx-proof renders a bare reference to an unnumbered box as 'Theorem ';
+    the book's extension gives it the name results.PAPER_RESULTS lists, and leaves a reference
     with its own text as written."""
     from sphinx.application import Sphinx
 
@@ -220,7 +218,7 @@ The pure-attention theorem rests on a one-layer step with $a_0$. The MLP adds on
 
 @pytest.mark.parametrize("name", sorted(DEFECTS))
 def test_checker_catches_the_issues_defects(name):
-    assert rc.claims.misattributions(DEFECTS[name]), f"the checker missed: {name}"
+    assert claims.misattributions(DEFECTS[name]), f"the checker missed: {name}"
 
 
 @pytest.mark.parametrize(
@@ -229,9 +227,9 @@ def test_checker_catches_the_issues_defects(name):
 )
 def test_checker_catches_a_box_without_its_source(title):
     text = f"````{{prf:lemma}} {title}\n:label: x\n\nbody\n````\n"
-    assert rc.claims.unsourced_boxes(text)
+    assert claims.unsourced_boxes(text)
     fixed = text.replace(title, title + " (this book)")
-    assert not rc.claims.unsourced_boxes(fixed)
+    assert not claims.unsourced_boxes(fixed)
 
 
 def test_a_contrast_is_allowed_only_where_the_book_labels_it():
@@ -239,17 +237,17 @@ def test_a_contrast_is_allowed_only_where_the_book_labels_it():
         "{prf:ref}`thm-collapse-book` has the form of the paper's Theorems 2.2 and 2.3 and a "
         "$\\gamma$ of {prf:ref}`def-gamma`.\n"
     )
-    assert rc.claims.misattributions(para)  # in plain prose: flagged
+    assert claims.misattributions(para)  # in plain prose: flagged
     boxed = "```{admonition} This book's refinement\n:class: note\n\n" + para + "```\n"
-    assert not rc.claims.misattributions(boxed)
+    assert not claims.misattributions(boxed)
     other = "```{admonition} A remark\n:class: note\n\n" + para + "```\n"
-    assert rc.claims.misattributions(other)
+    assert claims.misattributions(other)
 
 
 def test_code_cells_are_not_prose():
     cell = "```{code-cell} ipython3\n# the paper's Theorem 2.2 with rc.theory.gamma\nx = 1\n```\n"
-    assert not rc.claims.units(cell)
-    assert not rc.claims.misattributions(cell)
+    assert not claims.units(cell)
+    assert not claims.misattributions(cell)
 
 
 def test_the_framing_credited_to_the_note_passes():
@@ -257,13 +255,13 @@ def test_the_framing_credited_to_the_note_passes():
         "The note records no measurement of that price. It does set the price against the account of "
         'section 5: the MLP remedy, the note says, "pulls against" that account. That framing is the note\'s.\n'
     )
-    assert not rc.claims.misattributions(text)
+    assert not claims.misattributions(text)
 
 
 def test_a_note_phrase_is_fine_when_the_note_is_credited():
     text = "\"Layer normalization cannot help\" is the reading note's summary of the paper's argument.\n"
-    assert not rc.claims.misattributions(text)
-    assert rc.claims.misattributions(
+    assert not claims.misattributions(text)
+    assert claims.misattributions(
         text.replace("the reading note's summary of", "the conclusion of").replace(
             "the paper's argument", "the paper's conclusion"
         )

@@ -26,7 +26,9 @@ import numpy as np
 import pytest
 import torch
 
+import rankbook as book
 import rankcollapse as rc
+from booktools import claims
 
 LIMIT_S = 10.0
 LIMIT_BYTES = 2 * 2**30
@@ -106,7 +108,7 @@ RC = rc.real.condition
 RCV = rc.real.convert
 LN = rc.layernorm
 S = rc.stats
-C = rc.checks
+C = book.checks
 SAN, SANConfig = rc.san.SAN, rc.san.SANConfig
 LG, LM = rc.later.gradients, rc.later.masks
 
@@ -1495,7 +1497,7 @@ _ATT = torch.full((2, 1, 2, 3, 3), 1 / 3, dtype=torch.float64)  # (L, b, H, n, n
 LB, LBS, EX, PH, LIP, OPS = (
     rc.lower_bound,
     rc.lower_bound_search,
-    rc.explorer,
+    book.explorer,
     rc.later.phases,
     rc.lipschitz,
     rc.ops,
@@ -1513,35 +1515,35 @@ GEN = torch.Generator().manual_seed(0)
 
 ROWS += [
     # ------------------------------------------------------------------ book
-    ("fmt_sci string", lambda: rc.book.fmt_sci("1e3"), Raises(TypeError, "x")),
+    ("fmt_sci string", lambda: book.fmt_sci("1e3"), Raises(TypeError, "x")),
     (
         "fmt_sci_log10 beyond float range",
-        lambda: rc.book.fmt_sci_log10(400.99),
+        lambda: book.fmt_sci_log10(400.99),
         Returns(lambda v: v == "9.8 × 10⁴⁰⁰", "9.8 × 10⁴⁰⁰"),
     ),
     (
         "fmt_sci_log10 1e300",
-        lambda: rc.book.fmt_sci_log10(1e300),
+        lambda: book.fmt_sci_log10(1e300),
         Returns(lambda v: "10" in v, "a power of ten, no overflow"),
     ),
-    ("glue name not a string", lambda: rc.book.glue(3, 1.0), Raises(ValueError, "name")),
-    ("glue_figure not a figure", lambda: rc.book.glue_figure("x", "fig"), Raises(TypeError, "fig")),
+    ("glue name not a string", lambda: book.glue(3, 1.0), Raises(ValueError, "name")),
+    ("glue_figure not a figure", lambda: book.glue_figure("x", "fig"), Raises(TypeError, "fig")),
     (
         "glue_table rows of wrong length",
-        lambda: rc.book.glue_table("t", ["a", "b"], [[1]], display=False),
+        lambda: book.glue_table("t", ["a", "b"], [[1]], display=False),
         Raises(ValueError, "row", "2 cells"),
     ),
     (
         "markdown_table rows of wrong length",
-        lambda: rc.book.markdown_table(["a", "b"], [[1, 2, 3]]),
+        lambda: book.markdown_table(["a", "b"], [[1, 2, 3]]),
         Raises(ValueError, "rows[0]", "header"),
     ),
     (
         "start seed 2**70",
-        lambda: rc.book.start("paths", "fast", HUGE_SEED),
+        lambda: book.start("paths", "fast", HUGE_SEED),
         Raises(ValueError, "seed"),
     ),
-    ("start mode bad", lambda: rc.book.start("paths", "medium", 0), Raises(ValueError, "mode")),
+    ("start mode bad", lambda: book.start("paths", "medium", 0), Raises(ValueError, "mode")),
     # ------------------------------------------------------------------ bound_study
     (
         "centre_study samples 0",
@@ -1624,38 +1626,38 @@ ROWS += [
     # ------------------------------------------------------------------ checks, claims, evidence
     (
         "register not an Exercise",
-        lambda: rc.checks.register("paths.count"),
+        lambda: book.checks.register("paths.count"),
         Raises(TypeError, "register", "Exercise"),
     ),
     (
         "claims.check_file missing",
-        lambda: rc.claims.check_file("/nonexistent/chapter.md"),
+        lambda: claims.check_file("/nonexistent/chapter.md"),
         Raises(FileNotFoundError, "chapter.md"),
     ),
     (
         "claims.misattributions bytes",
-        lambda: rc.claims.misattributions(b"text"),
+        lambda: claims.misattributions(b"text"),
         Raises(TypeError, "text"),
     ),
     (
         "claims.page_text_credits None",
-        lambda: rc.claims.page_text_credits(None),
+        lambda: claims.page_text_credits(None),
         Raises(TypeError, "text"),
     ),
     (
         "claims.paper_box_problems int",
-        lambda: rc.claims.paper_box_problems(3),
+        lambda: claims.paper_box_problems(3),
         Raises(TypeError, "text"),
     ),
-    ("claims.units list", lambda: rc.claims.units(["a"]), Raises(TypeError, "text")),
+    ("claims.units list", lambda: claims.units(["a"]), Raises(TypeError, "text")),
     (
         "claims.unsourced_boxes None",
-        lambda: rc.claims.unsourced_boxes(None),
+        lambda: claims.unsourced_boxes(None),
         Raises(TypeError, "text"),
     ),
     (
         "declare holds 'yes'",
-        lambda: rc.evidence.declare(
+        lambda: book.evidence.declare(
             "paths",
             "fast",
             0,
@@ -1668,7 +1670,7 @@ ROWS += [
         ),
         Raises(TypeError, "holds"),
     ),
-    ("plain a module", lambda: rc.evidence.plain(rc), Raises(TypeError, "numbers", "module")),
+    ("plain a module", lambda: book.evidence.plain(rc), Raises(TypeError, "numbers", "module")),
     # ------------------------------------------------------------------ explorer
     ("explorer_html not a grid", lambda: EX.explorer_html({}), Raises(ValueError, "grid")),
     ("show not a grid", lambda: EX.show("grid"), Raises(ValueError, "grid")),
@@ -1885,26 +1887,30 @@ ROWS += [
     ),
     ("weight_count not a config", lambda: OPS.weight_count({}), Raises(TypeError, "config")),
     # ------------------------------------------------------------------ plotting
-    ("alt_text not a figure", lambda: rc.plotting.alt.alt_text("fig"), Raises(TypeError, "fig")),
-    ("plain_text not a string", lambda: rc.plotting.alt.plain_text(3), Raises(TypeError, "label")),
+    ("alt_text not a figure", lambda: book.plotting.alt.alt_text("fig"), Raises(TypeError, "fig")),
+    (
+        "plain_text not a string",
+        lambda: book.plotting.alt.plain_text(3),
+        Raises(TypeError, "label"),
+    ),
     (
         "power_law no axes",
-        lambda: rc.plotting.drawings.power_law(None, [[1, 2]], [[1, 2]]),
+        lambda: book.plotting.depth.power_law(None, [[1, 2]], [[1, 2]]),
         Raises(TypeError, "ax"),
     ),
     (
         "power_law zero y",
-        lambda: rc.plotting.drawings.power_law(_fig()[1], [[1, 2]], [[0, 2]]),
+        lambda: book.plotting.depth.power_law(_fig()[1], [[1, 2]], [[0, 2]]),
         Raises(ValueError, "positive"),
     ),
     (
         "attention_maps no axes",
-        lambda: rc.plotting.drawings.attention_maps([None], [np.eye(2)], ["a"]),
+        lambda: book.plotting.depth.attention_maps([None], [np.eye(2)], ["a"]),
         Raises(TypeError, "axes[0]"),
     ),
     (
         "attention_maps fewer titles",
-        lambda: rc.plotting.drawings.attention_maps([_fig()[1]], [np.eye(2)], []),
+        lambda: book.plotting.depth.attention_maps([_fig()[1]], [np.eye(2)], []),
         Raises(ValueError, "title"),
     ),
     ("code_version no path", lambda: rc.toy.code_version(), Raises(ValueError, "path")),
@@ -1915,99 +1921,99 @@ ROWS += [
     ),
     (
         "ablation_panel no axes",
-        lambda: rc.plotting.drawings.ablation_panel(None, {}),
+        lambda: book.plotting.depth.ablation_panel(None, {}),
         Raises(TypeError, "ax"),
     ),
     (
         "cubic_rate no axes",
-        lambda: rc.plotting.drawings.cubic_rate(None, [1, 2], [1, 2]),
+        lambda: book.plotting.depth.cubic_rate(None, [1, 2], [1, 2]),
         Raises(TypeError, "ax"),
     ),
     (
         "curve_with_band no axes",
-        lambda: rc.plotting.drawings.curve_with_band(None, [1, 2], [[1, 2]]),
+        lambda: book.plotting.drawings.curve_with_band(None, [1, 2], [[1, 2]]),
         Raises(TypeError, "ax"),
     ),
     (
         "fit_title not a string",
-        lambda: rc.plotting.drawings.fit_title(_fig()[1], 3),
+        lambda: book.plotting.drawings.fit_title(_fig()[1], 3),
         Raises(TypeError, "title"),
     ),
     (
         "length_distributions no rows",
-        lambda: rc.plotting.drawings.length_distributions([]),
+        lambda: book.plotting.drawings.length_distributions([]),
         Raises(ValueError, "rows"),
     ),
     (
         "mlp_tradeoff lengths differ",
-        lambda: rc.plotting.drawings.mlp_tradeoff([1.0, 2.0], [1.0], [1.0], [1.0]),
+        lambda: book.plotting.drawings.mlp_tradeoff([1.0, 2.0], [1.0], [1.0], [1.0]),
         Raises(ValueError, "lam"),
     ),
     (
         "path_diagram L 0",
-        lambda: rc.plotting.drawings.path_diagram(0, 2, highlight=()),
+        lambda: book.plotting.drawings.path_diagram(0, 2, highlight=()),
         Raises(ValueError, "L"),
     ),
     (
         "rank_change_bars lengths differ",
-        lambda: rc.plotting.drawings.rank_change_bars([1, 2], [1]),
+        lambda: book.plotting.drawings.rank_change_bars([1, 2], [1]),
         Raises(ValueError, "after"),
     ),
     (
         "residual_vs_depth no axes",
-        lambda: rc.plotting.drawings.residual_vs_depth(None, {}),
+        lambda: book.plotting.depth.residual_vs_depth(None, {}),
         Raises(TypeError, "ax"),
     ),
     (
         "check_figure not a figure",
-        lambda: rc.plotting.style.check_figure("fig"),
+        lambda: book.plotting.style.check_figure("fig"),
         Raises(TypeError, "fig"),
     ),
     (
         "figure_problems not a figure",
-        lambda: rc.plotting.style.figure_problems(None),
+        lambda: book.plotting.style.figure_problems(None),
         Raises(TypeError, "fig"),
     ),
     (
         "fit_to_page column_inches 0",
-        lambda: rc.plotting.style.fit_to_page(_fig()[0], 0.0),
+        lambda: book.plotting.style.fit_to_page(_fig()[0], 0.0),
         Raises(ValueError, "column_inches"),
     ),
     (
         "integer_ticks axis bad",
-        lambda: rc.plotting.style.integer_ticks(_fig()[1], "z"),
+        lambda: book.plotting.style.integer_ticks(_fig()[1], "z"),
         Raises(ValueError, "axis"),
     ),
     (
         "sequential_colours 0",
-        lambda: rc.plotting.style.sequential_colours(0),
+        lambda: book.plotting.style.sequential_colours(0),
         Raises(ValueError, "count"),
     ),
     (
         "spread_indices most 0",
-        lambda: rc.plotting.style.spread_indices(3, 0),
+        lambda: book.plotting.style.spread_indices(3, 0),
         Raises(ValueError, "most"),
     ),
     (
         "svg_bytes not a figure",
-        lambda: rc.plotting.style.svg_bytes("fig"),
+        lambda: book.plotting.style.svg_bytes("fig"),
         Raises(TypeError, "fig"),
     ),
     # ------------------------------------------------------------------ presets
     (
         "presets.get unknown chapter",
-        lambda: rc.presets.get("nochapter", "fast"),
+        lambda: book.presets.get("nochapter", "fast"),
         Raises(ValueError, "chapter"),
     ),
     (
         "presets.get seed 2**32",
-        lambda: rc.presets.get("paths", "fast", 2**32),
+        lambda: book.presets.get("paths", "fast", 2**32),
         Raises(ValueError, "seed"),
     ),
-    ("resolve_mode bad", lambda: rc.presets.resolve_mode("medium"), Raises(ValueError, "mode")),
+    ("resolve_mode bad", lambda: book.presets.resolve_mode("medium"), Raises(ValueError, "mode")),
     (
         "Draws.normal 10**6 x 10**4 x 10**4",
-        lambda: rc.presets.get("paths", "fast").stream().normal(10**6, 10**4, 10**4),
+        lambda: book.presets.get("paths", "fast").stream().normal(10**6, 10**4, 10**4),
         Raises(ValueError, "shape", "GiB"),
     ),
     # ------------------------------------------------------------------ real
@@ -2278,38 +2284,42 @@ ROWS += [
     ),
     (
         "accuracy_by_length no axes",
-        lambda: rc.toy.figures.accuracy_by_length(None, None, 0.5),
+        lambda: book.plotting.toy.accuracy_by_length(None, None, 0.5),
         Raises(TypeError, "ax"),
     ),
     (
         "loss_slices no axes",
-        lambda: rc.toy.figures.loss_slices(None, None),
+        lambda: book.plotting.toy.loss_slices(None, None),
         Raises(TypeError, "ax"),
     ),
     (
         "merged_fraction no axes",
-        lambda: rc.toy.figures.merged_fraction(None, {}, {}),
+        lambda: book.plotting.toy.merged_fraction(None, {}, {}),
         Raises(TypeError, "ax"),
     ),
     (
         "per_path_residual no axes",
-        lambda: rc.toy.figures.per_path_residual(None, [None]),
+        lambda: book.plotting.toy.per_path_residual(None, [None]),
         Raises(TypeError, "ax"),
     ),
-    ("profile no axes", lambda: rc.toy.figures.profile(None, None, None), Raises(TypeError, "ax")),
+    (
+        "profile no axes",
+        lambda: book.plotting.toy.profile(None, None, None),
+        Raises(TypeError, "ax"),
+    ),
     (
         "single_paths no axes",
-        lambda: rc.toy.figures.single_paths(None, None),
+        lambda: book.plotting.toy.single_paths(None, None),
         Raises(TypeError, "ax"),
     ),
     (
         "training_dynamics no axes",
-        lambda: rc.toy.figures.training_dynamics(None, None),
+        lambda: book.plotting.toy.training_dynamics(None, None),
         Raises(TypeError, "axes"),
     ),
     (
         "trajectories no axes",
-        lambda: rc.toy.figures.trajectories(None, None),
+        lambda: book.plotting.toy.trajectories(None, None),
         Raises(TypeError, "ax"),
     ),
     (
@@ -2444,16 +2454,16 @@ ROWS += [
         lambda: S.log_slope([1.0, NANF], [1.0, 2.0]),
         Raises(ValueError, "x", "finite"),
     ),
-    ("fmt_sci digits -1", lambda: rc.book.fmt_sci(1.5, digits=-1), Raises(ValueError, "digits")),
-    ("fmt_sci digits 1.5", lambda: rc.book.fmt_sci(1.5, digits=1.5), Raises(TypeError, "digits")),
+    ("fmt_sci digits -1", lambda: book.fmt_sci(1.5, digits=-1), Raises(ValueError, "digits")),
+    ("fmt_sci digits 1.5", lambda: book.fmt_sci(1.5, digits=1.5), Raises(TypeError, "digits")),
     (
         "fmt_sci digits 10**9",
-        lambda: rc.book.fmt_sci(1.5, digits=10**9),
+        lambda: book.fmt_sci(1.5, digits=10**9),
         Raises(ValueError, "digits"),
     ),
     (
         "markdown_table empty header",
-        lambda: rc.book.markdown_table([], []),
+        lambda: book.markdown_table([], []),
         Raises(ValueError, "header"),
     ),
     (
@@ -2677,12 +2687,12 @@ ROWS += [
     ),
     (
         "fmt_sci_log10 a string",
-        lambda: rc.book.fmt_sci_log10("abc"),
+        lambda: book.fmt_sci_log10("abc"),
         Raises(TypeError, "log10_value"),
     ),
     (
         "fmt_sci rounding into 10^3",
-        lambda: rc.book.fmt_sci(999.96),
+        lambda: book.fmt_sci(999.96),
         Returns(lambda v: v == "1.0 × 10³", "1.0 × 10³, not 1e+03"),
     ),
     (

@@ -1,6 +1,6 @@
 import pytest
 
-import rankcollapse as rc
+import rankbook as book
 
 
 @pytest.mark.parametrize(
@@ -15,29 +15,26 @@ import rankcollapse as rc
     ],
 )
 def test_fmt_sci(x, text):
-    assert rc.book.fmt_sci(x) == text
+    assert book.fmt_sci(x) == text
 
 
 def test_fmt_sci_digits_and_markdown_table_header_are_checked():
-    assert (
-        rc.book.fmt_sci(3.2e-15, digits=1) == "3.2 × 10⁻¹⁵"
-        and rc.book.fmt_sci(0.5, digits=3) == "0.5"
-    )
+    assert book.fmt_sci(3.2e-15, digits=1) == "3.2 × 10⁻¹⁵" and book.fmt_sci(0.5, digits=3) == "0.5"
     # never e-notation in prose: where digits + 1 significant digits cannot show the value plainly
-    assert rc.book.fmt_sci(1234.5, digits=0) == "1 × 10³" and rc.book.fmt_sci(123.0) == "1.2 × 10²"
+    assert book.fmt_sci(1234.5, digits=0) == "1 × 10³" and book.fmt_sci(123.0) == "1.2 × 10²"
     assert (
-        rc.book.fmt_sci(999.96) == "1.0 × 10³" and rc.book.fmt_sci(9.996) == "10"
+        book.fmt_sci(999.96) == "1.0 × 10³" and book.fmt_sci(9.996) == "10"
     )  # rounding into the next decade
     for digits, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError)):
         with pytest.raises(error, match="digits"):
-            rc.book.fmt_sci(1.5, digits=digits)
-    assert rc.book.markdown_table(["a", "b"], [[1, 2]]) == "| a | b |\n|:--|--:|\n| 1 | 2 |"
+            book.fmt_sci(1.5, digits=digits)
+    assert book.markdown_table(["a", "b"], [[1, 2]]) == "| a | b |\n|:--|--:|\n| 1 | 2 |"
     with pytest.raises(ValueError, match="header"):
-        rc.book.markdown_table([], [])
+        book.markdown_table([], [])
 
 
 def test_formatted_shows_its_text():
-    f = rc.book.Formatted(0.123456, "0.12")
+    f = book.Formatted(0.123456, "0.12")
     assert repr(f) == "0.12" and f.value == 0.123456
 
 
@@ -52,13 +49,13 @@ def _draws():
 
 def test_start_seeds_every_generator_from_the_seed(monkeypatch):
     """The seed passed to start (the parameters cell's) seeds Python, numpy and torch."""
-    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
-    run = rc.book.start("paths", "fast", 5)
+    monkeypatch.delenv(book.presets.ENV_VAR, raising=False)
+    run = book.start("paths", "fast", 5)
     assert (run.chapter, run.mode, run.seed) == ("paths", "fast", 5)
     first = _draws()
-    rc.book.start("paths", "fast", 5)
+    book.start("paths", "fast", 5)
     assert _draws() == first
-    rc.book.start("paths", "fast", 6)
+    book.start("paths", "fast", 6)
     assert all(a != b for a, b in zip(_draws(), first))
 
 
@@ -66,23 +63,23 @@ def test_start_applies_the_mode_override_threads_and_style(monkeypatch, capsys):
     import matplotlib as mpl
     import torch
 
-    monkeypatch.setenv(rc.presets.ENV_VAR, "fast")
+    monkeypatch.setenv(book.presets.ENV_VAR, "fast")
     monkeypatch.setenv("RANKCOLLAPSE_THREADS", "1")
     before = torch.get_num_threads()
     mpl.rcParams["figure.figsize"] = (1.0, 1.0)
     try:
-        assert rc.book.start("skip", "full", 0).mode == "fast"
+        assert book.start("skip", "full", 0).mode == "fast"
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
     assert "overrides mode='full'" in capsys.readouterr().out
     assert tuple(mpl.rcParams["figure.figsize"]) == (
-        rc.plotting.WIDTH,
+        book.plotting.WIDTH,
         3.4,
-    )  # the book's style (rc.plotting)
+    )  # the book's style (book.plotting)
     monkeypatch.setenv("RANKCOLLAPSE_THREADS", "two")
     with pytest.raises(ValueError, match="RANKCOLLAPSE_THREADS must be a positive integer"):
-        rc.book.start("skip", "full", 0)
+        book.start("skip", "full", 0)
 
 
 @pytest.mark.parametrize(
@@ -99,10 +96,10 @@ def test_start_applies_the_mode_override_threads_and_style(monkeypatch, capsys):
 def test_start_refuses_a_bad_seed_before_seeding(seed, error, monkeypatch):
     import torch
 
-    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
+    monkeypatch.delenv(book.presets.ENV_VAR, raising=False)
     state = torch.random.get_rng_state()
     with pytest.raises(error, match="seed"):
-        rc.book.start("paths", "fast", seed)
+        book.start("paths", "fast", seed)
     assert torch.equal(torch.random.get_rng_state(), state)
 
 
@@ -112,24 +109,24 @@ def test_one_seed_range_for_presets_start_and_numpy(monkeypatch):
 
     from rankcollapse._validate import SEED_LIMIT, check_seed
 
-    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
+    monkeypatch.delenv(book.presets.ENV_VAR, raising=False)
     top = SEED_LIMIT - 1
     np.random.seed(top)
     assert (
-        rc.presets.get("paths", "fast", top).seed == top == rc.book.start("paths", "fast", top).seed
+        book.presets.get("paths", "fast", top).seed == top == book.start("paths", "fast", top).seed
     )
     with pytest.raises(ValueError):
         np.random.seed(SEED_LIMIT)
     for call in (
         lambda: check_seed("seed", SEED_LIMIT),
-        lambda: rc.presets.get("paths", "fast", SEED_LIMIT),
+        lambda: book.presets.get("paths", "fast", SEED_LIMIT),
     ):
         with pytest.raises(ValueError, match=r"seed must be <= 4294967295"):
             call()
     with pytest.raises(ValueError, match="mode"):
-        rc.book.start("paths", "medium", 0)
+        book.start("paths", "medium", 0)
     with pytest.raises(ValueError, match="chapter"):
-        rc.book.start("no-such-chapter", "fast", 0)
+        book.start("no-such-chapter", "fast", 0)
 
 
 def test_glue_formats_and_hands_the_value_to_myst_nb(monkeypatch):
@@ -139,11 +136,11 @@ def test_glue_formats_and_hands_the_value_to_myst_nb(monkeypatch):
     monkeypatch.setattr(
         myst_nb, "glue", lambda name, value, display: seen.append((name, repr(value), display))
     )
-    rc.book.glue("a", 3.2e-15, "sci")
-    rc.book.glue("b", 0.123456, "{:.2f}", display=True)
+    book.glue("a", 3.2e-15, "sci")
+    book.glue("b", 0.123456, "{:.2f}", display=True)
     assert seen == [("a", "3.2 × 10⁻¹⁵", False), ("b", "0.12", True)]
     with pytest.raises(ValueError, match="name"):
-        rc.book.glue("", 1.0)
+        book.glue("", 1.0)
 
 
 def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
@@ -161,14 +158,14 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
     )  # `from myst_nb import ...` raises ImportError
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
-    rc.book.glue("quiet", 1.5, "{:.1f}")
+    book.glue("quiet", 1.5, "{:.1f}")
     assert shown == []
-    rc.book.glue("loud", 1.5, "{:.1f}", display=True)
+    book.glue("loud", 1.5, "{:.1f}", display=True)
     assert [repr(x) for x in shown] == ["1.5"]
     fig, _ = plt.subplots()
-    rc.book.glue_figure("fig", fig)
+    book.glue_figure("fig", fig)
     # the figure as the book shows it: its SVG, with its alt text (what a text-only front end shows)
-    assert isinstance(shown[-1], rc.book.FigureSVG) and not plt.fignum_exists(fig.number)
+    assert isinstance(shown[-1], book.FigureSVG) and not plt.fignum_exists(fig.number)
     assert shown[-1].svg.lstrip().startswith("<?xml") and repr(shown[-1]) == shown[-1].alt
     assert shown[-1].alt.startswith("A chart: x axis, from 0 to 1")
 
@@ -184,14 +181,14 @@ def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
     ],
 )
 def test_fmt_sci_log10_says_when_a_value_has_underflowed(log10_value, text):
-    assert rc.book.fmt_sci_log10(log10_value) == text
+    assert book.fmt_sci_log10(log10_value) == text
 
 
 # ------------------------------------------------------------------ tables
 
 
 def test_table_renders_as_markdown_html_and_text():
-    t = rc.book.Table(["model", "layers", "a|b"], [["BERT", 12, "x"], ["GPT-3", 96, "y"]])
+    t = book.Table(["model", "layers", "a|b"], [["BERT", 12, "x"], ["GPT-3", 96, "y"]])
     md = t._repr_markdown_()
     assert md.splitlines()[:2] == ["| model | layers | a\\|b |", "|:--|--:|--:|"]
     assert (
@@ -199,13 +196,13 @@ def test_table_renders_as_markdown_html_and_text():
     )
     assert repr(t).splitlines()[2].startswith("BERT ")
     with pytest.raises(ValueError, match="3 cells"):
-        rc.book.Table(["a", "b", "c"], [[1, 2]])
+        book.Table(["a", "b", "c"], [[1, 2]])
     with pytest.raises(ValueError, match="align"):
-        rc.book.Table(["a"], [[1]], align="x")
+        book.Table(["a"], [[1]], align="x")
 
 
 def test_a_transposed_table_reads_down_the_page():
-    t = rc.book.Table(
+    t = book.Table(
         ["task", "paths", "length 0", "length 1"],
         [["sorting", "729", "0.275", "0.758"], ["convex hull", "4,096", "0.403", ""]],
     )

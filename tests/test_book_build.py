@@ -145,7 +145,7 @@ def test_checks_in_the_book_say_they_ran_the_reference_solution(built_book):
 
     for path in toc_notebooks():
         page = (built_book / "html" / "chapters" / (path.stem + ".html")).read_text()
-        n_checks = path.read_text().count("rc.checks.check(")
+        n_checks = path.read_text().count("book.checks.check(")
         assert page.count("checked against the reference solution") == n_checks, path.name
         assert not re.search(r"✔ [\w.]+: correct", page), path.name
 

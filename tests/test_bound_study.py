@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-import rankcollapse as rc
+import rankbook as book
 from rankcollapse import bound_study as bs
 from rankcollapse import cubic_rate as cr
 
@@ -223,7 +223,7 @@ def test_a_study_reads_the_generator_it_is_given():
         ),
         (lambda: cr.cubic_rate_study(samples=0, n_heads=1, generator=_gen(), **SMALL), ValueError),
         (
-            lambda: bs.centre_study(samples=1, n_heads=1, generator=rc.presets.Draws(0), **SMALL),
+            lambda: bs.centre_study(samples=1, n_heads=1, generator=book.presets.Draws(0), **SMALL),
             TypeError,
         ),
     ],

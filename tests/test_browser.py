@@ -22,7 +22,7 @@ it scrolls inside a box of its own that fits, and at 1280 px a table must fit th
 outright (its words wrap; only a phone scrolls it), unless it is wide on purpose (the example
 grade sheet, in a div ``rc-wide-table``); an inline formula is whole in its box or scrolls in
 it (never cut off, never a scroll bar with nothing to scroll); every figure is shown at no less than 90% of its
-natural size (the figures are drawn as wide as the column, rc.plotting.WIDTH); and the skip
+natural size (the figures are drawn as wide as the column, book.plotting.WIDTH); and the skip
 chapter's explorer must redraw its curve when each of its controls moves. The search page's
 snippets must show no raw TeX.
 
@@ -30,7 +30,7 @@ Accessibility: axe-core (the copy selenium-axe-python bundles: nothing is fetche
 page of the book and of the student edition, in light and in dark mode; its results are printed
 per page (pytest -rP) and written to ``_build/tests/_build/axe.json``, and a violation of impact
 "serious" or "critical" fails. Every table has header cells; every image has alt text, and a
-figure's is the description its SVG carries (``rc.plotting.alt_text``, read from the figure's
+figure's is the description its SVG carries (``book.plotting.alt_text``, read from the figure's
 drawing); the explorer works from the keyboard alone (Tab to each slider, a visible focus ring,
 the arrow keys move it and the curve follows).
 
@@ -496,7 +496,7 @@ def _axe_lines(results: dict) -> list[str]:
 
 def _alt_problems(html_dir: Path, rel: str, alts: list) -> list[str]:
     """Images with no alt text, and figures whose alt text is not the description their SVG
-    carries (what rc.book.glue_figure wrote from rc.plotting.alt_text: not a placeholder)."""
+    carries (what book.glue_figure wrote from book.plotting.alt_text: not a placeholder)."""
     from booktools.ext.a11y import svg_description
 
     problems = []
@@ -695,7 +695,7 @@ PAGE_PROBLEMS = {
     "dark": "figures are readable in dark mode",
     "overflow": "code fits its box on a 1280-pixel window (80-character lines, _static/book.css)",
     "tables": "every table has header cells",
-    "alt": "every image has alt text, and a figure's is the one its SVG carries (rc.plotting.alt_text)",
+    "alt": "every image has alt text, and a figure's is the one its SVG carries (book.plotting.alt_text)",
 }
 
 
@@ -813,12 +813,12 @@ def test_nothing_is_wider_than_the_column_unless_it_scrolls_in_its_own_box(repor
 @pytest.mark.build
 def test_figures_are_shown_at_their_natural_size(report):
     """Every figure at no less than 90% of its natural size, at both widths; and at least at the
-    scale the legibility check of rc.plotting assumed (its 9-point minimum is then what shows)."""
-    import rankcollapse as rc
+    scale the legibility check of book.plotting assumed (its 9-point minimum is then what shows)."""
+    import rankbook as book
 
     assert report["figures"], "no figure was found on any page"
     assert not report["small_figures"], "\n".join(report["small_figures"])
-    column_px = rc.plotting.COLUMN_INCHES * 96
+    column_px = book.plotting.COLUMN_INCHES * 96
     for (rel, width, src), fig in report["figures"].items():
         assumed = min(1.0, column_px / fig["natural"])
         assert fig["shown"] >= assumed * fig["natural"] - 1, (rel, width, src, fig)
@@ -826,14 +826,14 @@ def test_figures_are_shown_at_their_natural_size(report):
 
 @pytest.mark.build
 def test_the_column_is_as_wide_as_the_figures_are_drawn(report):
-    """rc.plotting draws figures 7 inches wide for a column at least that wide at 1280 px."""
-    import rankcollapse as rc
+    """book.plotting draws figures 7 inches wide for a column at least that wide at 1280 px."""
+    import rankbook as book
 
     widths = {
         w for (rel, width), w in report["columns"].items() if width == 1280 and _is_chapter(rel)
     }
     print("text column at 1280 px:", sorted(widths))
-    assert widths and min(widths) >= rc.plotting.WIDTH * 96 - 1, widths
+    assert widths and min(widths) >= book.plotting.WIDTH * 96 - 1, widths
 
 
 @pytest.mark.build

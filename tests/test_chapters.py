@@ -111,7 +111,7 @@ def test_visible_code_fits_the_page(path):
 # What a chapter may import: the library, numpy and matplotlib (and two standard-library modules
 # of pure arithmetic). An exercise may also import torch: its solutions are the reader's code, on
 # the tensors the library returns.
-CHAPTER_IMPORTS = {"rankcollapse", "numpy", "matplotlib", "math", "itertools"}
+CHAPTER_IMPORTS = {"rankcollapse", "rankbook", "numpy", "matplotlib", "math", "itertools"}
 EXERCISE_IMPORTS = CHAPTER_IMPORTS | {"torch"}
 
 
@@ -155,8 +155,9 @@ def chapter_imports(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_chapter_imports_only_the_library_numpy_and_matplotlib(path):
-    """Outside its exercises a chapter imports nothing but rankcollapse, numpy and matplotlib
-    (math, itertools); the exercises (and their solutions) may add torch."""
+    """Outside its exercises a chapter imports nothing but rankcollapse, the book's layer
+    (rankbook), numpy and matplotlib (math, itertools); the exercises (and their solutions) may
+    add torch."""
     imports = chapter_imports(path)
     assert any(top == "rankcollapse" for top, _, _ in imports), (
         f"{path.name} does not import the library"
@@ -166,7 +167,9 @@ def test_chapter_imports_only_the_library_numpy_and_matplotlib(path):
         for top, ex, name in imports
         if top not in (EXERCISE_IMPORTS if ex else CHAPTER_IMPORTS)
     ]
-    assert not bad, f"{path.name} imports {', '.join(bad)}: use the library (rc.*) instead"
+    assert not bad, (
+        f"{path.name} imports {', '.join(bad)}: use the library (rc.*) or the book layer (book.*) instead"
+    )
 
 
 def test_the_import_check_finds_a_forbidden_import(tmp_path):

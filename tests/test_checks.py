@@ -5,10 +5,11 @@ import re
 
 import pytest
 
+import rankbook as book
 import rankcollapse as rc
 
-EXERCISES = sorted(rc.checks.EXERCISES)
-QUESTIONS = sorted(rc.checks.QUESTIONS)
+EXERCISES = sorted(book.checks.EXERCISES)
+QUESTIONS = sorted(book.checks.QUESTIONS)
 
 
 # issue 18: every chapter has at least four exercises of mixed kinds: implement a function
@@ -48,7 +49,7 @@ def test_every_chapter_has_its_exercises():
         ids = [e for e in EXERCISES if e.split(".")[0] == path.stem]
         questions = [q for q in QUESTIONS if q.split(".")[0] == path.stem]
         assert ids, f"{path.stem} has no function to implement"
-        kinds = {rc.checks.QUESTIONS[q].kind for q in questions}
+        kinds = {book.checks.QUESTIONS[q].kind for q in questions}
         assert kinds >= {"predict", "read"}, (
             f"{path.stem}: a prediction and a figure reading are owed, has {questions}"
         )
@@ -59,28 +60,30 @@ def test_every_chapter_has_its_exercises():
             f"{path.stem}: an explain question (**Explain: ...**) with a model answer is owed"
         )
         for eid in ids + questions:  # and the chapter calls each check
-            assert f'rc.checks.check("{eid}"' in text, f"{eid} is never checked in {path.name}"
+            assert f'book.checks.check("{eid}"' in text, f"{eid} is never checked in {path.name}"
 
 
 def test_a_prediction_is_checked_before_its_measurement():
-    """A predict Question's check cell comes right after its exercise, before the cell that measures:
-    the reader records the prediction first."""
+    """A predict Question's check cell comes right after its exercise, before the cell that
+    measures: the reader records the prediction first."""
     from booktools.toc import toc_notebooks
 
     for path in toc_notebooks():
         text = path.read_text()
         for qid in (q for q in QUESTIONS if q.split(".")[0] == path.stem):
-            call = text.index(f'rc.checks.check("{qid}"')
+            call = text.index(f'book.checks.check("{qid}"')
             cell_start = text.rindex("```{code-cell}", 0, call)
             before = text[:cell_start]
             # the exercise (statement, stub, solution) ends just before the check cell
             assert before.rstrip().endswith("````{solution-end}\n````"), (
                 f"{qid}: the check must follow its solution"
             )
-            if rc.checks.QUESTIONS[qid].kind == "predict":
+            if book.checks.QUESTIONS[qid].kind == "predict":
                 after = text[call:]
                 nxt = after.index("```{code-cell}")
-                assert "rc." in after[nxt : after.index("\n```\n", nxt)], (
+                cell = after[nxt : after.index("\n```\n", nxt)]
+                # a measurement: the library (rc.) or the book's explorer (book.explorer.)
+                assert "rc." in cell or "book.explorer." in cell, (
                     f"{qid}: the measurement follows the check"
                 )
 
@@ -101,9 +104,10 @@ def test_explain_questions_have_a_model_answer():
 
 
 def exercise_kinds(path):
-    """``{label: (title, kind, difficulty, importance, minutes)}`` of a chapter's exercises, read from its source:
-    the kind is that of the check after the exercise (a function: implement; a Question: its kind),
-    or explain for an **Explain: ...** question, prove for a **Prove: ...** one."""
+    """``{label: (title, kind, difficulty, importance, minutes)}`` of a chapter's exercises, read
+    from its source: the kind is that of the check after the exercise (a function: implement; a
+    Question: its kind), or explain for an **Explain: ...** question, prove for a **Prove: ...**
+    one."""
     text = path.read_text()
     out = {}
     for label, statement in exercise_blocks(text):
@@ -114,8 +118,8 @@ def exercise_kinds(path):
             kind = "prove"
         else:
             rest = text[text.index(f":label: {label}\n") + 1 :]
-            eid = re.search(r'rc\.checks\.check\("([^"]+)"', rest).group(1)
-            kind = rc.checks.QUESTIONS[eid].kind if eid in rc.checks.QUESTIONS else "implement"
+            eid = re.search(r'book\.checks\.check\("([^"]+)"', rest).group(1)
+            kind = book.checks.QUESTIONS[eid].kind if eid in book.checks.QUESTIONS else "implement"
         out[label] = (title, kind, f"{difficulty}/3", f"{importance}/3", minutes)
     return out
 
@@ -153,16 +157,16 @@ def test_the_exercise_map_lists_every_exercise_as_its_chapter_states_it():
 
 @pytest.mark.parametrize("eid", EXERCISES)
 def test_reference_passes(eid):
-    ex = rc.checks.EXERCISES[eid]
-    assert rc.checks.check(eid, ex.reference, quiet=True).status == "correct"
+    ex = book.checks.EXERCISES[eid]
+    assert book.checks.check(eid, ex.reference, quiet=True).status == "correct"
 
 
 @pytest.mark.parametrize("eid", EXERCISES)
 def test_every_known_mistake_fails_with_its_hint(eid):
-    ex = rc.checks.EXERCISES[eid]
+    ex = book.checks.EXERCISES[eid]
     assert len(ex.mistakes) >= 2, f"{eid} needs at least two known mistakes to test against"
     for wrong, hint in ex.mistakes:
-        result = rc.checks.check(eid, wrong, quiet=True)
+        result = book.checks.check(eid, wrong, quiet=True)
         assert result.status == "incorrect"
         assert hint in result.message
 
@@ -175,36 +179,37 @@ def test_stub_is_not_attempted_and_errors_are_reported(eid):
     def crash(*args):
         raise ZeroDivisionError("oops")
 
-    assert rc.checks.check(eid, stub, quiet=True).status == "not attempted"
-    result = rc.checks.check(eid, crash, quiet=True)
+    assert book.checks.check(eid, stub, quiet=True).status == "not attempted"
+    result = book.checks.check(eid, crash, quiet=True)
     assert result.status == "error" and "ZeroDivisionError" in result.message
 
 
 def test_an_unknown_wrong_answer_gets_the_general_hint():
-    result = rc.checks.check("paths.count", lambda L, H, l: 7, quiet=True)
+    result = book.checks.check("paths.count", lambda L, H, l: 7, quiet=True)
     assert (
-        result.status == "incorrect" and rc.checks.EXERCISES["paths.count"].hint in result.message
+        result.status == "incorrect" and book.checks.EXERCISES["paths.count"].hint in result.message
     )
 
 
 def test_check_bad_arguments():
     with pytest.raises(ValueError, match="unknown exercise"):
-        rc.checks.check("no.such", lambda: 0)
+        book.checks.check("no.such", lambda: 0)
     with pytest.raises(TypeError, match="fn"):
-        rc.checks.check("paths.count", 3)
+        book.checks.check("paths.count", 3)
 
 
 def test_check_prints_verdict(capsys):
-    rc.checks.check("paths.count", rc.paths.path_count)
+    book.checks.check("paths.count", rc.paths.path_count)
     assert "paths.count: correct" in capsys.readouterr().out
 
 
 def test_in_the_book_build_a_pass_says_it_checked_the_reference_solution(monkeypatch, capsys):
-    """The book runs each check on the solution it prints: the page must not show a reader's pass."""
-    monkeypatch.delenv(rc.checks.BOOK_BUILD_ENV, raising=False)
-    assert "correct" in repr(rc.checks.check("paths.count", rc.paths.path_count, quiet=True))
-    monkeypatch.setenv(rc.checks.BOOK_BUILD_ENV, "1")
-    rc.checks.check("paths.count", rc.paths.path_count)
+    """The book runs each check on the solution it prints: the page must not show a reader's
+    pass."""
+    monkeypatch.delenv(book.checks.BOOK_BUILD_ENV, raising=False)
+    assert "correct" in repr(book.checks.check("paths.count", rc.paths.path_count, quiet=True))
+    monkeypatch.setenv(book.checks.BOOK_BUILD_ENV, "1")
+    book.checks.check("paths.count", rc.paths.path_count)
     out = capsys.readouterr().out
     assert "checked against the reference solution" in out and "correct" not in out
 
@@ -212,7 +217,7 @@ def test_in_the_book_build_a_pass_says_it_checked_the_reference_solution(monkeyp
         raise NotImplementedError
 
     # the student edition's stubs still answer "not attempted", build or not
-    assert "not attempted" in repr(rc.checks.check("paths.count", stub, quiet=True))
+    assert "not attempted" in repr(book.checks.check("paths.count", stub, quiet=True))
 
 
 # ----------------------------------------------- answers computed in float32 (issue 11)
@@ -220,22 +225,24 @@ def test_in_the_book_build_a_pass_says_it_checked_the_reference_solution(monkeyp
 
 def _in_float32(fn):
     """``fn`` run on its inputs cast to float32: what a reader who computes in float32 returns."""
-    from rankcollapse.checks import _to_float32
+    from rankbook.checks.tolerance import to_float32
 
-    return lambda *case: fn(*_to_float32(case))
+    return lambda *case: fn(*to_float32(case))
 
 
 TENSOR_EXERCISES = [
     e
     for e in EXERCISES
-    if any(isinstance(a, rc.checks.torch.Tensor) for c in rc.checks.EXERCISES[e].cases() for a in c)
+    if any(
+        isinstance(a, book.checks.torch.Tensor) for c in book.checks.EXERCISES[e].cases() for a in c
+    )
 ]
 
 
 def _carries_float32(answer) -> bool:
     """Whether an answer (a tensor, or tuples, lists, dicts of them) holds a float32 tensor."""
-    if isinstance(answer, rc.checks.torch.Tensor):
-        return answer.dtype == rc.checks.torch.float32
+    if isinstance(answer, book.checks.torch.Tensor):
+        return answer.dtype == book.checks.torch.float32
     if isinstance(answer, dict):
         answer = list(answer.values())
     return isinstance(answer, (list, tuple)) and any(_carries_float32(a) for a in answer)
@@ -253,8 +260,8 @@ AMBIGUOUS_IN_FLOAT32 = {"layernorm.numerical_rank"}
 
 @pytest.mark.parametrize("eid", sorted(set(TENSOR_EXERCISES) - AMBIGUOUS_IN_FLOAT32))
 def test_reference_in_float32_is_correct_in_float32(eid):
-    ex = rc.checks.EXERCISES[eid]
-    result = rc.checks.check(eid, _in_float32(ex.reference), quiet=True)
+    ex = book.checks.EXERCISES[eid]
+    result = book.checks.check(eid, _in_float32(ex.reference), quiet=True)
     assert result.status == "correct", result
     if _carries_float32(_in_float32(ex.reference)(*ex.cases()[0])):
         assert result.message.startswith("in float32")
@@ -262,34 +269,34 @@ def test_reference_in_float32_is_correct_in_float32(eid):
     else:  # an answer with no dtype (a float, a count): the note only where it differs from float64's
         assert result.message == "" or result.message.startswith("in float32"), result
     # float64 answers say nothing about precision
-    assert rc.checks.check(eid, ex.reference, quiet=True).message == ""
+    assert book.checks.check(eid, ex.reference, quiet=True).message == ""
 
 
 @pytest.mark.parametrize("eid", TENSOR_EXERCISES)
 def test_known_mistakes_in_float32_still_fail(eid):
-    ex = rc.checks.EXERCISES[eid]
+    ex = book.checks.EXERCISES[eid]
     for wrong, _ in ex.mistakes:
-        assert rc.checks.check(eid, _in_float32(wrong), quiet=True).status == "incorrect"
+        assert book.checks.check(eid, _in_float32(wrong), quiet=True).status == "incorrect"
 
 
 @pytest.mark.parametrize("eid", sorted(AMBIGUOUS_IN_FLOAT32))
 def test_float32_answer_that_is_a_known_mistake_gets_both_hints(eid):
-    ex = rc.checks.EXERCISES[eid]
-    r = rc.checks.check(eid, _in_float32(ex.reference), quiet=True)
+    ex = book.checks.EXERCISES[eid]
+    r = book.checks.check(eid, _in_float32(ex.reference), quiet=True)
     assert r.status == "incorrect" and "Computed in float32?" in r.message
     assert any(hint in r.message for _, hint in ex.mistakes)
 
 
 def test_float32_note_names_the_tail_where_float32_loses_it():
     # a ratio of small differences (relative gain at 1e-3 perturbations) loses digits in float32
-    r = rc.checks.check(
+    r = book.checks.check(
         "mlp.relative_gain",
-        _in_float32(rc.checks.EXERCISES["mlp.relative_gain"].reference),
+        _in_float32(book.checks.EXERCISES["mlp.relative_gain"].reference),
         quiet=True,
     )
     assert r.message == "in float32; float64 would show the tail"
-    r = rc.checks.check(
-        "collapse.beta", _in_float32(rc.checks.EXERCISES["collapse.beta"].reference), quiet=True
+    r = book.checks.check(
+        "collapse.beta", _in_float32(book.checks.EXERCISES["collapse.beta"].reference), quiet=True
     )
     assert r.message == "in float32"
 
@@ -297,13 +304,13 @@ def test_float32_note_names_the_tail_where_float32_loses_it():
 def test_slightly_wrong_answers_fail_in_either_dtype():
     import torch
 
-    ex = rc.checks.EXERCISES["collapse.beta"]
+    ex = book.checks.EXERCISES["collapse.beta"]
     off = lambda *case: ex.reference(*case) * (1 + 1e-3)  # noqa: E731
-    assert rc.checks.check("collapse.beta", off, quiet=True).status == "incorrect"
-    assert rc.checks.check("collapse.beta", _in_float32(off), quiet=True).status == "incorrect"
-    lay = rc.checks.EXERCISES["paths.two_layer"]
+    assert book.checks.check("collapse.beta", off, quiet=True).status == "incorrect"
+    assert book.checks.check("collapse.beta", _in_float32(off), quiet=True).status == "incorrect"
+    lay = book.checks.EXERCISES["paths.two_layer"]
     swapped = lambda *c: {k: v.to(torch.float32) for k, v in lay.mistakes[0][0](*c).items()}  # noqa: E731
-    assert rc.checks.check("paths.two_layer", swapped, quiet=True).status == "incorrect"
+    assert book.checks.check("paths.two_layer", swapped, quiet=True).status == "incorrect"
 
 
 # issue 30: a derivation in every theory chapter and in "What the theorem does not say", on a step
@@ -339,24 +346,25 @@ def test_every_theory_chapter_has_a_proof_with_a_model_proof_and_a_rubric():
             assert "model proof" in answer and len(answer.split()) > 150, (
                 f"{label}: the model proof is missing"
             )
-            rubric = rc.checks.RUBRICS.get(label)
+            rubric = book.checks.RUBRICS.get(label)
             assert rubric is not None, (
-                f"{label}: register its Rubric in rankcollapse/checks/{stem}.py"
+                f"{label}: register its Rubric in rankbook/checks/ (its chapter's module)"
             )
             assert len(rubric.criteria) >= 3 and rubric.wrong_turns, (
                 f"{label}: points per step and wrong turns"
             )
-            # no check follows a proof: it is graded by hand, not taken for the next check's exercise
+            # no check follows a proof: it is graded by hand, not taken for the next check's
+            # exercise
             following = text[start:]
             nxt = following.find("{exercise-start}")
-            assert "rc.checks.check(" not in (following[:nxt] if nxt >= 0 else following), label
+            assert "book.checks.check(" not in (following[:nxt] if nxt >= 0 else following), label
 
 
 def test_every_rubric_belongs_to_an_exercise_graded_by_hand():
     kinds = {
         label: kind for p in _toc_chapters() for label, (_, kind, *_) in exercise_kinds(p).items()
     }
-    for label in rc.checks.RUBRICS:
+    for label in book.checks.RUBRICS:
         assert kinds.get(label) in ("explain", "prove"), (
             f"{label}: a rubric for {kinds.get(label)!r}"
         )

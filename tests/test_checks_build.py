@@ -6,6 +6,7 @@ import math
 
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 
@@ -17,12 +18,12 @@ def test_a_hand_written_attention_layer_passes():
             out = out + torch.softmax(logits, dim=-1) @ X @ W_V[h] @ W_O[h]
         return out
 
-    assert rc.checks.check("paths.attention_layer", attention_layer, quiet=True).passed
+    assert book.checks.check("paths.attention_layer", attention_layer, quiet=True).passed
 
 
 def test_attention_layer_mistakes_each_get_their_own_hint():
-    ex = rc.checks.EXERCISES["paths.attention_layer"]
-    hints = [rc.checks.check(ex.id, wrong, quiet=True).message for wrong, _ in ex.mistakes]
+    ex = book.checks.EXERCISES["paths.attention_layer"]
+    hints = [book.checks.check(ex.id, wrong, quiet=True).message for wrong, _ in ex.mistakes]
     for (_, hint), message in zip(ex.mistakes, hints):
         assert hint in message and sum(h in message for _, h in ex.mistakes) == 1
 
@@ -40,7 +41,7 @@ def _frozen_weights(model, X):
 
 
 def test_by_length_reference_is_the_librarys_dynamic_programme():
-    ref = rc.checks.EXERCISES["paths.by_length"].reference
+    ref = book.checks.EXERCISES["paths.by_length"].reference
     for L, H in ((1, 1), (3, 2), (4, 3)):
         model = rc.san.SAN(rc.san.SANConfig(n_layers=L, n_heads=H, d_model=6, skip=True), seed=L)
         X = torch.randn(5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(H))
@@ -49,8 +50,8 @@ def test_by_length_reference_is_the_librarys_dynamic_programme():
 
 
 def test_residual_reference_is_the_librarys():
-    ref = rc.checks.EXERCISES["collapse.residual"].reference
-    for (X,) in rc.checks.EXERCISES["collapse.residual"].cases():
+    ref = book.checks.EXERCISES["collapse.residual"].reference
+    for (X,) in book.checks.EXERCISES["collapse.residual"].cases():
         got = ref(X)
         assert torch.allclose(
             got["res"].mean(dim=0), torch.zeros(X.shape[1], dtype=X.dtype), atol=1e-12
@@ -61,7 +62,7 @@ def test_residual_reference_is_the_librarys():
 
 
 def test_two_layers_reference_is_the_librarys_enumeration():
-    ref = rc.checks.EXERCISES["skip.two_layers"].reference
+    ref = book.checks.EXERCISES["skip.two_layers"].reference
     for skip in (True, False):
         model = rc.san.SAN(rc.san.SANConfig(n_layers=2, n_heads=2, d_model=4, skip=skip), seed=3)
         X = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))

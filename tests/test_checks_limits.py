@@ -3,14 +3,14 @@
 
 import math
 
-import rankcollapse as rc
+import rankbook as book
 
 
 def test_depth_needed_agrees_with_the_bound_and_with_the_closed_form():
     """The numerical half of ex-limits-prove: the reference's depth is where the bound, evaluated
     directly, first drops below tau (checked at that depth and the one before), and, above the
     threshold, the closed form of part 3, the smallest integer above log_3(ln(1/(tau sqrt c)) / ln(1/u0))."""
-    ex = rc.checks.EXERCISES["limits.depth_needed"]
+    ex = book.checks.EXERCISES["limits.depth_needed"]
     seen = {"none": 0, "deep": 0}
     for c, r0, tau in ex.cases():
         L = ex.reference(c, r0, tau)
@@ -37,7 +37,7 @@ def test_depth_needed_a_right_answer_passes_a_wrong_one_gets_its_hint():
         x = math.log(1 / (tau * math.sqrt(c))) / math.log(1 / u0)
         return 0 if x <= 0 else max(0, math.floor(math.log(x, 3)) + 1)
 
-    assert rc.checks.check("limits.depth_needed", right, quiet=True).status == "correct"
+    assert book.checks.check("limits.depth_needed", right, quiet=True).status == "correct"
     paper_condition = lambda c, r0, tau: None if c >= 1 else right(c, r0, tau)  # noqa: E731
-    result = rc.checks.check("limits.depth_needed", paper_condition, quiet=True)
+    result = book.checks.check("limits.depth_needed", paper_condition, quiet=True)
     assert result.status == "incorrect" and "not when c < 1" in result.message

@@ -5,18 +5,19 @@ import math
 
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 
 def test_construction_layer_is_the_librarys_construction():
-    ex = rc.checks.EXERCISES["lower_bound.construction_layer"]
+    ex = book.checks.EXERCISES["lower_bound.construction_layer"]
     for X, q, w in ex.cases():
         net = rc.lower_bound.construction(1, X.shape[1], 1, q, w)
         assert torch.allclose(ex.reference(X, q, w), net.hidden(X)[-1][0], rtol=1e-12)
 
 
 def test_construction_layer_multiplies_a_simplex_by_one_factor():
-    ex = rc.checks.EXERCISES["lower_bound.construction_layer"]
+    ex = book.checks.EXERCISES["lower_bound.construction_layer"]
     X = rc.lower_bound.simplex_tokens(5, 6, 2.0)
     Y = ex.reference(X, 3.0, 0.4)
     big = X.abs() > 1e-8
@@ -27,10 +28,10 @@ def test_construction_layer_multiplies_a_simplex_by_one_factor():
 
 
 def test_the_questions_answers_follow_the_chapters_setting():
-    assert rc.checks.QUESTIONS["lower_bound.predict_deeper"].answer() == "1/2"
-    assert rc.checks.QUESTIONS["lower_bound.read_gap"].answer() == 8
-    full = rc.presets.PRESETS["lower_bound"]["full"]
-    from rankcollapse.checks.lower_bound import _SETTING
+    assert book.checks.QUESTIONS["lower_bound.predict_deeper"].answer() == "1/2"
+    assert book.checks.QUESTIONS["lower_bound.read_gap"].answer() == 8
+    full = book.presets.PRESETS["lower_bound"]["full"]
+    from rankbook.checks.lower_bound import _SETTING
 
     assert all(full[k] == v for k, v in _SETTING.items())
 
@@ -41,10 +42,10 @@ def test_ratio_bound_holds_on_the_random_pairs_and_is_attained_on_the_last():
     its hint."""
     import torch
 
-    import rankcollapse as rc
-    from rankcollapse.checks.lower_bound import ratio_instances
+    import rankbook as book
+    from rankbook.checks.lower_bound import ratio_instances
 
-    ex = rc.checks.EXERCISES["lower_bound.ratio_bound"]
+    ex = book.checks.EXERCISES["lower_bound.ratio_bound"]
     pairs = ratio_instances()
     gaps = []
     for u, v in pairs:
@@ -62,7 +63,7 @@ def test_ratio_bound_holds_on_the_random_pairs_and_is_attained_on_the_last():
         delta = max(abs(float(torch.log(a / b))) for a, b in zip(u, v))
         return 2 * torch.tanh(torch.tensor(delta / 2, dtype=torch.float64))
 
-    assert rc.checks.check("lower_bound.ratio_bound", right, quiet=True).status == "correct"
+    assert book.checks.check("lower_bound.ratio_bound", right, quiet=True).status == "correct"
     one_sided = lambda u, v: 2 * torch.tanh((u / v).log().max() / 2)  # noqa: E731
-    result = rc.checks.check("lower_bound.ratio_bound", one_sided, quiet=True)
+    result = book.checks.check("lower_bound.ratio_bound", one_sided, quiet=True)
     assert result.status == "incorrect" and "with the absolute value" in result.message

@@ -1,12 +1,12 @@
-"""Value exercises (rc.checks.Question): predictions and figure readings are checked against what
+"""Value exercises (book.checks.Question): predictions and figure readings are checked against what
 the library computes; a stub (None) is not attempted; a malformed answer names what was expected."""
 
 import pytest
 
-import rankcollapse as rc
-from rankcollapse.checks import Question
+import rankbook as book
+from rankbook.checks import Question
 
-QUESTIONS = sorted(rc.checks.QUESTIONS)
+QUESTIONS = sorted(book.checks.QUESTIONS)
 
 
 @pytest.fixture
@@ -14,13 +14,13 @@ def registered():
     made = []
 
     def make(**kw):
-        q = rc.checks.register(Question(**kw))
+        q = book.checks.register(Question(**kw))
         made.append(q.id)
         return q
 
     yield make
     for qid in made:
-        rc.checks.QUESTIONS.pop(qid)
+        book.checks.QUESTIONS.pop(qid)
 
 
 def test_a_numeric_reading_within_tolerance_is_correct(registered):
@@ -32,13 +32,13 @@ def test_a_numeric_reading_within_tolerance_is_correct(registered):
         rtol=0.1,
         mistakes=[(8.0, "that is the width, not the depth")],
     )
-    assert rc.checks.check("demo.read", 4.3, quiet=True).status == "correct"
-    wrong = rc.checks.check("demo.read", 5, quiet=True)
+    assert book.checks.check("demo.read", 4.3, quiet=True).status == "correct"
+    wrong = book.checks.check("demo.read", 5, quiet=True)
     assert wrong.status == "incorrect" and "look again" in wrong.message
-    assert "the width" in rc.checks.check("demo.read", 8, quiet=True).message
-    assert rc.checks.check("demo.read", None, quiet=True).status == "not attempted"
+    assert "the width" in book.checks.check("demo.read", 8, quiet=True).message
+    assert book.checks.check("demo.read", None, quiet=True).status == "not attempted"
     for bad in ("four", True, [4]):
-        r = rc.checks.check("demo.read", bad, quiet=True)
+        r = book.checks.check("demo.read", bad, quiet=True)
         assert r.status == "incorrect" and "a number" in r.message
 
 
@@ -51,12 +51,12 @@ def test_a_prediction_is_compared_with_the_measurement(registered):
         hint="measure it",
         choices=("faster", "slower"),
     )
-    assert rc.checks.check("demo.predict", " Faster ", quiet=True).status == "correct"
-    assert rc.checks.check("demo.predict", "slower", quiet=True).status == "incorrect"
-    r = rc.checks.check("demo.predict", "sideways", quiet=True)
+    assert book.checks.check("demo.predict", " Faster ", quiet=True).status == "correct"
+    assert book.checks.check("demo.predict", "slower", quiet=True).status == "incorrect"
+    r = book.checks.check("demo.predict", "sideways", quiet=True)
     assert r.status == "incorrect" and "'faster', 'slower'" in r.message
     measured["value"] = "slower"  # the answer is computed when the check runs, not stored
-    assert rc.checks.check("demo.predict", "slower", quiet=True).status == "correct"
+    assert book.checks.check("demo.predict", "slower", quiet=True).status == "correct"
 
 
 def test_bad_questions_are_refused():
@@ -65,7 +65,7 @@ def test_bad_questions_are_refused():
     with pytest.raises(ValueError, match="rtol"):
         Question(id="x.y", kind="read", answer=lambda: 1, hint="", rtol=2)
     with pytest.raises(TypeError, match="Exercise or a Question"):
-        rc.checks.register(object())
+        book.checks.register(object())
 
 
 def test_an_id_is_registered_once(registered):
@@ -78,17 +78,17 @@ def test_an_id_is_registered_once(registered):
 
 @pytest.mark.parametrize("qid", QUESTIONS)
 def test_every_question_accepts_its_answer_and_refuses_its_mistakes(qid):
-    q = rc.checks.QUESTIONS[qid]
-    assert rc.checks.check(qid, q.answer(), quiet=True).status == "correct"
-    assert rc.checks.check(qid, None, quiet=True).status == "not attempted"
+    q = book.checks.QUESTIONS[qid]
+    assert book.checks.check(qid, q.answer(), quiet=True).status == "correct"
+    assert book.checks.check(qid, None, quiet=True).status == "not attempted"
     assert len(q.mistakes) >= 2, (
         f"{qid} needs at least two plausible wrong answers, each with its hint"
     )
     for wrong, hint in q.mistakes:
-        r = rc.checks.check(qid, wrong, quiet=True)
+        r = book.checks.check(qid, wrong, quiet=True)
         assert r.status == "incorrect" and hint in r.message
     if q.choices:
         others = [c for c in q.choices if not q.same(c, q.answer())]
         assert others and all(
-            rc.checks.check(qid, c, quiet=True).status == "incorrect" for c in others
+            book.checks.check(qid, c, quiet=True).status == "incorrect" for c in others
         )

@@ -2,12 +2,13 @@
 
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 
 def test_path_product_reference_passes_and_reversed_order_fails():
-    ex = rc.checks.EXERCISES["real_models.path_product"]
-    assert rc.checks.check("real_models.path_product", ex.reference, quiet=True).passed
+    ex = book.checks.EXERCISES["real_models.path_product"]
+    assert book.checks.check("real_models.path_product", ex.reference, quiet=True).passed
 
     def official_order(
         A, path
@@ -17,7 +18,7 @@ def test_path_product_reference_passes_and_reversed_order_fails():
             P = P @ A[layer, head]
         return P
 
-    result = rc.checks.check("real_models.path_product", official_order, quiet=True)
+    result = book.checks.check("real_models.path_product", official_order, quiet=True)
     assert result.status == "incorrect" and "later layer" in result.message
 
 
@@ -25,17 +26,17 @@ def test_path_product_library_function_passes():
     def via_library(A, path):
         return rc.real.path_products(A[:, None], [list(path)])[0]
 
-    assert rc.checks.check("real_models.path_product", via_library, quiet=True).passed
+    assert book.checks.check("real_models.path_product", via_library, quiet=True).passed
 
 
 def test_masked_residual_reference_passes_and_padding_fails():
-    ex = rc.checks.EXERCISES["real_models.masked_residual"]
-    assert rc.checks.check("real_models.masked_residual", ex.reference, quiet=True).passed
+    ex = book.checks.EXERCISES["real_models.masked_residual"]
+    assert book.checks.check("real_models.masked_residual", ex.reference, quiet=True).passed
 
     def with_padding(X, mask):
         return float(rc.residual.relative_residual(X))
 
-    result = rc.checks.check("real_models.masked_residual", with_padding, quiet=True)
+    result = book.checks.check("real_models.masked_residual", with_padding, quiet=True)
     assert result.status == "incorrect" and "padding" in result.message
 
 
@@ -43,4 +44,4 @@ def test_masked_residual_library_function_passes():
     def via_library(X, mask):
         return float(rc.real.relative_residuals(X[None, None], mask[None])[0, 0])
 
-    assert rc.checks.check("real_models.masked_residual", via_library, quiet=True).passed
+    assert book.checks.check("real_models.masked_residual", via_library, quiet=True).passed

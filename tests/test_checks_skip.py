@@ -3,18 +3,19 @@
 
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 
 def test_residual_after_layer_is_the_residual_of_a_skip_layer():
-    ex = rc.checks.EXERCISES["skip.residual_after_layer"]
+    ex = book.checks.EXERCISES["skip.residual_after_layer"]
     for P, R, W in ex.cases():
         X = R + torch.randn(1, R.shape[1], dtype=R.dtype)
         assert torch.allclose(ex.reference(P, R, W), rc.residual.res(X + P @ X @ W))
 
 
 def test_reserved_map_keeps_content_columns():
-    ex = rc.checks.EXERCISES["skip.reserved_map"]
+    ex = book.checks.EXERCISES["skip.reserved_map"]
     for M, d in ex.cases():
         W = ex.reference(M, d)
         X = torch.randn(5, d, dtype=M.dtype)
@@ -22,6 +23,6 @@ def test_reserved_map_keeps_content_columns():
 
 
 def test_uniform_layer_keeps_the_residual():
-    ex = rc.checks.EXERCISES["skip.uniform_layer"]
+    ex = book.checks.EXERCISES["skip.uniform_layer"]
     for X, W in ex.cases():
         assert torch.allclose(rc.residual.res(ex.reference(X, W)), rc.residual.res(X))

@@ -2,13 +2,17 @@
 
 import re
 
+import pytest
+
 from booktools import ROOT
 
 LIB = ROOT / "lib" / "rankcollapse"
+BOOK = ROOT / "book" / "rankbook"
+HOME = {"core": LIB, "above": LIB, "book": BOOK}  # where a layer's modules live
 
 
-def _exists(parts) -> bool:
-    path = LIB.joinpath(*parts)
+def _exists(parts, home=LIB) -> bool:
+    path = home.joinpath(*parts)
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -18,15 +22,16 @@ def test_every_module_in_the_architecture_table_exists():
     rows = [
         line.split("|")
         for line in table.splitlines()
-        if line.startswith("| core") or line.startswith("| above")
+        if line.startswith(("| core", "| above", "| book"))
     ]
     assert len(rows) >= 10
     named = 0
     for row in rows:
         modules = re.findall(r"`([a-z_]+)`", row[2])
+        home = HOME[row[1].strip()]
         for m in modules:
-            assert _exists([m]), (
-                f"CONTRIBUTING.md names a module {m!r} that lib/rankcollapse does not have"
+            assert _exists([m], home), (
+                f"CONTRIBUTING.md names a module {m!r} that {home.relative_to(ROOT)} does not have"
             )
             named += 1
         # a package's row names its submodules in the third column: each must exist
@@ -41,14 +46,15 @@ def test_every_module_in_the_architecture_table_exists():
     assert named >= 30
 
 
-def test_the_table_lists_every_module():
+@pytest.mark.parametrize("layers, home", [("core|above", LIB), ("book", BOOK)])
+def test_the_table_lists_every_module(layers, home):
     text = (
         (ROOT / "CONTRIBUTING.md").read_text().split("## Architecture", 1)[1].split("\n## ", 1)[0]
     )
-    named = set(re.findall(r"\| (?:core|above) \| ([^|]*)\|", text))
+    named = set(re.findall(rf"\| (?:{layers}) \| ([^|]*)\|", text))
     names = {m for cell in named for m in re.findall(r"`([a-z_]+)`", cell)}
-    actual = {p.stem for p in LIB.glob("*.py") if p.stem != "__init__"} | {
-        p.name for p in LIB.iterdir() if (p / "__init__.py").is_file()
+    actual = {p.stem for p in home.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in home.iterdir() if (p / "__init__.py").is_file()
     }
     assert actual - names == set(), (
         f"modules the architecture table does not name: {sorted(actual - names)}"

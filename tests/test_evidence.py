@@ -1,4 +1,4 @@
-"""Declared claims (rc.evidence, rc.book.ChapterRun.claim): a false claim stops the run naming
+"""Declared claims (book.evidence, book.ChapterRun.claim): a false claim stops the run naming
 itself; the chapters' claims are fixed sentences their prose states, in the section declared.
 
 The end-to-end check (a claim broken on purpose fails a real chapter with its name) executes the
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-import rankcollapse as rc
+import rankbook as book
 from booktools import ROOT
 from booktools.toc import toc_notebooks
 
@@ -21,7 +21,7 @@ CHAPTERS = toc_notebooks()
 
 
 def _run(mode="fast"):
-    return rc.book.ChapterRun("paths", mode, 0, {})
+    return book.ChapterRun("paths", mode, 0, {})
 
 
 def test_a_true_claim_is_recorded():
@@ -42,7 +42,7 @@ def test_a_true_claim_is_recorded():
 
 def test_a_false_claim_fails_naming_itself_and_its_numbers():
     run = _run()
-    with pytest.raises(rc.evidence.ClaimFailed) as e:
+    with pytest.raises(book.evidence.ClaimFailed) as e:
         run.claim(
             "falls",
             "the residual falls",
@@ -73,7 +73,7 @@ def test_a_full_scale_claim_is_not_checked_in_fast_mode_and_says_so(capsys):
     )
     assert not c.checked and not c.holds
     assert "checked at the paper's scale (full mode) only" in capsys.readouterr().out
-    with pytest.raises(rc.evidence.ClaimFailed):
+    with pytest.raises(book.evidence.ClaimFailed):
         _run("full").claim(
             "u",
             "U-shaped",
@@ -86,10 +86,10 @@ def test_a_full_scale_claim_is_not_checked_in_fast_mode_and_says_so(capsys):
 
 
 def test_breaking_a_claim_on_purpose(monkeypatch):
-    monkeypatch.setenv(rc.evidence.BREAK_ENV, "paths.ok")
+    monkeypatch.setenv(book.evidence.BREAK_ENV, "paths.ok")
     run = _run()
     run.claim("other", "x", section=1, condition="c", holds=True, evidence="e")
-    with pytest.raises(rc.evidence.ClaimFailed, match="broken on purpose"):
+    with pytest.raises(book.evidence.ClaimFailed, match="broken on purpose"):
         run.claim("ok", "x", section=1, condition="c", holds=True, evidence="e")
 
 
@@ -242,7 +242,7 @@ def test_a_claim_broken_on_purpose_fails_its_chapter_with_its_name(tmp_path, mon
 
     path = ROOT / "chapters" / "layernorm.md"
     name = declarations(path)[-1][1]  # the last claim: every cell before it must have run
-    monkeypatch.setenv(rc.evidence.BREAK_ENV, f"layernorm.{name}")
+    monkeypatch.setenv(book.evidence.BREAK_ENV, f"layernorm.{name}")
     with pytest.raises(papermill.PapermillExecutionError) as e:
         execute(path, mode="fast", out_dir=tmp_path)
     assert e.value.ename == "ClaimFailed"
@@ -253,7 +253,7 @@ def test_a_claim_cell_shows_no_claim_object():
     """A cell ending in ``run.claim(...)`` shows nothing on the page (its sentence is in the prose)."""
     from IPython.core.formatters import DisplayFormatter
 
-    c = rc.evidence.declare(
+    c = book.evidence.declare(
         "paths",
         "fast",
         0,

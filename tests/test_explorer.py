@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 SIZES = dict(L=4, scales=(0.2, 1.0), strengths=(0.0, 0.5, 1.0), n=6, d=8, H=2, samples=2, seed=3)
@@ -14,21 +15,21 @@ SIZES = dict(L=4, scales=(0.2, 1.0), strengths=(0.0, 0.5, 1.0), n=6, d=8, H=2, s
 
 @pytest.fixture(scope="module")
 def grid():
-    return rc.explorer.skip_strength_grid(**SIZES)
+    return book.explorer.skip_strength_grid(**SIZES)
 
 
 def test_strength_one_is_the_skip_connection_and_zero_pure_attention(gen):
     cfg = rc.san.SANConfig(n_layers=3, n_heads=2, d_model=8)
     X = torch.randn(5, 8, dtype=torch.float64, generator=gen)
     pure, skip = rc.san.SAN(cfg, seed=1), rc.san.SAN(cfg.replace(skip=True), seed=1)
-    for ours, theirs in zip(rc.explorer.scaled_skip_states(pure, X, 1.0), skip(X).hidden_states):
+    for ours, theirs in zip(book.explorer.scaled_skip_states(pure, X, 1.0), skip(X).hidden_states):
         assert torch.allclose(ours, theirs, atol=1e-12)
-    for ours, theirs in zip(rc.explorer.scaled_skip_states(pure, X, 0.0), pure(X).hidden_states):
+    for ours, theirs in zip(book.explorer.scaled_skip_states(pure, X, 0.0), pure(X).hidden_states):
         assert torch.allclose(ours, theirs, atol=1e-12)
     with pytest.raises(ValueError, match="strength"):
-        rc.explorer.scaled_skip_states(pure, X, -1.0)
+        book.explorer.scaled_skip_states(pure, X, -1.0)
     with pytest.raises(ValueError, match="pure-attention"):
-        rc.explorer.scaled_skip_states(rc.san.SAN(cfg.replace(mlp=4), seed=1), X, 1.0)
+        book.explorer.scaled_skip_states(rc.san.SAN(cfg.replace(mlp=4), seed=1), X, 1.0)
 
 
 def test_grid_shapes_and_values(grid):
@@ -57,18 +58,18 @@ def test_grid_shapes_and_values(grid):
 
 
 def test_grid_is_deterministic(grid):
-    assert rc.explorer.skip_strength_grid(**SIZES) == grid
+    assert book.explorer.skip_strength_grid(**SIZES) == grid
 
 
 def test_grid_bad_input():
     with pytest.raises(ValueError, match="strengths"):
-        rc.explorer.skip_strength_grid(**{**SIZES, "strengths": ()})
+        book.explorer.skip_strength_grid(**{**SIZES, "strengths": ()})
     with pytest.raises(ValueError, match="scales"):
-        rc.explorer.skip_strength_grid(**{**SIZES, "scales": (0.0,)})
+        book.explorer.skip_strength_grid(**{**SIZES, "scales": (0.0,)})
 
 
 def test_html_is_self_contained(grid):
-    html = rc.explorer.explorer_html(grid, uid="t1")
+    html = book.explorer.explorer_html(grid, uid="t1")
     urls = re.findall(r"(?:src|href)\s*=\s*[\"']([^\"']+)", html)
     assert urls == []  # nothing fetched: no script file, no style sheet, no CDN
     assert "http://www.w3.org/2000/svg" in html  # the SVG namespace, a name, not a download
@@ -76,12 +77,12 @@ def test_html_is_self_contained(grid):
     payload = re.search(r'<script type="application/json">(.*?)</script>', html, re.S).group(1)
     assert json.loads(payload)["measured"] == grid["measured"]
     with pytest.raises(ValueError, match="uid"):
-        rc.explorer.explorer_html(grid, uid="a b")
+        book.explorer.explorer_html(grid, uid="a b")
     with pytest.raises(ValueError, match="grid lacks"):
-        rc.explorer.explorer_html({"L": 2})
+        book.explorer.explorer_html({"L": 2})
 
 
 def test_show_displays_once_and_returns_nothing(grid, capsys):
     """A cell ending with show(...) must not display the explorer a second time (as the cell's
     value): the second copy's script would draw into the first and leave itself empty."""
-    assert rc.explorer.show(grid) is None
+    assert book.explorer.show(grid) is None

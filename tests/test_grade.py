@@ -55,7 +55,7 @@ POINTS = {
     "paths.predict_length": 1,
     "paths.read_diagram": 1,
 }
-EXPLAIN, EXPLAIN_POINTS = "ex-paths-explain", 3  # its Rubric in rankcollapse/checks/paths.py
+EXPLAIN, EXPLAIN_POINTS = "ex-paths-explain", 3  # its Rubric in rankbook/checks/paths.py
 PROVE, PROVE_POINTS = "ex-paths-prove", 5  # a proof, graded by hand with its Rubric's points
 # the build-it-yourself exercises, which the samples leave unanswered (not attempted)
 UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 2}
@@ -332,10 +332,10 @@ def _check_cells() -> dict[str, str]:
 
 
 def notebook(answers: dict, extra: dict | None = None, checks: dict | None = None) -> str:
-    """A MyST notebook: ``import rankcollapse``, then per exercise its answer, its check cell (the
+    """A MyST notebook: ``import rankcollapse`` and ``rankbook``, then per exercise its answer, its check cell (the
     chapter's, or ``checks[key]``; ``None`` drops it), ``extra[key]`` (code after the check)."""
     keys = dict(zip(STUB, IDS))
-    cells = ["import rankcollapse as rc"]
+    cells = ["import rankcollapse as rc\nimport rankbook as book"]
     original = _check_cells()
     for key, ex_id in keys.items():
         cells.append(answers.get(key, STUB[key]))
@@ -349,9 +349,9 @@ def notebook(answers: dict, extra: dict | None = None, checks: dict | None = Non
 
 PATCH_EVERYTHING = """\
 import torch
-import rankcollapse.checks as C
-rc.checks.check = lambda *a, **k: print("✔ correct")
-C._close = lambda *a, **k: True
+import rankbook.checks as C
+book.checks.check = lambda *a, **k: print("✔ correct")
+C.tolerance.close = lambda *a, **k: True
 C.EXERCISES["paths.count"].reference = lambda L, H, l: 0
 C.EXERCISES["paths.mean_length"].reference = lambda L, H: L / 2
 C.QUESTIONS["paths.predict_length"].answer = lambda: 0
@@ -359,7 +359,7 @@ torch.allclose = lambda *a, **k: True
 """
 HIDDEN_TAMPER = """\
 def path_count(L, H, length):
-    mod = __import__("rankcollapse." + "che" + "cks", fromlist=["x"])
+    mod = __import__("rankbook." + "che" + "cks", fromlist=["x"])
     getattr(mod, "EXER" + "CISES")["paths.count"].reference = lambda *a: 0
     return 0"""
 KEY = "used the reference"
@@ -382,8 +382,8 @@ CASES = {
         notebook(
             RIGHT,
             checks={
-                "count": 'from rankcollapse import checks as c\nc.check("paths.count", path_count);',
-                "two": 'rc.checks.check("paths.two_layer", lambda *a: None) or True',
+                "count": 'from rankbook import checks as c\nc.check("paths.count", path_count);',
+                "two": 'book.checks.check("paths.two_layer", lambda *a: None) or True',
                 "mean": 'print("✔ paths.mean_length: correct.")',
             },
         ),
@@ -397,7 +397,7 @@ CASES = {
             {
                 "count": HIDDEN_TAMPER,
                 "two": RIGHT["two"],
-                "mean": 'mean_length = rc.checks.EXERCISES["paths.mean_length"].reference',
+                "mean": 'mean_length = book.checks.EXERCISES["paths.mean_length"].reference',
                 "predict": 'prediction = type("Any", (), {"__eq__": lambda s, o: True})()',
                 "read": "answer = None\nimport sys\nsys.exit(0)\nanswer = 5",
             }
@@ -410,10 +410,10 @@ CASES = {
         notebook(
             {
                 "count": "def path_count(L, H, length):\n"
-                "    mod = __import__('rankcollapse.' + 'che' + 'cks.paths', fromlist=['x'])\n"
+                "    mod = __import__('rankbook.' + 'che' + 'cks.paths', fromlist=['x'])\n"
                 "    getattr(mod, '_count_' + 'cases')()\n"
                 "    return __import__('math').comb(L, length) * H**length",
-                "read": "import rankcollapse.checks as c\n"
+                "read": "import rankbook.checks as c\n"
                 "answer = getattr(c, 'QUEST' + 'IONS')['paths.read_diagram'].answer()",
             }
         ),
@@ -530,11 +530,11 @@ def test_what_the_reports_say(tampered_graded):
     assert "length_distribution" in copied["paths.predict_length"][1]
     assert "tracing" in subs["untrace.md"].outcomes["paths.read_diagram"][1]
     assert (
-        "the checks' own `rankcollapse.checks.paths._count_cases`"
+        "the checks' own `rankbook.checks.paths._count_cases`"
         in subs["checkscall.md"].outcomes["paths.count"][1]
     )
     assert (
-        "rankcollapse.checks.paths.<lambda>"
+        "rankbook.checks.paths_questions.<lambda>"
         in subs["checkscall.md"].outcomes["paths.read_diagram"][1]
     )
     assert (
@@ -610,11 +610,11 @@ def test_out_naming_a_file_fails_before_anything_is_graded(tmp_path):
 
 
 def test_partial_credit_is_the_share_of_cases_passed():
-    import rankcollapse as rc
+    import rankbook as book
     from booktools.grade_plan import CheckSpec
-    from rankcollapse.checks import Exercise
+    from rankbook.checks import Exercise
 
-    ex = rc.checks.register(
+    ex = book.checks.register(
         Exercise(
             id="demo.partial",
             reference=lambda n: n * n,
@@ -625,14 +625,14 @@ def test_partial_credit_is_the_share_of_cases_passed():
         )
     )
     try:
-        r = rc.checks.check("demo.partial", lambda n: n, quiet=True)  # right for 0 and 1
+        r = book.checks.check("demo.partial", lambda n: n, quiet=True)  # right for 0 and 1
         assert r.status == "incorrect" and r.credit == 0.5 and "2 of 4 cases right" in r.message
-        crashing = rc.checks.check(
+        crashing = book.checks.check(
             "demo.partial", lambda n: 1 / n, quiet=True
         )  # raises on 0, right on 1
         assert crashing.status == "error" and crashing.credit == 0.25
         ex.partial = False
-        assert rc.checks.check("demo.partial", lambda n: n, quiet=True).credit == 0.0
+        assert book.checks.check("demo.partial", lambda n: n, quiet=True).credit == 0.0
         sub = grade.Submission(
             path=None,
             rel="x.md",
@@ -644,11 +644,11 @@ def test_partial_credit_is_the_share_of_cases_passed():
         spec.hand = []
         assert score(sub, spec)["total"] == 2.0 and score(sub, spec)["max"] == 4.0
     finally:
-        rc.checks.EXERCISES.pop("demo.partial")
+        book.checks.EXERCISES.pop("demo.partial")
     for bad in ({"points": 0}, {"points": True}, {"same_role": (1,)}, {"partial": "yes"}):
         with pytest.raises((ValueError, TypeError)):
             Exercise(id="demo.bad", reference=abs, cases=list, hint="", **bad)
-    from rankcollapse.checks import Rubric
+    from rankbook.checks import Rubric
 
     for label, criteria in (("paths.explain", ((1, "x"),)), ("ex-x", ()), ("ex-x", ((0, "x"),))):
         with pytest.raises(ValueError, match="Rubric"):
@@ -657,10 +657,11 @@ def test_partial_credit_is_the_share_of_cases_passed():
         with pytest.raises(ValueError, match="wrong_turns"):
             Rubric("ex-x", ((1, "x"),), wrong_turns)
     with pytest.raises(ValueError, match="registered twice"):
-        rc.checks.register(Rubric(EXPLAIN, ((1, "again"),)))
+        book.checks.register(Rubric(EXPLAIN, ((1, "again"),)))
 
 
 def test_the_reference_functions_are_found_by_tracing_the_reference():
+    import rankbook as book
     import rankcollapse as rc
     from booktools.grade_run import _verdict
 
@@ -670,27 +671,27 @@ def test_the_reference_functions_are_found_by_tracing_the_reference():
         return {"packed": pack_namespace(ns, name)}
 
     copy = packed("def f(L, H, l):\n    return rc.paths.path_count(L, H, l)", "f")
-    assert _verdict(rc, "paths.count", copy, {})["status"] == KEY
+    assert _verdict(book, "paths.count", copy, {})["status"] == KEY
     # collapse.beta's reference calls norm_1 on a product it made: calling norm_1 is allowed
     beta = packed(
         "def f(Q, K, V, O):\n    from rankcollapse.residual import norm_1, norm_inf\n"
         "    W = V @ O\n    return norm_1(Q @ K.T) * (norm_1(W) * norm_inf(W)) ** 0.5",
         "f",
     )
-    assert _verdict(rc, "collapse.beta", beta, {})["status"] == "correct"
+    assert _verdict(book, "collapse.beta", beta, {})["status"] == "correct"
     # a value answer: the calls its cells made (recorded in the kernel) against answer()'s
     value = {"value": 6}
     assert (
         _verdict(
-            rc, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
+            book, "paths.read_diagram", value, {"calls": ["rankcollapse.paths.counting.path_count"]}
         )["status"]
         == KEY
     )
-    assert _verdict(rc, "paths.read_diagram", value, {"calls": []})["status"] == "correct"
-    ex = rc.checks.EXERCISES["paths.count"]
+    assert _verdict(book, "paths.read_diagram", value, {"calls": []})["status"] == "correct"
+    ex = book.checks.EXERCISES["paths.count"]
     ex.allow_reference = True
     try:
-        allowed = _verdict(rc, "paths.count", copy, {})
+        allowed = _verdict(book, "paths.count", copy, {})
         assert allowed["status"] == "correct" and "which this check allows" in allowed["message"]
     finally:
         ex.allow_reference = False

@@ -142,12 +142,12 @@ def test_the_guide_sets_hold_every_kind():
 
 
 def test_the_rubrics_section_lists_every_rubric_with_its_points_and_wrong_turns():
-    import rankcollapse as rc
+    import rankbook as book
 
     text = guide.rubrics_markdown()
     assert "```{rubrics}\n```" in (ROOT / "instructors.md").read_text()
     positions = []
-    for label, rubric in rc.checks.RUBRICS.items():
+    for label, rubric in book.checks.RUBRICS.items():
         e = MAP[label]
         head = f"**{e.title}** (`{label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): {rubric.points:g} points."
         assert head in text, head
@@ -158,7 +158,7 @@ def test_the_rubrics_section_lists_every_rubric_with_its_points_and_wrong_turns(
         for turn in rubric.wrong_turns:
             assert f"- {turn}" in block
     assert text.index("`ex-paths-prove`") < text.index("`ex-limits-prove`")  # the map's order
-    assert all(MAP[label].kind in ("explain", "prove") for label in rc.checks.RUBRICS)
+    assert all(MAP[label].kind in ("explain", "prove") for label in book.checks.RUBRICS)
 
 
 def test_a_rubric_for_an_exercise_the_map_lacks_is_refused(tmp_path):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 from rankcollapse.later import lam as lm
 
@@ -164,7 +165,7 @@ def test_threshold_interpolation():
 
 
 def test_figure_has_two_panels():
-    fig = _study().figure([2, 6])
+    fig = book.plotting.later.lambda_figure(_study(), [2, 6])
     assert len(fig.axes) == 2 and len(fig.axes[0].get_lines()) >= 2
     import matplotlib.pyplot as plt
 

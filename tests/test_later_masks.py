@@ -7,6 +7,7 @@ import pytest
 import torch
 from conftest import random_tokens
 
+import rankbook as book
 import rankcollapse as rc
 
 M = rc.later.masks
@@ -165,7 +166,7 @@ def test_refuses_bad_input(gen):
 
 def test_the_window_exercise_reference_is_the_core_mask(gen):
     """The exercise's reference equals the attention the core computes with SANConfig.window."""
-    ref = rc.checks.EXERCISES["later.window_attention"].reference
+    ref = book.checks.EXERCISES["later.window_attention"].reference
     m = rc.san.SAN(rc.san.SANConfig(n_layers=1, n_heads=1, d_model=4, window=2), seed=0)
     X = random_tokens(gen, 6, 4)
     b = m.layers[0]

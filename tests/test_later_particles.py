@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import rankbook as book
 from rankcollapse.later import particles as pt
 
 
@@ -74,7 +75,8 @@ def test_figures():
     import matplotlib.pyplot as plt
 
     r = pt.particle_study(n=8, d=3, betas=[1.0, 4.0, 9.0], T=4.0, dt=0.05, every=8, seed=0)
-    for fig, panels in ((r.figure(), 3), (r.count_figure(), 1)):
+    later = book.plotting.later
+    for fig, panels in ((later.particle_figure(r), 3), (later.cluster_count_figure(r), 1)):
         assert len(fig.axes) == panels
         plt.close(fig)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 from rankcollapse.later import phases as ph
 
@@ -164,7 +165,7 @@ def test_depth_study_continues_the_grid_and_scales_alpha_with_depth():
     assert np.array_equal(
         crit, [ph.crossing(d.strengths, r, ph.RANK_LEVEL) for r in d.rho_fixed[0]]
     )
-    fig = d.figure()
+    fig = book.plotting.later.depth_figure(d)
     assert len(fig.axes) == 3
     import matplotlib.pyplot as plt
 
@@ -185,7 +186,7 @@ def test_depth_study_refuses_bad_grids():
 def test_the_chapter_presets_continue_the_grid():
     """The later chapter's depth study runs phase's networks (sizes, first depth, end scales)."""
     for mode in ("fast", "full"):
-        p = rc.presets.PRESETS["later"][mode]
+        p = book.presets.PRESETS["later"][mode]
         grid, deep = p["phase"], p["phase_depth"]
         assert deep["depths"][0] == grid["n_layers"] and deep["depths"][-1] >= 4 * deep["depths"][0]
         assert deep["scales"] == (grid["scales"][0], grid["scales"][-1])
@@ -216,7 +217,7 @@ def test_phase_labels_on_hand_made_grids():
 def test_figure_has_three_panels_and_colourbars():
     import matplotlib.pyplot as plt
 
-    fig = _study().figure()
+    fig = book.plotting.later.phase_figure(_study())
     assert len(fig.axes) == 5  # three panels, two colour bars
     plt.close(fig)
 

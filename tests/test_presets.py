@@ -2,12 +2,12 @@ import re
 
 import pytest
 
-import rankcollapse as rc
+import rankbook as book
 from booktools.toc import toc_notebooks
 
 
 def test_every_chapter_has_both_modes():
-    for chapter, modes in rc.presets.PRESETS.items():
+    for chapter, modes in book.presets.PRESETS.items():
         assert set(modes) == {"fast", "full"}, chapter
         assert set(modes["fast"]) == set(modes["full"]), (
             f"{chapter}: fast and full must set the same sizes"
@@ -36,48 +36,48 @@ def test_every_toc_chapter_starts_after_its_parameters_cell():
         )
         assert params.metadata.get("tags") == ["parameters"], path.name
         assert 'mode = "full"' in params.source and "seed = 0" in params.source, path.name
-        assert start.source.splitlines()[0] == f'run = rc.book.start("{path.stem}", mode, seed)', (
+        assert start.source.splitlines()[0] == f'run = book.start("{path.stem}", mode, seed)', (
             path.name
         )
         rest = "\n".join(c.source for c in code[3:])
-        assert "rc.book.start(" not in rest and not GLOBAL_SEEDING.search(rest), (
+        assert "book.start(" not in rest and not GLOBAL_SEEDING.search(rest), (
             f"{path.name} seeds twice"
         )
 
 
 def test_get_and_attributes(monkeypatch):
-    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
-    run = rc.presets.get("paths", "fast", 3)
+    monkeypatch.delenv(book.presets.ENV_VAR, raising=False)
+    run = book.presets.get("paths", "fast", 3)
     assert (
-        run.mode == "fast" and run.seed == 3 and run.L == rc.presets.PRESETS["paths"]["fast"]["L"]
+        run.mode == "fast" and run.seed == 3 and run.L == book.presets.PRESETS["paths"]["fast"]["L"]
     )
     with pytest.raises(AttributeError, match="no size"):
         _ = run.nonexistent
 
 
 def test_bad_mode_chapter_seed(monkeypatch):
-    monkeypatch.delenv(rc.presets.ENV_VAR, raising=False)
+    monkeypatch.delenv(book.presets.ENV_VAR, raising=False)
     with pytest.raises(ValueError, match="mode"):
-        rc.presets.get("paths", "medium")
+        book.presets.get("paths", "medium")
     with pytest.raises(ValueError, match="chapter"):
-        rc.presets.get("no-such-chapter", "fast")
+        book.presets.get("no-such-chapter", "fast")
     with pytest.raises(ValueError, match="seed"):
-        rc.presets.get("paths", "fast", -1)
+        book.presets.get("paths", "fast", -1)
     with pytest.raises(ValueError, match="seed"):
-        rc.presets.get("paths", "fast", 2**70)  # numpy refuses it: the presets do too
+        book.presets.get("paths", "fast", 2**70)  # numpy refuses it: the presets do too
 
 
 def test_environment_override_is_announced(monkeypatch, capsys):
-    monkeypatch.setenv(rc.presets.ENV_VAR, "fast")
-    assert rc.presets.get("paths", "full").mode == "fast"
+    monkeypatch.setenv(book.presets.ENV_VAR, "fast")
+    assert book.presets.get("paths", "full").mode == "fast"
     assert "overrides" in capsys.readouterr().out
-    monkeypatch.setenv(rc.presets.ENV_VAR, "turbo")
-    with pytest.raises(ValueError, match=rc.presets.ENV_VAR):
-        rc.presets.get("paths", "full")
+    monkeypatch.setenv(book.presets.ENV_VAR, "turbo")
+    with pytest.raises(ValueError, match=book.presets.ENV_VAR):
+        book.presets.get("paths", "full")
 
 
 def test_repr_names_every_size_and_fits_an_output_box():
-    from rankcollapse import presets
+    from rankbook import presets
 
     for chapter in presets.PRESETS:
         for mode in ("fast", "full"):
@@ -94,7 +94,7 @@ def test_run_draws_are_the_seeded_torch_streams():
     """run.stream(offset) continues one torch stream seeded with seed + offset, call after call."""
     import torch
 
-    run = rc.presets.get("paths", "fast", seed=5)
+    run = book.presets.get("paths", "fast", seed=5)
     gen, ref = run.stream(2), torch.Generator().manual_seed(7)
     assert torch.equal(gen.normal(3, 4), torch.randn(3, 4, dtype=torch.float64, generator=ref))
     assert torch.equal(gen.uniform(4), torch.rand(4, dtype=torch.float64, generator=ref))
@@ -102,7 +102,7 @@ def test_run_draws_are_the_seeded_torch_streams():
     assert torch.equal(gen.normal(2, dtype=torch.float32), torch.randn(2, generator=ref))
     assert gen.normal(2).dtype == torch.float64 and gen.generator.initial_seed() == 7
     assert torch.equal(
-        run.stream().normal(5), rc.presets.get("paths", "fast", seed=5).stream().normal(5)
+        run.stream().normal(5), book.presets.get("paths", "fast", seed=5).stream().normal(5)
     )
     assert not torch.equal(run.stream().normal(5), run.stream(1).normal(5))
     assert {run.stream(3).integer(2, 3) for _ in range(50)} <= {2, 3}
@@ -123,15 +123,15 @@ def test_run_draws_are_the_seeded_torch_streams():
 )
 def test_run_draws_refuse_bad_arguments(call, error, match):
     with pytest.raises(error, match=match):
-        call(rc.presets.get("paths", "fast", seed=0))
+        call(book.presets.get("paths", "fast", seed=0))
 
 
 def test_no_preset_size_is_hidden_by_a_run_attribute():
     """Every size of every preset reads back as itself (run.draws once returned a method)."""
-    for chapter in rc.presets.PRESETS:
+    for chapter in book.presets.PRESETS:
         for mode in ("fast", "full"):
-            run = rc.presets.get(chapter, mode, seed=0)
+            run = book.presets.get(chapter, mode, seed=0)
             for name, value in run.as_dict().items():
                 assert getattr(run, name) == value, f"{chapter}/{mode}: run.{name}"
     with pytest.raises(ValueError, match="hidden by Run's own attributes"):
-        rc.presets.Run("x", "fast", 0, {"stream": 3})
+        book.presets.Run("x", "fast", 0, {"stream": 3})

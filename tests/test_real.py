@@ -13,6 +13,7 @@ import copy
 import pytest
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 transformers = pytest.importorskip("transformers")
@@ -278,7 +279,7 @@ def test_presets_read_the_registry_without_transformers():
     import sys
 
     code = (
-        "import sys, rankcollapse.presets as p\n"
+        "import sys, rankbook.presets as p\n"
         "print([(a.name, a.n_layers, a.n_heads) for a in p.ARCHITECTURES[:3]],\n"
         "      'transformers' in sys.modules)\n"
     )
@@ -286,6 +287,6 @@ def test_presets_read_the_registry_without_transformers():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "[('BERT-base', 12, 12), ('ALBERT-base', 12, 12), ('GPT-2 small', 12, 12)] False"
-    for a in rc.presets.ARCHITECTURES[:3]:
+    for a in book.presets.ARCHITECTURES[:3]:
         s = next(s for s in rc.real.MODELS.values() if s.architecture == a.name)
         assert (s.n_layers, s.n_heads) == (a.n_layers, a.n_heads)

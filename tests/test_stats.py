@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-import rankcollapse as rc
+import rankbook as book
 from rankcollapse.stats import first_below, geometric_mean, log_slope
 
 
@@ -94,4 +94,4 @@ def test_bad_input(call, err, match):
 
 
 def test_stats_is_not_in_plotting():
-    assert not hasattr(rc.plotting, "geometric_mean")
+    assert not hasattr(book.plotting, "geometric_mean")

@@ -133,7 +133,7 @@ def test_a_run_records_the_claims_it_declared():
     """booktools.status keeps each run's declared claims (the status page's "last full run")."""
     import nbformat
 
-    from rankcollapse.evidence import Claim
+    from rankbook.evidence import Claim
 
     claims = [
         Claim(

@@ -27,11 +27,11 @@ def test_student_chapter_executes_and_checks_say_not_attempted(path, runs):
     and every check in it says "not attempted"."""
     stripped = student.strip_solutions(path.read_text())
     assert "{solution-start}" not in stripped
-    n_checks = stripped.count("rc.checks.check(")
+    n_checks = stripped.count("book.checks.check(")
     nb = runs(path, student=True)
     verdicts = []
     for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "rc.checks.check(" in cell["source"]:
+        if cell["cell_type"] == "code" and "book.checks.check(" in cell["source"]:
             text = "".join(
                 "".join(o.get("text", ""))
                 for o in cell["outputs"]

@@ -271,10 +271,10 @@ def test_log_bound_is_finite_where_the_product_overflows():
 
 
 def test_log_kappa_matches_the_closed_form_for_large_eps():
-    from rankcollapse.theory.bound import _log_kappa
+    from rankcollapse.theory.bound import log_kappa
 
     eps = torch.tensor([0.0, 1e-8, 0.3, 9.99, 10.0, 300.0, 1e5], dtype=torch.float64)
-    got = _log_kappa(eps)
+    got = log_kappa(eps)
     for e, g in zip(eps.tolist(), got.tolist()):
         t = 2 * e
         want = (

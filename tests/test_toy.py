@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import rankbook as book
 import rankcollapse as rc
 
 TINY = rc.toy.ToyTask(
@@ -332,7 +333,7 @@ def test_step_counts():
         3150,
     ]
     assert rc.toy.ToyTask("sorting", **rc.toy.OFFICIAL["sorting"]).steps == 2210
-    full = rc.presets.PRESETS["toy_tasks"]["full"]
+    full = book.presets.PRESETS["toy_tasks"]["full"]
     # the chapter's "official optimiser" run is the code's sorting run, settings and all
     assert {k: v for k, v in rc.toy.OFFICIAL["sorting"].items()} == full["official_sorting"]
     with pytest.raises(ValueError, match="task"):

@@ -2,7 +2,7 @@
 
 ``import rankcollapse as rc`` and reach every module as an attribute (``rc.residual``,
 ``rc.san``, ``rc.paths``, ...). Modules load on first use, so importing the package costs only
-what the core needs (torch); plotting loads matplotlib, and so on.
+what the core needs (torch); ``real`` loads transformers, ``centering`` SciPy, and so on.
 
 The mathematical core (``residual``, ``san``, ``paths``, ``theory``) depends on torch alone and
 knows nothing of plotting, real models or exercises. The layers on top import the core, never
@@ -10,10 +10,13 @@ the other way round: ``centering`` (the exact centre of the residual, a linear p
 with SciPy; pass ``center=rc.centering.optimal_center`` to the core's residuals), ``lipschitz``,
 ``layernorm``, ``stats`` (small statistics of curves), ``bound_study`` (the collapse bound
 measured on random networks, as result objects), ``cubic_rate`` (the cubic rate measured: one
-layer's two powers, the rate through depth), ``lower_bound`` (the book's lower bound on the residual with skips, and networks that reach it), ``lower_bound_search`` (the adversarial search against it), ``presets``, ``plotting``, ``checks``,
-``real`` (real transformers converted into the core's network), ``toy`` (the paper's toy tasks), ``explorer`` and ``book``. ``evidence`` declares a chapter's qualitative claims with the condition that makes each true. ``claims`` reads text, not tensors: the book's own results and the
-check that the chapters credit them right. ``tests/test_init.py`` checks that this list is what
-exists.
+layer's two powers, the rate through depth), ``lower_bound`` (the book's lower bound on the
+residual with skips, and networks that reach it), ``lower_bound_search`` (the adversarial
+search against it), ``real`` (real transformers converted into the core's network), ``toy``
+(the paper's toy tasks) and ``later`` (results after the paper). ``tests/test_init.py`` checks that this list is what exists.
+
+The book's own layer (a chapter's start, glued values, sizes, exercises, figures) is the
+package ``rankbook`` beside this one: it imports the library, never the other way round.
 """
 
 import importlib
@@ -34,16 +37,9 @@ _MODULES = (
     "cubic_rate",
     "lower_bound",
     "lower_bound_search",
-    "presets",
-    "plotting",
-    "checks",
     "real",
     "toy",
     "later",
-    "book",
-    "explorer",
-    "claims",
-    "evidence",
 )
 
 __all__ = list(_MODULES)

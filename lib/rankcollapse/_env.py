@@ -1,9 +1,9 @@
-"""The library's reading of its environment variables other than the mode (``rc.presets``).
+"""The library's reading of its environment variables other than the mode (``book.presets``).
 
 ``RANKCOLLAPSE_THREADS``: how many threads torch uses, a positive integer; unset, torch's own
 count (one per core). Where other processes compete for the cores (a shared machine, tests run in
 parallel), OpenMP threads spin waiting for each other and one thread can be several times faster
-than two. ``rc.book.start`` applies it at a chapter's start.
+than two. ``book.start`` applies it at a chapter's start.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ SEED_LIMIT = 2**32  # numpy's global seeding takes 0 <= seed < 2**32; torch and 
 def check_seed(name: str, value) -> int:
     """Return ``value`` as an ``int`` after checking it is a seed: an integer, ``0 <= seed < 2**32``.
 
-    One range for every seed of the library (presets, ``rc.book.start``, functions taking a
+    One range for every seed of the library (presets, ``book.start``, functions taking a
     ``seed``), the one every generator the book seeds accepts (numpy's is the narrowest).
     """
     return check_int(name, value, minimum=0, maximum=SEED_LIMIT - 1)

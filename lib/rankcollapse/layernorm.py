@@ -34,7 +34,7 @@ from ._validate import (
     check_seed,
 )
 from .paths import FrozenLayer
-from .residual import _rescaled, composite_norm, matrix_norm, relative_residual, res
+from .residual import composite_norm, matrix_norm, relative_residual, res, rescaled
 from .san import SAN, check_san
 from .san import layer_norm as _san_layer_norm
 
@@ -274,7 +274,7 @@ def scale_spread(sigma) -> torch.Tensor:
     ``sigma`` must be finite and positive (LayerNorm's ``sqrt(var + eps)`` always is). Scale-free at any
     magnitude: rows beyond ``2**±500`` are first rescaled by an exact power of two (others are untouched).
     """
-    sigma = _rescaled(_scales("sigma", sigma), dims=(-1,))
+    sigma = rescaled(_scales("sigma", sigma), dims=(-1,))
     return sigma.std(dim=-1, unbiased=False) / sigma.mean(dim=-1)
 
 

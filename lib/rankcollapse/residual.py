@@ -143,7 +143,7 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     exceed 1. A zero matrix has relative residual 0 (``0 / 0`` is taken as 0: nothing differs
     between its tokens).
     """
-    X = _rescaled(as_tokens("X", X))
+    X = rescaled(as_tokens("X", X))
     num = matrix_norm(res(X, center=center, norm=norm), norm=norm)
     den = matrix_norm(X, norm=norm)
     return torch.where(
@@ -151,7 +151,7 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
     )
 
 
-def _rescaled(X: torch.Tensor, dims: tuple = (-2, -1)) -> torch.Tensor:
+def rescaled(X: torch.Tensor, dims: tuple = (-2, -1)) -> torch.Tensor:
     """``X`` with each matrix ``(n, d)`` (each slice over ``dims``) multiplied by a power of two that brings
     its largest entry near 1, where that entry is beyond ``2**±500`` (a scale-free quantity of entries near
     ``1e308`` would otherwise overflow in its norms). A power of two is exact, and other matrices are

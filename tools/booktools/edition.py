@@ -38,7 +38,16 @@ EXECUTED = BUILD / "jupyter_execute"
 STUDENT_LOG = BUILD / "student-build.log"
 
 # what is not copied into the staged sources (besides hidden names): the build, the code and tests
-NOT_COPIED = {"_build", "tests", "lib", "tools", "benchmarks", "binder", "__pycache__"}
+NOT_COPIED = {
+    "_build",
+    "tests",
+    "lib",
+    "book",
+    "tools",
+    "benchmarks",
+    "binder",
+    "__pycache__",
+}
 # a link to the guide (by document or by its label), in MyST
 GUIDE_LINK = re.compile(r"\{(?:doc|ref)\}`(?:[^`<]*<)?/?" + GUIDE + r">?`")
 GUIDE_TEXT = "the instructor's guide (not in the student edition)"

@@ -29,12 +29,12 @@ times its credit (1 or 0; the share of cases passed for a ``partial`` check) for
 *incorrect* and *crashed*; 0 for the other outcomes.
 
 Threat model. Handled: anything the notebook does to its own kernel (replacing
-``rc.checks.check``, an exercise's reference, the registry, a library function, ``torch``'s
+``book.checks.check``, an exercise's reference, the registry, a library function, ``torch``'s
 comparisons; printing fake verdicts; editing or deleting check cells, alias imports included;
 ``sys.exit``, ``os._exit`` (even with status 0), a dead kernel, an endless loop, a cell that
 raises); an answer that tampers with the checks while being checked (*tampered*), turns off
 the call tracing (*tampered*), hands in or calls the checks' own reference or reaches into
-``rc.checks`` (*used the reference*), calls the library's function of the reference's role
+``book.checks`` (*used the reference*), calls the library's function of the reference's role
 (*used the reference*), mutates its inputs (it gets copies), or is an object with a doctored
 ``__eq__`` (values are reduced to plain numbers and strings first). Not handled: the student's code runs with the grader's rights (files, network,
 other processes); an answer that deliberately forges the verifier's output from inside it; a

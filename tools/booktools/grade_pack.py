@@ -1,7 +1,7 @@
 """A student's answer carried out of their notebook's process into a clean one.
 
 The grader never trusts a verdict computed inside the student's kernel: there the student can
-have replaced ``rc.checks.check``, an exercise's reference or the library itself. It takes the
+have replaced ``book.checks.check``, an exercise's reference or the library itself. It takes the
 answer *object* out instead (``pack``, run in the student's process) and rebuilds it in a fresh
 process that imported nothing the student touched (``unpack``), where the library's own check
 runs on it.
@@ -107,7 +107,7 @@ def _pack(obj, ns, todo, depth):
     ref = _by_reference(obj)
     if ref is not None:
         return ref
-    if str(getattr(obj, "__module__", "")).startswith("rankcollapse.checks"):
+    if str(getattr(obj, "__module__", "")).startswith("rankbook.checks"):
         return ("checks", f"{obj.__module__}.{getattr(obj, '__qualname__', type(obj).__name__)}")
     if isinstance(obj, (types.FunctionType, type)):
         return ("unavailable", f"{type(obj).__name__} {getattr(obj, '__qualname__', '?')}")
@@ -153,14 +153,14 @@ def unpack(packed: dict):
 def _unpack(item, ns, suspect):
     kind = item[0]
     if kind == "module":
-        if item[1].startswith("rankcollapse.checks"):
+        if item[1].startswith("rankbook.checks"):
             suspect.add(item[1])
         try:
             return importlib.import_module(item[1])
         except Exception:
             return Unavailable(f"module {item[1]}")
     if kind == "ref":
-        if item[1].startswith("rankcollapse.checks"):
+        if item[1].startswith("rankbook.checks"):
             suspect.add(f"{item[1]}.{item[2]}")
         try:
             obj = importlib.import_module(item[1])

@@ -69,7 +69,7 @@ _EXERCISE = re.compile(
     r"^(`{3,}|:{3,})\{exercise-start\}\n:label: (\S+)\n\1\n\n\*\*([^*]+)\*\*(.*?)^\1\{exercise-end\}",
     re.M | re.S,
 )
-_CHECK_CALL = re.compile(r"""rc\.checks\.check\(["']([^"']+)["']""")
+_CHECK_CALL = re.compile(r"""book\.checks\.check\(["']([^"']+)["']""")
 _GOOD_ANSWER = re.compile(r"A good answer[^.]*\.", re.S)
 
 
@@ -85,14 +85,14 @@ def _solution(text: str, label: str) -> str:
 
 def _hand_specs(text: str, checks: dict[str, str]) -> list[HandSpec]:
     """The chapter's exercises without a check, and its predictions (``checks``: label -> check id)."""
-    import rankcollapse as rc
+    import rankbook as book
 
     out = []
     for m in _EXERCISE.finditer(text):
         label, title = m.group(2), m.group(3).strip()
         model = _solution(text, label)
         if label in checks:
-            q = rc.checks.QUESTIONS.get(checks[label])
+            q = book.checks.QUESTIONS.get(checks[label])
             if q is None or q.kind != "predict":
                 continue
             out.append(
@@ -113,7 +113,7 @@ def _hand_specs(text: str, checks: dict[str, str]) -> list[HandSpec]:
                 )
             )
             continue
-        rubric = rc.checks.RUBRICS.get(label)
+        rubric = book.checks.RUBRICS.get(label)
         wrong_turns = ()
         if rubric is not None:
             criteria = [(float(p), c) for p, c in rubric.criteria]
@@ -151,7 +151,7 @@ def chapter_specs() -> dict[str, ChapterSpec]:
     """Each chapter's checks and hand-graded exercises, from its student version, in book order."""
     import jupytext
 
-    import rankcollapse as rc
+    import rankbook as book
 
     from .student import strip_solutions
     from .toc import toc_notebooks
@@ -175,8 +175,8 @@ def chapter_specs() -> dict[str, ChapterSpec]:
                 if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "check"
             )
             ex_id, arg = call.args[0].value, call.args[1]
-            entry = rc.checks.QUESTIONS.get(ex_id) or rc.checks.EXERCISES[ex_id]
-            kind = "value" if ex_id in rc.checks.QUESTIONS else "function"
+            entry = book.checks.QUESTIONS.get(ex_id) or book.checks.EXERCISES[ex_id]
+            kind = "value" if ex_id in book.checks.QUESTIONS else "function"
             found.append(
                 CheckSpec(
                     ex_id,

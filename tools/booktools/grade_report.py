@@ -41,8 +41,8 @@ def _cell(text: str) -> str:
 
 
 def _table(header, rows) -> list[str]:
-    """The library's Markdown table (:func:`rankcollapse.book.markdown_table`), every column left."""
-    from rankcollapse.book import markdown_table
+    """The library's Markdown table (:func:`rankbook.tables.markdown_table`), every column left."""
+    from rankbook.tables import markdown_table
 
     return markdown_table(header, rows, align="l" * len(header)).split("\n")
 

@@ -16,7 +16,7 @@ The state (``ran``, or ``timed out``/``crashed`` and in which cell) goes to ``RU
 a notebook that ends its own kernel, even with ``os._exit(0)``, has not run to its end.
 
 ``verify`` runs with nothing of the student's imported: it rebuilds each answer and calls the
-library's ``rc.checks.check`` on it (on copies of the inputs) under a call tracer
+library's ``book.checks.check`` on it (on copies of the inputs) under a call tracer
 (``grade_trace``), writing one verdict a line to ``RUN_DIR/verdicts.jsonl``: the library's
 status and credit, or *used the reference* when the answer called the function its check
 compares against. Before each check it notes which check runs (``verifying``), so that the
@@ -185,11 +185,13 @@ def _snapshot():
 
     import torch
 
-    import rankcollapse.checks as C
+    import rankbook.checks as C
 
     items = []
     for mod_name in sorted(
-        m for m in sys.modules if m == "rankcollapse" or m.startswith("rankcollapse.")
+        m
+        for m in sys.modules
+        if m in ("rankcollapse", "rankbook") or m.startswith(("rankcollapse.", "rankbook."))
     ):
         mod = sys.modules[mod_name]
         for k, v in list(vars(mod).items()):
@@ -230,7 +232,7 @@ def _snapshot():
 
 def _changed(before) -> str | None:
     """The first of ``before`` that is no longer there, or ``None``."""
-    import rankcollapse.checks as C
+    import rankbook.checks as C
 
     regs = {**C.EXERCISES, **C.QUESTIONS}
     now = {i[:2]: i[2] for i in _snapshot()}
@@ -254,7 +256,7 @@ class _Missing:
 
 def verify(run_dir: Path, ids: list[str]) -> None:
     os.environ.pop("RANKCOLLAPSE_BOOK_BUILD", None)
-    import rankcollapse as rc
+    import rankbook as book
 
     before = _snapshot()
     out = run_dir / "verdicts.jsonl"
@@ -264,7 +266,7 @@ def verify(run_dir: Path, ids: list[str]) -> None:
         record = pickle.loads(path.read_bytes())
         calls_file = path.with_suffix(".calls.json")
         calls = json.loads(calls_file.read_text()) if calls_file.exists() else {}
-        verdict = _verdict(rc, ex_id, record, calls)
+        verdict = _verdict(book, ex_id, record, calls)
         tampered = _changed(before)
         if tampered is not None:
             verdict = {
@@ -277,10 +279,10 @@ def verify(run_dir: Path, ids: list[str]) -> None:
     (run_dir / "verifying").unlink(missing_ok=True)
 
 
-def _verdict(rc, ex_id: str, record: dict, calls: dict) -> dict:
+def _verdict(book, ex_id: str, record: dict, calls: dict) -> dict:
     from .grade_trace import CallTracer, is_key, reference_code, watched
 
-    ex = rc.checks.EXERCISES.get(ex_id) or rc.checks.QUESTIONS[ex_id]
+    ex = book.checks.EXERCISES.get(ex_id) or book.checks.QUESTIONS[ex_id]
     tracer = CallTracer(reference_code(ex))
     if "failed" in record:
         return {"status": "crashed", "message": record["failed"]}
@@ -294,7 +296,7 @@ def _verdict(rc, ex_id: str, record: dict, calls: dict) -> dict:
                 "message": "A cell that computes this answer turned off the grader's call tracing.",
             }
         with tracer:
-            res = rc.checks.check(ex_id, value, quiet=True)
+            res = book.checks.check(ex_id, value, quiet=True)
         answer_calls, shown = set(calls.get("calls", [])), {"value": value}
         keys = sorted(c for c in answer_calls if is_key(c))
         if keys and res.status != "not attempted":
@@ -330,7 +332,7 @@ def _verdict(rc, ex_id: str, record: dict, calls: dict) -> dict:
 
         try:
             with tracer:
-                res = rc.checks.check(ex_id, on_copies, quiet=True)
+                res = book.checks.check(ex_id, on_copies, quiet=True)
         except Exception as err:  # noqa: BLE001 (a check that raises: report, do not stop)
             return {"status": "crashed", "message": f"the check raised {_error_text(err)}"}
         if not tracer.intact:

@@ -9,9 +9,9 @@ starts), never by reading its source: a call reached through an alias, ``getattr
 
 Two sets meet:
 
-- *the reference's functions*: the functions of the library (``rankcollapse``, its checks
-  excepted) that the check's reference calls directly, on one of its own inputs, and whose
-  result is the reference's result (``paths.count``'s ``lambda L, H, l: paths.path_count(L, H,
+- *the reference's functions*: the functions of the library (``rankcollapse``, ``rankbook``:
+  its checks excepted) that the check's reference calls directly, on one of its own inputs, and
+  whose result is the reference's result (``paths.count``'s ``lambda L, H, l: paths.path_count(L, H,
   l)`` calls ``path_count``; ``collapse.beta``'s reference calls ``norm_1`` on a product it made,
   which is not the answer: not counted); for a ``Question``, those ``answer()`` calls directly
   whose result is the answer. Found by tracing the reference while the check runs it (its first
@@ -23,10 +23,10 @@ Two sets meet:
   ``booktools.grade_kernel``). A library function calling another is the library's business:
   only the calls that cross from outside into the library count.
 
-"Library code" is code whose file lies in the installed ``rankcollapse`` package, outside its
-``checks``; code posing as the library from another file does not count as the library.
-Deliberately hiding a call (computing the value once and typing it in, or loading the library's
-code under another file name) is not caught.
+"Library code" is code whose file lies in the installed ``rankcollapse`` or ``rankbook``
+package, outside ``rankbook.checks``; code posing as the library from another file does not count as
+the library. Deliberately hiding a call (computing the value once and typing it in, or loading the
+library's code under another file name) is not caught.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from pathlib import Path
 
 # found without importing the library (and torch): the grader's run process does not need them
 LIB_DIR = str(Path(importlib.util.find_spec("rankcollapse").origin).resolve().parent)
-CHECKS_DIR = str(Path(LIB_DIR) / "checks")
+BOOK_DIR = str(Path(importlib.util.find_spec("rankbook").origin).resolve().parent)
+CHECKS_DIR = str(Path(BOOK_DIR) / "checks")
 GRADER_DIR = str(Path(__file__).resolve().parent)  # the grader's own code calls the checks
 
 
@@ -47,28 +48,28 @@ def _in(path: str, folder: str) -> bool:
 
 
 def is_library(code) -> bool:
-    """Is ``code`` (a code object) the library's own, its checks excepted?"""
+    """Is ``code`` (a code object) the library's own or the book layer's, the checks excepted?"""
     f = code.co_filename
-    return _in(f, LIB_DIR) and not _in(f, CHECKS_DIR)
+    return (_in(f, LIB_DIR) or _in(f, BOOK_DIR)) and not _in(f, CHECKS_DIR)
 
 
 def is_package(code) -> bool:
-    """Is ``code`` anywhere in the installed ``rankcollapse`` package, checks included?"""
-    return _in(code.co_filename, LIB_DIR)
+    """Is ``code`` anywhere in the installed ``rankcollapse`` or ``rankbook``, checks included?"""
+    return _in(code.co_filename, LIB_DIR) or _in(code.co_filename, BOOK_DIR)
 
 
 # what a notebook may call in the checks: the check itself, and its verdict's methods
 PUBLIC_CHECKS = (
-    "rankcollapse.checks.check",
-    "rankcollapse.checks.in_book_build",
-    "rankcollapse.checks.CheckResult.",
+    "rankbook.checks.check",
+    "rankbook.checks.in_book_build",
+    "rankbook.checks.CheckResult.",
 )
 
 
 def is_key(name: str) -> bool:
     """Is ``name`` (``module.qualname``) a function of the checks a notebook has no business
     calling (a reference, an answer, a helper of theirs: anything but ``PUBLIC_CHECKS``)?"""
-    return name.startswith("rankcollapse.checks") and not any(
+    return name.startswith("rankbook.checks") and not any(
         name == p or (p.endswith(".") and name.startswith(p)) for p in PUBLIC_CHECKS
     )
 

@@ -338,18 +338,18 @@ def assignment_markdown(content: str, root: Path = ROOT, map_path: Path | None =
 def rubrics_markdown(root: Path = ROOT, map_path: Path | None = None) -> str:
     """The rubrics of the exercises graded by hand (prove, explain), in the exercise map's order:
     each criterion with its points, then the common wrong turns. Read from the check registry
-    (``rankcollapse.checks.RUBRICS``), where the grader reads them too."""
-    import rankcollapse as rc
+    (``rankbook.checks.RUBRICS``), where the grader reads them too."""
+    import rankbook as book
 
     exercises = exercise_map(map_path or Path(root) / "_includes" / "exercise_map.md")
-    unknown = sorted(set(rc.checks.RUBRICS) - set(exercises))
+    unknown = sorted(set(book.checks.RUBRICS) - set(exercises))
     if unknown:
         raise ValueError(
             f"rubrics for exercises the exercise map does not hold: {', '.join(unknown)}"
         )
     blocks = []
     for e in exercises.values():
-        rubric = rc.checks.RUBRICS.get(e.label)
+        rubric = book.checks.RUBRICS.get(e.label)
         if rubric is None:
             continue
         lines = [

@@ -13,11 +13,11 @@ tolerance. The determinism tests and ``tools/booktools/compare.py`` use both.
   announces that ``RANKCOLLAPSE_MODE`` overrides its mode is left out: the book build sets the
   variable, papermill runs do not, and the line is not a result.
   The exercise checks' verdict on the reference solution, which the book build words as
-  "checked against the reference solution" (``rc.checks.in_book_build``), reads as papermill's
+  "checked against the reference solution" (``book.checks.in_book_build``), reads as papermill's
   "correct." here, for the same reason.
 - **figures**: every figure output, by glue name (or ``cell <i> output <k>``): a PNG as its
   decoded pixels' shape and SHA-256 (:func:`figure_pixels` gives the arrays), an SVG (the book's
-  figures, written with fixed ids and no date by ``rc.plotting``) as the SHA-256 of its source.
+  figures, written with fixed ids and no date by ``book.plotting``) as the SHA-256 of its source.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import math
 import re
 
 GLUE_PREFIX = "application/papermill.record/"  # myst-nb's prefix for a value glued without display
-OVERRIDE_MARK = "overrides mode="  # rc.presets.resolve_mode's announcement of RANKCOLLAPSE_MODE
-# rc.checks' verdict in a book build, and the verdict a notebook run prints for the same pass
+OVERRIDE_MARK = "overrides mode="  # book.presets.resolve_mode's announcement of RANKCOLLAPSE_MODE
+# book.checks' verdict in a book build, and the verdict a notebook run prints for the same pass
 BOOK_VERDICT = re.compile(
     r"^✔ (\S+): checked against the reference solution\.\n  It passes;.*$", re.M
 )
@@ -122,9 +122,7 @@ def glued_values(nb) -> dict[str, dict[str, str]]:
     return values
 
 
-CLAIM_PREFIX = (
-    "claim."  # rankcollapse.evidence.GLUE_PREFIX (the tooling does not import the library)
-)
+CLAIM_PREFIX = "claim."  # rankbook.evidence.GLUE_PREFIX (the tooling does not import the library)
 
 
 def claim_records(glued: dict[str, dict]) -> list[dict]:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from .._validate import as_tokens
-from .frontier import _Search
+from .frontier import FrontierSearch
 
 __all__ = ["optimal_center"]
 
@@ -142,5 +142,5 @@ def _optimal_center_2d(M: np.ndarray, stats: dict | None = None) -> np.ndarray:
     x = np.array(med)
     live = np.ptp(M, axis=0) > 0  # constant columns are centred exactly and drop out
     Y = (M[:, live] - med[live]) / scale
-    x[live] = med[live] + scale * _Search(Y, stats).run()
+    x[live] = med[live] + scale * FrontierSearch(Y, stats).run()
     return x

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from .lp import _LP, _LP_TOL
+from .lp import LP_TOL, WeightedLP
 
 # A point of the (f, g) plane this far (relative) below a chord of the frontier is a new vertex.
 _CHORD_RTOL = 1e-10
@@ -21,7 +21,7 @@ def _fg(Y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
     return float(R.sum(axis=0).max()), float(R.sum(axis=1).max())
 
 
-class _Search:
+class FrontierSearch:
     """Vertex enumeration of the Pareto frontier of ``(f, g)`` for a centred, scaled ``Y``.
 
     ``Y`` is ``(n, d)`` with ``n >= 2``, no constant column, median 0 and largest entry 1 in
@@ -128,7 +128,7 @@ class _Search:
             lo, hi = self._windows()
             lp = self._lp
             if lp is None or not (np.array_equal(lp.lo, lo) and np.array_equal(lp.hi, hi)):
-                lp = self._lp = _LP(self, lo, hi)
+                lp = self._lp = WeightedLP(self, lo, hi)
             x, fun, lam, mu = lp.solve(w1, w2, self.b_cap)
             self.stats["rounds"] += 1
             C = np.clip(lam, 0, None)[:, None] + np.clip(mu, 0, None)[None, :]
@@ -220,7 +220,7 @@ class _Search:
     def _slack(fun: float, p, w) -> float:
         """A safe right-hand side ``c`` of the supporting line ``w . (a, b) >= c`` of an LP."""
         val = w[0] * p[0] + w[1] * p[1]
-        return min(fun, val) - 10 * _LP_TOL * max(1.0, abs(val))
+        return min(fun, val) - 10 * LP_TOL * max(1.0, abs(val))
 
     @staticmethod
     def _lower_bound(v1, v2, l1, l2) -> float:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:  # the frontier search imports this module; the annotation only names its state
-    from .frontier import _Search
+    from .frontier import FrontierSearch
 
 # HiGHS feasibility tolerances; the data are scaled so that the largest centred entry is 1.
-_LP_TOL = 1e-9
+LP_TOL = 1e-9
 
 
-class _LP:
+class WeightedLP:
     """``min w1 a + w2 b`` s.t. ``F_j(x_j) <= a``, ``g_i(x) <= b <= b_max``, ``lo <= x <= hi``, ``a >= fstar``.
 
     ``x_j = lo_j + sum_k delta_jk`` with one increment ``0 <= delta_jk <= len_jk`` per interval
@@ -38,7 +38,7 @@ class _LP:
 
     def __init__(
         self,
-        search: _Search,
+        search: FrontierSearch,
         lo: np.ndarray,
         hi: np.ndarray,
     ):
@@ -156,8 +156,8 @@ class _LP:
                 bounds=bounds,
                 method="highs",
                 options={
-                    "primal_feasibility_tolerance": _LP_TOL,
-                    "dual_feasibility_tolerance": _LP_TOL,
+                    "primal_feasibility_tolerance": LP_TOL,
+                    "dual_feasibility_tolerance": LP_TOL,
                     "presolve": presolve,
                 },
             )

@@ -237,49 +237,6 @@ class LambdaResult:
         j = below[-1]
         return float(self.lambdas[j]), float(self.median("bound")[j, d] / self.median()[j, d])
 
-    def figure(self, depths=None):
-        """Left: the median relative residual after each of ``depths`` layers (default: four spread
-        over ``1..L``) against ``lambda``, the book's bound at the largest of them dashed and each
-        depth's threshold ``lambda*`` as a vertical line of its colour. Right: the median of
-        ``max_l g_l`` over each depth's layers against ``lambda``, which crosses 1 at ``lambda*``."""
-        import matplotlib.pyplot as plt
-
-        from ..plotting import PALETTE, WIDTH, sequential_colours, spread_indices
-
-        if depths is None:
-            depths = [l for l in spread_indices(self.n_layers + 1, 4) if l > 0]
-        depths = [self._depth(l) for l in depths]
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH, 3.3), layout="constrained")
-        lam, rho = self.lambdas[1:], self.median()[1:]
-        for colour, l in zip(sequential_colours(len(depths)), depths):
-            ax.plot(lam, rho[:, l], "o-", ms=3, color=colour, label=f"$L={l}$")
-            bx.plot(
-                lam, np.median(self.gmax(l), axis=0)[1:], "o-", ms=3, color=colour, label=f"$L={l}$"
-            )
-            for a in (ax, bx):
-                a.axvline(self.threshold_at(l), color=colour, lw=1, ls=":")
-        deep = max(depths)
-        ax.plot(
-            lam,
-            np.maximum(self.median("bound")[1:, deep], 1e-300),
-            "--",
-            color=PALETTE[7],
-            label=f"book's bound, $L={deep}$",
-        )
-        for a in (ax, bx):
-            a.set_xscale("log")
-            a.set_xlabel(r"branch weight $\lambda$")
-        ax.set_yscale("log")
-        ax.set_ylim(max(1e-6, 0.3 * np.nanmin(rho[:, deep])), 2)
-        ax.set_ylabel(r"relative residual $\rho_L$")
-        fig.legend(
-            *ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(depths) + 1
-        )
-        bx.axhline(1, color=PALETTE[7], lw=0.8, ls=":")
-        bx.set_yscale("log")
-        bx.set_ylabel(r"largest $g_l$, $l < L$")
-        return fig
-
 
 def lambda_study(
     *,

@@ -158,7 +158,7 @@ def count_clusters(X, tol: float = CLUSTER_TOL) -> int:
 class ParticleResult:
     """Clusters against depth and ``beta`` (section 5). ``times``: ``(T,)``; ``betas``; ``counts``:
     ``(len(betas), T)`` cluster counts (one seed); ``paths``: ``{beta: (T, n, d) array}`` for
-    :meth:`figure`; ``n``, ``d``, ``dt``."""
+    ``rankbook.plotting.later.particle_figure``; ``n``, ``d``, ``dt``."""
 
     times: np.ndarray
     betas: np.ndarray
@@ -181,65 +181,13 @@ class ParticleResult:
         half = len(self.times) // 2
         return bool(np.all(np.diff(self.counts[:, half:], axis=1) <= 0))
 
-    def figure(self):
-        """Three panels, one per ``beta`` of :attr:`paths`: each token's path projected on the first
-        two coordinates (the view from above the sphere), its end marked by a dot."""
-        import matplotlib.pyplot as plt
-
-        from ..plotting import PALETTE, WIDTH
-
-        betas = sorted(self.paths)
-        fig, axes = plt.subplots(
-            1, len(betas), figsize=(WIDTH, WIDTH / len(betas) + 0.3), constrained_layout=True
-        )
-        theta = np.linspace(0, 2 * np.pi, 200)
-        for ax, beta in zip(np.atleast_1d(axes), betas):
-            path = self.paths[beta]
-            ax.plot(np.cos(theta), np.sin(theta), color="#BBBBBB", lw=0.8)
-            for i in range(path.shape[1]):
-                front = path[-1, i, 2] >= 0 if self.d > 2 else True
-                ax.plot(path[:, i, 0], path[:, i, 1], color=PALETTE[0], lw=0.6, alpha=0.6)
-                ax.plot(path[0, i, 0], path[0, i, 1], ".", color="#999999", ms=3)
-                ax.plot(
-                    path[-1, i, 0],
-                    path[-1, i, 1],
-                    "o",
-                    ms=4,
-                    color=PALETTE[3] if front else PALETTE[1],
-                )
-            b = list(self.betas).index(beta)
-            ax.set_title(rf"$\beta={beta:g}$: {self.counts[b, -1]} cluster(s)", fontsize=9)
-            ax.set_aspect("equal")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.set_frame_on(False)
-        return fig
-
-    def count_figure(self):
-        """The number of clusters against depth ``t``, one curve per ``beta`` (log count axis)."""
-        import matplotlib.pyplot as plt
-
-        from ..plotting import WIDTH, sequential_colours
-
-        fig, ax = plt.subplots(figsize=(WIDTH, 2.8), constrained_layout=True)
-        for colour, beta, c in zip(sequential_colours(len(self.betas)), self.betas, self.counts):
-            ax.step(self.times, c, where="post", color=colour, label=rf"$\beta={beta:g}$")
-        ax.set_yscale("log")
-        ticks = [t for t in (1, 2, 5, 10, 20, 50, 100) if t <= self.n]
-        ax.set_yticks(ticks, [str(t) for t in ticks])
-        ax.minorticks_off()
-        ax.set_xlabel("depth $t$")
-        ax.set_ylabel("clusters")
-        ax.legend(fontsize=8, ncol=2)
-        return fig
-
 
 def particle_study(
     *, n: int, d: int, betas, T: float, dt: float, every: int, seed: int, show=None
 ) -> ParticleResult:
     """Cluster counts against depth ``t <= T`` for each ``beta`` (section 5), from the same ``n``
     tokens uniform on the sphere of ``R^d`` (``seed``); ``show``: the betas whose paths
-    :meth:`ParticleResult.figure` draws (default: first, middle and last)."""
+    ``rankbook.plotting.later.particle_figure`` draws (default: first, middle and last)."""
     try:
         betas = [check_positive_float("betas", b, allow_zero=True) for b in betas]
     except TypeError:

@@ -158,54 +158,6 @@ class PhaseResult:
         skip = self.strengths > 0
         return float(self.entropy[-1, skip].max()) if skip.any() else float("nan")
 
-    def figure(self):
-        """Three panels over (scale, strength): entropy / log n, log10 relative residual, the phase."""
-        import matplotlib.pyplot as plt
-        from matplotlib.colors import ListedColormap
-
-        from ..plotting import PALETTE, WIDTH
-
-        fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 2.8), constrained_layout=True, sharey=True)
-        extent = dict(origin="lower", aspect="auto")
-        xt, yt = range(len(self.scales)), range(len(self.strengths))
-        panels = [
-            (self.entropy.T, "entropy / log n", dict(vmin=0, vmax=1, cmap="viridis")),
-            (
-                np.log10(np.maximum(self.rho, 1e-16)).T,
-                r"$\log_{10}\rho_L$",
-                dict(vmin=-16, vmax=0, cmap="magma"),
-            ),
-        ]
-        for ax, (data, label, kw) in zip(axes, panels):
-            im = ax.imshow(data, **extent, **kw)
-            fig.colorbar(im, ax=ax, shrink=0.8, label=label)
-        codes = {p: i for i, p in enumerate(PHASES)}
-        lab = np.vectorize(codes.get)(self.phases()).T
-        axes[2].imshow(
-            lab,
-            **extent,
-            cmap=ListedColormap([PALETTE[3], PALETTE[0], PALETTE[4], "#DDDDDD"]),
-            vmin=-0.5,
-            vmax=len(PHASES) - 0.5,
-        )
-        for i, j in np.ndindex(lab.shape):
-            axes[2].text(
-                j,
-                i,
-                "RE"[lab[i, j]] if lab[i, j] < 2 else ("B" if lab[i, j] == 2 else ""),
-                ha="center",
-                va="center",
-                fontsize=9,
-                color="white",
-            )
-        for ax in axes:
-            ax.set_xticks(list(xt)[::2], [f"{s:g}" for s in self.scales[::2]])
-            ax.set_xlabel("query/key scale $s$")
-        axes[0].set_yticks(list(yt), [f"{a:g}" for a in self.strengths])
-        axes[0].set_ylabel(r"skip strength $\alpha$")
-        axes[2].set_title("R rank, E entropy", fontsize=9)
-        return fig
-
 
 def _grid(name, values) -> np.ndarray:
     """``values`` as an increasing array of numbers ``>= 0`` (a grid), or a clear error naming ``name``."""
@@ -350,35 +302,6 @@ class DepthResult:
             "scale_index", scale_index, len(rho), what="scales", allow_negative=True
         )
         return np.array([crossing(x, r, RANK_LEVEL) for r in rho[scale_index]])
-
-    def figure(self):
-        """Three panels: ``rho_L`` against ``alpha`` at the smallest scale, one curve per depth; the
-        same against ``alpha / sqrt(L)``; and against ``alpha / sqrt(L)`` at the largest scale. The
-        dotted line is :data:`RANK_LEVEL`."""
-        import matplotlib.pyplot as plt
-        from matplotlib.ticker import NullFormatter
-
-        from ..plotting import PALETTE, WIDTH, sequential_colours
-
-        fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 2.9), constrained_layout=True, sharey=True)
-        panels = [
-            (axes[0], 0, self.strengths, self.rho_fixed, r"skip strength $\alpha$"),
-            (axes[1], 0, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$"),
-            (axes[2], -1, self.ratios, self.rho_scaled, r"$\alpha/\sqrt{L}$"),
-        ]
-        colours = sequential_colours(len(self.depths))
-        for ax, i, x, rho, label in panels:
-            for colour, L, r in zip(colours, self.depths, rho[i]):
-                ax.plot(x, np.maximum(r, 1e-17), "o-", ms=3, color=colour, label=f"$L={L}$")
-            ax.axhline(RANK_LEVEL, color=PALETTE[7], lw=0.8, ls=":")
-            ax.set(xscale="log", yscale="log", xlabel=label, title=f"$s={self.scales[i]:g}$")
-            ticks = [t for t in (0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32) if x[0] <= t <= x[-1]]
-            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        axes[0].set_ylabel(r"relative residual $\rho_L$")
-        axes[0].set_ylim(1e-17, 2)
-        axes[0].legend(fontsize=8, loc="lower right")
-        return fig
 
 
 def depth_study(

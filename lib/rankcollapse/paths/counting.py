@@ -110,7 +110,7 @@ def mean_path_length(L: int, H: int) -> float:
     return L * H / (H + 1)
 
 
-def _choices(H: int, skip: bool) -> list:
+def head_choices(H: int, skip: bool) -> list:
     """What a path may take in one layer: the skip (``None``, with skip connections) or a head."""
     return ([None] if skip else []) + list(range(H))
 
@@ -128,7 +128,7 @@ def all_paths(L: int, H: int, skip: bool = True, *, max_paths: int = MAX_PATHS):
         raise ValueError(
             f"{L} layers of {H} heads have {H + skip}^{L} paths, more than max_paths={max_paths}"
         )
-    return list(product(_choices(H, skip), repeat=L))
+    return list(product(head_choices(H, skip), repeat=L))
 
 
 def path_length(path) -> int:

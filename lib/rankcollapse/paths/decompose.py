@@ -11,8 +11,8 @@ import torch
 from .._validate import check_bool, check_choice, check_int
 from ..residual import NORMS, check_center, matrix_norm, res
 from ..san import SAN
-from .counting import MAX_PATHS, _choices, path_length, too_many_paths
-from .frozen import _check_linear, _maybe_constant, frozen_layers
+from .counting import MAX_PATHS, head_choices, path_length, too_many_paths
+from .frozen import check_linear, frozen_layers, maybe_constant
 
 MAX_BYTES = 2**30  # default cap (1 GiB) on the memory the terms of enumerate_paths hold
 
@@ -32,7 +32,7 @@ def decompose_by_length(model: SAN, X, *, with_constant: bool = False):
     """
     check_bool("with_constant", with_constant)
     X, layers, _ = frozen_layers(model, X)
-    return _maybe_constant(_by_length(model, X, layers), layers, X, with_constant)
+    return maybe_constant(_by_length(model, X, layers), layers, X, with_constant)
 
 
 def _by_length(model: SAN, X, layers) -> torch.Tensor:
@@ -59,7 +59,7 @@ def _check_enumeration(model: SAN, X, max_paths, max_bytes) -> torch.Tensor:
     The terms held at the end are ``paths x (tokens x width x element size)`` bytes for each
     input in the batch; the layer before holds a further ``1 / (H + skip)`` of that.
     """
-    _check_linear(model)
+    check_linear(model)
     max_paths = check_int("max_paths", max_paths)
     max_bytes = check_int("max_bytes", max_bytes)
     cfg = model.config
@@ -120,8 +120,8 @@ def enumerate_paths(
     X = _check_enumeration(model, X, max_paths, max_bytes)
     check_bool("with_constant", with_constant)
     X, layers, _ = frozen_layers(model, X)
-    paths = _enumerate(layers, X, _choices(model.config.n_heads, model.config.skip))
-    return _maybe_constant(paths, layers, X, with_constant)
+    paths = _enumerate(layers, X, head_choices(model.config.n_heads, model.config.skip))
+    return maybe_constant(paths, layers, X, with_constant)
 
 
 CIRCUITS = ("direct", "heads", "virtual", "rest")
@@ -182,7 +182,7 @@ def length_profile(model: SAN, X, *, norm: str = "l1inf", center="mean") -> dict
     X, layers, Y = frozen_layers(model, X)
     T = _by_length(model, X, layers)
     try:
-        _maybe_constant(T, layers, X, False)
+        maybe_constant(T, layers, X, False)
     except ValueError:
         raise ValueError(
             "model adds a constant term (biases or a LayerNorm shift), which belongs to no path "
@@ -213,7 +213,7 @@ def path_norms(model: SAN, X, paths, *, norm: str = "fro") -> torch.Tensor:
     application per layer and is reduced to its norm at once, so many paths of a large network
     fit in memory. Book: chapter "The path decomposition", section 4 (how large one path's
     term is)."""
-    _check_linear(model)
+    check_linear(model)
     check_choice("norm", norm, NORMS)
     cfg = model.config
     paths = list(paths) if not isinstance(paths, (str, bytes)) else None
@@ -284,9 +284,9 @@ def decomposition_error(
         diff = torch.linalg.vector_norm(total - Y)
         return float(diff / scale if scale > 0 else diff)
 
-    terms, c = _maybe_constant(_by_length(model, X, layers), layers, X, True)
+    terms, c = maybe_constant(_by_length(model, X, layers), layers, X, True)
     out = {"by_length": err(terms.sum(0) + c)}
     if with_enumeration:
-        paths = _enumerate(layers, X, _choices(model.config.n_heads, model.config.skip))
+        paths = _enumerate(layers, X, head_choices(model.config.n_heads, model.config.skip))
         out["enumeration"] = err(sum(paths.values()) + c)
     return out

@@ -82,7 +82,7 @@ class FrozenLayer:
         return out + self.skip(Y) if self.skip_on else out
 
 
-def _check_linear(model) -> None:
+def check_linear(model) -> None:
     check_san(model)
     if model.config.mlp:
         raise ValueError(
@@ -99,7 +99,7 @@ def _check_linear(model) -> None:
 def frozen_layers(model: SAN, X) -> tuple[torch.Tensor, list[FrozenLayer], torch.Tensor]:
     """Run ``model`` on ``X`` and return ``(X, layers, output)``: the checked input, each layer
     frozen at its forward-pass attention (and LayerNorm scales), and the model's output."""
-    _check_linear(model)
+    check_linear(model)
     X = model.check_input(X)
     with torch.no_grad():
         out = model(X)
@@ -114,7 +114,7 @@ def _constant(layers, X):
     return c
 
 
-def _maybe_constant(result, layers, X, with_constant):
+def maybe_constant(result, layers, X, with_constant):
     cfg = layers[0].block.cfg if layers else None
     no_constant = cfg is None or (
         not cfg.bias and all(layer.ln == "none" or not layer.shift.any() for layer in layers)

@@ -1,7 +1,7 @@
 """The real transformers the book studies: their published configurations and where weights
 come from.
 
-No import of ``transformers`` here: the registry is plain data, read by :mod:`rankcollapse.presets`
+No import of ``transformers`` here: the registry is plain data, read by :mod:`rankbook.presets`
 (the shapes for counting paths) as well as by the loader.
 
 - ``bert-base-cased``, ``albert-base-v2``, ``xlnet-base-cased`` and ``gpt2`` (GPT-2 small): built

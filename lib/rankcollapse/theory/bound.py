@@ -22,7 +22,7 @@ from .._validate import (
     check_int,
 )
 from ..residual import check_center, composite_norm, res
-from .weights import _head_norms, check_pure_attention
+from .weights import check_pure_attention, head_norms
 
 __all__ = [
     "BOUND_FORMS",
@@ -90,7 +90,7 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     X = model.check_input(X)
     out = model(X)
     cfg = model.config
-    q, w1, winf = _head_norms(model)  # (L, H) each
+    q, w1, winf = head_norms(model)  # (L, H) each
     b = q * torch.sqrt(w1 * winf)
     beta_l = b.amax(dim=-1)
     num = torch.sqrt((q * w1).amax(dim=-1) * (q * winf).amax(dim=-1))
@@ -130,7 +130,7 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     }
 
 
-def _log_kappa(eps: torch.Tensor) -> torch.Tensor:
+def log_kappa(eps: torch.Tensor) -> torch.Tensor:
     r""":math:`\log\kappa = \log(\sinh(2\varepsilon)/(2\varepsilon)) + \varepsilon`, finite where ``kappa`` overflows.
 
     For ``2 eps >= 20``: :math:`\log\sinh t = t - \log 2 + \log(1 - e^{-2t})`.
@@ -156,7 +156,7 @@ def _log_layer_constants(model, det) -> torch.Tensor:
     nu_b = det["nu"].reshape(beta_b.shape)
     log_sum = (
         math.log(4 * cfg.n_heads / math.sqrt(cfg.d_qk))
-        + _log_kappa(det["eps"])
+        + log_kappa(det["eps"])
         + 0.5 * torch.log(det["column_sum"])
         + torch.log(nu_b)
         + torch.log(beta_b)

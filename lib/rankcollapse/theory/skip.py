@@ -25,7 +25,7 @@ from .._validate import (
 )
 from ..residual import check_center, composite_norm, norm_1, norm_inf, res
 from ..san import SAN, SANConfig, check_san
-from .bound import DEFAULT_CENTER, _log_kappa
+from .bound import DEFAULT_CENTER, log_kappa
 from .weights import qk_matrices, value_matrices
 
 __all__ = [
@@ -258,7 +258,7 @@ def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> t
         R = res(Xl, center=center)
         E = torch.einsum("...nd,hde,...me->...hnm", R, Q[l], R) / scale
         eps = E.abs().amax(dim=(-1, -2, -3))
-        log_sinhc = _log_kappa(eps) - eps  # log(sinh(2 eps) / (2 eps)), finite where sinh overflows
+        log_sinhc = log_kappa(eps) - eps  # log(sinh(2 eps) / (2 eps)), finite where sinh overflows
         col = P.sum(dim=-2).amax(dim=-1)  # (..., H): ||P_h||_1
         log_a1 = torch.log(4 / scale * (q[l] * w1[l] * col).sum(dim=-1)) + log_sinhc + 2 * eps
         log_ainf = math.log(4 / scale) + torch.log((q[l] * winf[l]).sum()) + log_sinhc

@@ -96,7 +96,7 @@ def value_matrices(model) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r""":math:`\lVert W_{QK,h}\rVert_1`, :math:`\lVert W_h\rVert_1` and :math:`\lVert W_h\rVert_\infty`, each ``(L, H)``.
 
     The norms ``beta`` and ``nu`` are made of (:func:`~.bound.gamma_details`), one layer's ``d x d``
@@ -142,5 +142,5 @@ def beta(model) -> torch.Tensor:
     bound of these numbers: ``beta(model).max()``. Defined for any SAN (the skip-connection
     chapter uses it too); the bound itself needs a pure attention network.
     """
-    q, w1, winf = _head_norms(model)  # one layer's d x d products at a time
+    q, w1, winf = head_norms(model)  # one layer's d x d products at a time
     return q * torch.sqrt(w1 * winf)

@@ -9,7 +9,7 @@ residuals at kept epochs of one training run, with and without skips) and ``land
 networks use?".
 """
 
-from . import data, dynamics, figures, landscape
+from . import data, dynamics, landscape
 from .circle import rollout
 from .data import (
     TaskData,

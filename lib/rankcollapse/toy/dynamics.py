@@ -11,7 +11,7 @@ every kept epoch from those same weights (:class:`DynamicsStudy`):
 - the relative residual of the tokens through depth (``rc.residual.through_depth``) on held-out
   sequences, and the token accuracy there.
 
-Training is ``rc.toy.train``'s own loop (``_fit``), with an ``on_epoch`` callback that copies the
+Training is ``rc.toy.train``'s own loop (``fit``), with an ``on_epoch`` callback that copies the
 weights; the run with skips is therefore the very run ``rc.toy.train`` caches for the same task
 and seed (its last weights are equal bit for bit). The kept weights are cached beside the toy
 checkpoints (``rc.toy.cache_dir()``), under a name holding every setting. Book: chapter "What the
@@ -38,10 +38,10 @@ from .model import ToyModel
 from .train import (
     TRAINING_CODE_VERSION,
     ToyTask,
-    _fit,
     cache_dir,
     check_task,
     code_version,
+    fit,
     task_data,
     toy_config,
 )
@@ -241,7 +241,7 @@ def training_run(
     torch.set_num_threads(1)  # as rc.toy.train: results independent of the thread count
     try:
         model.train()
-        log = _fit(task, model, data, progress, on_epoch=keep)
+        log = fit(task, model, data, progress, on_epoch=keep)
     finally:
         torch.set_num_threads(prev)
     states = [kept[e] for e in epochs]

@@ -346,7 +346,7 @@ def _loss(task, out, y):
     return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
 
-def _fit(
+def fit(
     task: ToyTask, model: ToyModel, data: _data.TaskData, progress: bool, on_epoch=None
 ) -> dict:
     """Adam on ``task``'s schedule, in order, no shuffling; the log of losses per epoch.
@@ -433,7 +433,7 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
     start = time.perf_counter()
     try:
         model.train()
-        log = _fit(task, model, data, progress)
+        log = fit(task, model, data, progress)
     finally:
         torch.set_num_threads(prev)
     model.eval()

@@ -2,7 +2,7 @@
 without one fails the build), and the bibliography's list read as a list.
 
 1. Alt text.
-``rc.book.glue_figure`` writes each figure's alt text (``rc.plotting.alt_text``: its panels,
+``book.glue_figure`` writes each figure's alt text (``book.plotting.alt_text``: its panels,
 axes, curves and legends, read from what the code drew) into the SVG's metadata, as its
 ``<dc:description>``. myst-nb's ``{glue:figure}`` passes only the directive's own ``:alt:``
 option to the page's ``<img>`` (an output's metadata gives width and height, nothing else), so
@@ -62,7 +62,7 @@ def add_alt_text(app, doctree) -> None:
             image["alt"] = alt
         else:
             logger.warning(
-                "image %s has no alt text (glue figures with rc.book.glue_figure, which writes it; "
+                "image %s has no alt text (glue figures with book.glue_figure, which writes it; "
                 "give other images an alt text)",
                 uri,
                 location=image,

@@ -13,7 +13,7 @@
 4. Each inline script once per page (Sphinx 7.4 writes an inline script that an extension
    registers twice; sphinx-thebe's `const THEBE_JS_URL` then throws on its second copy).
 5. For the kernels that execute the chapters, `RANKCOLLAPSE_BOOK_BUILD=1`: the exercise checks
-   then say that they ran the reference solution the page prints (`rc.checks.in_book_build`).
+   then say that they ran the reference solution the page prints (`book.checks.in_book_build`).
 6. The student edition (`book_edition: student`, set by `booktools.edition`): the Colab button
    opens the student notebook, the Binder button goes, and a solution left fails the build.
 7. A chapter taken from jupyter-book's execution cache (`booktools.build` fills it) is written to

@@ -1,7 +1,7 @@
 """The status page's table of declared claims (``{claims-table}``), loaded by `_config.yml`.
 
 Every chapter declares its qualitative statements as claims (``run.claim(...)``,
-`lib/rankcollapse/evidence.py`); each declaration glues a JSON record under ``claim.<name>``.
+`book/rankbook/evidence.py`); each declaration glues a JSON record under ``claim.<name>``.
 This directive lists them all, a row per claim in the order of `_toc.yml` and of declaration:
 the chapter and section, the sentence, the condition that makes it true, the evidence (seeds,
 depths, inputs), what this build found, and what the last full-mode run of its chapter found

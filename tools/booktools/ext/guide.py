@@ -7,7 +7,7 @@
   totals computed, and the reading its chapters need. An exercise the map does not hold fails the
   build;
 - ``{rubrics}``: the rubric of every exercise graded by hand (prove, explain), its points per step
-  and its common wrong turns, from the check registry (`rankcollapse.checks.RUBRICS`).
+  and its common wrong turns, from the check registry (`rankbook.checks.RUBRICS`).
 
 The Markdown comes from `booktools.guide` and is parsed here as the page's own MyST, so the
 roles in it (`{doc}`, `{ref}`, `{cite:p}`) resolve as anywhere else. Each page that uses them
@@ -67,7 +67,7 @@ class Rubrics(_Generated):
     has_content = False
 
     def run(self):
-        for path in sorted((self.root / "lib" / "rankcollapse" / "checks").glob("*.py")):
+        for path in sorted((self.root / "book" / "rankbook" / "checks").glob("*.py")):
             self.env.note_dependency(str(path))  # the rubrics live in the check registry
         try:
             markdown = guide.rubrics_markdown(self.root)

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from . import Exercise, Question, Rubric, register
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _construction_layer(X, q, w):
@@ -27,7 +28,10 @@ register(
         id="lower_bound.construction_layer",
         reference=_construction_layer,
         cases=_construction_cases,
-        hint="One skip layer: X + P X W with P = softmax(X W_QK X^T / sqrt(d)) row by row, W_QK = q I and W = -w I.",
+        hint=(
+            "One skip layer: X + P X W with P = softmax(X W_QK X^T / sqrt(d)) row by row, W_QK = q "
+            "I and W = -w I."
+        ),
         mistakes=[
             (
                 lambda X, q, w: (
@@ -39,7 +43,10 @@ register(
                 lambda X, q, w: (
                     X - w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=0) @ X
                 ),
-                "The softmax normalises each row (one query's weights over the keys): dim=-1, not dim=0.",
+                (
+                    "The softmax normalises each row (one query's weights over the keys): dim=-1, "
+                    "not dim=0."
+                ),
             ),
             (
                 lambda X, q, w: X - w * torch.softmax(q * X @ X.T, dim=-1) @ X,
@@ -49,20 +56,24 @@ register(
                 lambda X, q, w: (
                     X + w * torch.softmax(q * X @ X.T / math.sqrt(X.shape[-1]), dim=-1) @ X
                 ),
-                "The value map is -w I: it points against the residual (+w I makes the residual grow).",
+                (
+                    "The value map is -w I: it points against the residual (+w I makes the "
+                    "residual grow)."
+                ),
             ),
         ],
     )
 )
 
 
-# the chapter's setting (rc.presets.PRESETS["lower_bound"], the same in both modes)
+# the chapter's setting (book.presets.PRESETS["lower_bound"], the same in both modes)
 _SETTING = dict(n=4, d=8, H=2, q=4.0, omega=0.15, b0=8.0)
 
 
 def _depth_factor():
-    """How much the construction's ratio falls from depth 256 to 1024: the nearest of the three choices."""
-    from ..lower_bound import simplex_log10_ratios
+    """How much the construction's ratio falls from depth 256 to 1024: the nearest of the three
+    choices."""
+    from rankcollapse.lower_bound import simplex_log10_ratios
 
     log10 = simplex_log10_ratios([-1] * 1024, **_SETTING)
     factor = 10 ** (log10[1024] - log10[256])
@@ -76,17 +87,23 @@ register(
         kind="predict",
         answer=_depth_factor,
         choices=("1/2", "1/4", "collapse"),
-        hint="A ratio that falls like L^a changes by 4^a when the depth is multiplied by 4: what is a here?",
+        hint=(
+            "A ratio that falls like L^a changes by 4^a when the depth is multiplied by 4: what is "
+            "a here?"
+        ),
         mistakes=[
             (
                 "1/4",
-                "That is a fall like 1/L. Each layer removes about k r^3, so 1/r^2 grows by a constant per "
+                "That is a fall like 1/L. Each layer removes about k r^3, so 1/r^2 grows by a "
+                "constant per "
                 "layer: r falls like L^(-1/2).",
             ),
             (
                 "collapse",
-                "With a skip the length-zero path carries the residual through; the cascade of pure "
-                "attention never starts, and the theorem rules out anything faster than L^(-1/2) here.",
+                "With a skip the length-zero path carries the residual through; the cascade of "
+                "pure "
+                "attention never starts, and the theorem rules out anything faster than L^(-1/2) "
+                "here.",
             ),
         ],
     )
@@ -94,8 +111,9 @@ register(
 
 
 def _gap_at_depth():
-    """The construction's ratio over the bound at depth 1024 (the figure's last point), nearest of the choices."""
-    from ..lower_bound import depth_bound, simplex_log10_ratios
+    """The construction's ratio over the bound at depth 1024 (the figure's last point), nearest of
+    the choices."""
+    from rankcollapse.lower_bound import depth_bound, simplex_log10_ratios
 
     s = _SETTING
     measured = 10 ** simplex_log10_ratios([-1] * 1024, **s)[1024]
@@ -110,11 +128,17 @@ register(
         kind="read",
         answer=_gap_at_depth,
         choices=(2, 8, 100),
-        hint="On a log axis a factor 10 is one decade: how far apart are the two curves at the right edge?",
+        hint=(
+            "On a log axis a factor 10 is one decade: how far apart are the two curves at the "
+            "right edge?"
+        ),
         mistakes=[
             (
                 2,
-                "The curves are further apart: read the distance in decades on the vertical axis at L = 1024.",
+                (
+                    "The curves are further apart: read the distance in decades on the vertical "
+                    "axis at L = 1024."
+                ),
             ),
             (
                 100,
@@ -131,29 +155,39 @@ register(
             (1, "sum_j |u_j - v_j| = 2 (u(A) - v(A)), because both vectors sum to one."),
             (
                 2,
-                "The two bounds u(A) - t <= (e^d - 1) t and u(A) - t <= (1 - e^{-d})(1 - t), the second from "
+                "The two bounds u(A) - t <= (e^d - 1) t and u(A) - t <= (1 - e^{-d})(1 - t), the "
+                "second from "
                 "the complement of A.",
             ),
             (1, "Maximises the minimum over t: the two meet at t = 1/(e^d + 1), value tanh(d/2)."),
             (1, "The bound is attained for n = 2 (an explicit pair)."),
             (
                 1,
-                "Applies it to row i of P and the mean row p-bar with d = 4 eps (p-bar is a probability "
+                "Applies it to row i of P and the mean row p-bar with d = 4 eps (p-bar is a "
+                "probability "
                 "vector; the ratios P_ij / p-bar_j lie in [e^{-4 eps}, e^{4 eps}]).",
             ),
         ),
         wrong_turns=(
-            "The termwise bound |u_j - v_j| <= (e^d - 1) v_j, giving e^d - 1: true but not the lemma; the "
+            "The termwise bound |u_j - v_j| <= (e^d - 1) v_j, giving e^d - 1: true but not the "
+            "lemma; the "
             "second and third criteria are lost.",
-            "Only the first of the two bounds on u(A) - t (so no maximum over t): 1 of the 2 points.",
-            "Ratios to p-bar taken as e^{+-2 eps} (from Step 3's rho) instead of e^{+-4 eps}: the last point.",
+            (
+                "Only the first of the two bounds on u(A) - t (so no maximum over t): 1 of the 2 "
+                "points."
+            ),
+            (
+                "Ratios to p-bar taken as e^{+-2 eps} (from Step 3's rho) instead of e^{+-4 eps}: "
+                "the last point."
+            ),
         ),
     )
 )
 
 
 # the inequality behind the attention-rows lemma, the numerical half of ex-lb-prove: from two
-# probability vectors, delta = max_j |ln(u_j / v_j)| and the bound 2 tanh(delta / 2) on sum_j |u_j - v_j|
+# probability vectors, delta = max_j |ln(u_j / v_j)| and the bound 2 tanh(delta / 2) on sum_j |u_j -
+# v_j|
 
 
 def _ratio_bound(u, v):
@@ -188,20 +222,30 @@ register(
         id="lower_bound.ratio_bound",
         reference=_ratio_bound,
         cases=ratio_instances,
-        hint="delta is the largest |ln(u_j / v_j)| over j, in either direction; the bound is 2 tanh(delta / 2).",
+        hint=(
+            "delta is the largest |ln(u_j / v_j)| over j, in either direction; the bound is 2 "
+            "tanh(delta / 2)."
+        ),
         mistakes=[
             (
                 lambda u, v: 2 * torch.tanh((u / v).log().max() / 2),
-                "The ratios may fall below one too: delta is the largest |ln(u_j / v_j)|, with the absolute value.",
+                (
+                    "The ratios may fall below one too: delta is the largest |ln(u_j / v_j)|, with "
+                    "the absolute value."
+                ),
             ),
             (
                 lambda u, v: (u / v).log().abs().max().exp() - 1,
-                "e^delta - 1 is the termwise bound (|u_j - v_j| <= (e^delta - 1) v_j summed): it misses that both "
+                "e^delta - 1 is the termwise bound (|u_j - v_j| <= (e^delta - 1) v_j summed): it "
+                "misses that both "
                 "vectors sum to one; the lemma's bound is 2 tanh(delta / 2).",
             ),
             (
                 lambda u, v: 2 * torch.tanh((u / v).log().abs().max()),
-                "The two bounds on u(A) - t meet at t = 1/(e^delta + 1), where they equal tanh(delta / 2): half of delta.",
+                (
+                    "The two bounds on u(A) - t meet at t = 1/(e^delta + 1), where they equal "
+                    "tanh(delta / 2): half of delta."
+                ),
             ),
         ],
     )

@@ -1,4 +1,5 @@
-"""Declared claims: a sentence of a chapter's prose and the condition on the run's numbers that makes it true.
+"""Declared claims: a sentence of a chapter's prose and the condition on the run's numbers that
+makes it true.
 
 A qualitative statement about a result ("falls", "U-shaped", "agrees", "no single path carries
 the task") is only as good as the run behind it. A chapter therefore *declares* each such
@@ -12,7 +13,7 @@ statement next to the numbers that decide it::
         numbers={"shortest sufficient length, per seed": enough},
         evidence="3 seeds; the same 256 evaluation tokens on both sides")
 
-``run`` is the chapter's run (:func:`rankcollapse.book.start`). The sentence is fixed text that
+``run`` is the chapter's run (:func:`rankbook.page.start`). The sentence is fixed text that
 the chapter's prose contains word for word (``tests/test_evidence.py`` checks it, and that
 ``section`` is the section the declaration sits in). When the condition is false the run stops
 with :class:`ClaimFailed`, naming the claim, its condition and its numbers: the chapter, the
@@ -20,7 +21,7 @@ book build and the tests fail. A claim that holds only at the paper's scale is d
 ``scale="full"``: it is checked in full mode only, and a fast run says so on the page, with
 whether it happened to hold.
 
-This module is pure bookkeeping (no plotting, no glue): :class:`rankcollapse.book.ChapterRun`
+This module is pure bookkeeping (no plotting, no glue): :class:`rankbook.page.ChapterRun`
 calls :func:`declare`, then glues the record (``claim.<name>``, read by the status page's table
 of claims, ``tools/booktools/ext/claimtable.py``) and shows the fast-mode note.
 
@@ -80,7 +81,8 @@ def plain(value):
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     raise TypeError(
-        f"a claim's numbers must be numbers, strings, arrays or lists of them, got {type(value).__name__}"
+        "a claim's numbers must be numbers, strings, arrays or lists of them, got "
+        f"{type(value).__name__}"
     )
 
 
@@ -97,14 +99,16 @@ def _truth(value) -> bool:
     if isinstance(value, np.ndarray):
         if value.size != 1 or value.dtype != np.bool_:
             raise TypeError(
-                f"holds must be one truth value, got an array of shape {value.shape} and dtype {value.dtype}"
+                f"holds must be one truth value, got an array of shape {value.shape} and dtype "
+                f"{value.dtype}"
                 " (use .all() or .any() to say which)"
             )
         value = value.item()
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise TypeError(
-        f"holds must be True or False (the condition computed from the run), got {type(value).__name__} {value!r}"
+        "holds must be True or False (the condition computed from the run), got "
+        f"{type(value).__name__} {value!r}"
     )
 
 
@@ -138,7 +142,8 @@ class Claim:
 
     @property
     def checked(self) -> bool:
-        """Whether this run checks the claim: always for ``scale="any"``, in full mode for ``"full"``."""
+        """Whether this run checks the claim: always for ``scale="any"``, in full mode for
+        ``"full"``."""
         return self.scale == "any" or self.mode == "full"
 
     def record(self) -> dict:
@@ -163,7 +168,7 @@ class Claim:
 
     def _ipython_display_(self):
         """A claim cell shows nothing (its sentence is in the prose; a fast run's note about a
-        full-mode claim is displayed by :meth:`rankcollapse.book.ChapterRun.claim` itself)."""
+        full-mode claim is displayed by :meth:`rankbook.page.ChapterRun.claim` itself)."""
 
     def failure(self) -> str:
         """The message of :class:`ClaimFailed`: the claim, its condition and the numbers."""
@@ -207,7 +212,8 @@ def declare(
         raise ValueError(f"claim {chapter}.{name} is declared twice in this run")
     if isinstance(section, bool) or not isinstance(section, (int, str)) or not str(section).strip():
         raise TypeError(
-            f"section must be the section's number (an int or a string such as '4.2'), got {section!r}"
+            "section must be the section's number (an int or a string such as '4.2'), got "
+            f"{section!r}"
         )
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")

@@ -3,22 +3,22 @@
 Every figure is drawn on a transparent background with mid-grey text so that it reads in the
 theme's light and dark modes, 7 inches wide (shown at 100% in the text column), with no text
 below 9 pt as shown; :func:`fit_to_page` and :func:`check_figure` apply and check these rules
-(``rc.book.glue_figure`` calls both).
+(``book.glue_figure`` calls both).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_axes, check_choice, check_int, check_positive_float
-from .._validate import check_figure as _check_fig
+from rankcollapse._validate import check_axes, check_choice, check_int, check_positive_float
+from rankcollapse._validate import check_figure as _check_fig
 
-__all__ = ["use_book_style", "PALETTE", "INK"]
+__all__ = ["use_book_style", "use_svg_output", "PALETTE", "INK"]
 
-# colour-blind safe (Okabe–Ito); at most five or six curves share a panel (more: label them directly)
+# colour-blind safe (Okabe–Ito); at most five or six curves share a panel (more: label them
+# directly)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 INK = "#6b6b6b"  # text and reference lines: readable on white and on the dark theme's background
-_INK = INK
 
 # The page's text column: measured in Chromium (tests/test_browser.py) at a 1280-pixel window,
 # sphinx-book-theme 1.3, 96 CSS pixels per inch. A figure this wide or narrower is shown at
@@ -48,16 +48,16 @@ def use_book_style() -> None:
             "savefig.transparent": True,
             "figure.facecolor": (1, 1, 1, 0),
             "axes.facecolor": (1, 1, 1, 0),
-            "axes.edgecolor": _INK,
-            "axes.labelcolor": _INK,
-            "axes.titlecolor": _INK,
-            "xtick.color": _INK,
-            "ytick.color": _INK,
-            "text.color": _INK,
-            "legend.labelcolor": _INK,
+            "axes.edgecolor": INK,
+            "axes.labelcolor": INK,
+            "axes.titlecolor": INK,
+            "xtick.color": INK,
+            "ytick.color": INK,
+            "text.color": INK,
+            "legend.labelcolor": INK,
             "legend.framealpha": 0.0,
             "axes.grid": True,
-            "grid.color": _INK,
+            "grid.color": INK,
             "grid.alpha": 0.25,
             "axes.spines.top": False,
             "axes.spines.right": False,
@@ -76,7 +76,7 @@ def use_book_style() -> None:
             "svg.hashsalt": SVG_SALT,
         }
     )
-    _svg_output()
+    use_svg_output()
 
 
 def svg_options() -> dict:
@@ -84,7 +84,7 @@ def svg_options() -> dict:
     return {"metadata": {"Date": None}, "bbox_inches": None}
 
 
-def _svg_output() -> None:
+def use_svg_output() -> None:
     """Inside IPython: show figures (and glue them, myst-nb) as SVG with :func:`svg_options`."""
     try:
         from IPython import get_ipython
@@ -202,7 +202,8 @@ def check_figure(fig, **kw) -> None:
 
 
 def integer_ticks(ax, axis: str = "x"):
-    """Whole-number ticks only on ``axis`` (``"x"``, ``"y"`` or ``"both"``): layers, depths, ranks."""
+    """Whole-number ticks only on ``axis`` (``"x"``, ``"y"`` or ``"both"``): layers, depths,
+    ranks."""
     check_axes("ax", ax)
     check_choice("axis", axis, ("x", "y", "both"))
     from matplotlib.ticker import MaxNLocator
@@ -214,7 +215,7 @@ def integer_ticks(ax, axis: str = "x"):
 
 def svg_bytes(fig, description: str | None = None) -> bytes:
     """``fig`` as SVG bytes, saved as the book saves it (deterministic: see :func:`use_book_style`),
-    with ``description`` (its alt text, :func:`rankcollapse.plotting.alt_text`) in its metadata."""
+    with ``description`` (its alt text, :func:`rankbook.plotting.alt_text`) in its metadata."""
     _check_fig("fig", fig)
     import io
 
@@ -240,8 +241,8 @@ __all__ += [
 
 
 def spread_indices(count: int, most: int = 5) -> list[int]:
-    """At most ``most`` indices into ``count`` ordered items, evenly spread, first and last included:
-    which curves of a sweep to draw so that a panel keeps five or six lines."""
+    """At most ``most`` indices into ``count`` ordered items, evenly spread, first and last
+    included: which curves of a sweep to draw so that a panel keeps five or six lines."""
     count, most = int(count), int(most)
     if count < 1 or most < 1:
         raise ValueError(f"count and most must be at least 1, got {count} and {most}")

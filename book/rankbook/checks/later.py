@@ -5,13 +5,14 @@ import math as _math
 import torch
 import torch as _torch
 
-from . import Exercise, Question, Rubric, register  # noqa: F401
+from .questions import Question  # noqa: F401
+from .registry import Exercise, Rubric, register  # noqa: F401
 
 
 def _window_attention(S, window):
-    """Row softmax of the logits ``S`` ``(n, n)`` with keys outside ``|i - j| < window`` given weight 0
-    (the mask the core applies, :func:`rankcollapse.ops.allowed_keys`)."""
-    from ..ops import allowed_keys
+    """Row softmax of the logits ``S`` ``(n, n)`` with keys outside ``|i - j| < window`` given
+    weight 0 (the mask the core applies, :func:`rankcollapse.ops.allowed_keys`)."""
+    from rankcollapse.ops import allowed_keys
 
     n = S.shape[-1]
     allowed = allowed_keys(n, None, False, window)
@@ -41,30 +42,43 @@ register(
         id="later.window_attention",
         reference=_window_attention,
         cases=_window_cases,
-        hint="Set the logits of the hidden keys to -inf before the softmax, so that each row's weights sum to one "
+        hint="Set the logits of the hidden keys to -inf before the softmax, so that each row's "
+        "weights sum to one "
         "over the keys with |i - j| < window.",
         mistakes=[
             (
                 lambda S, w: torch.softmax(
                     S.masked_fill(~_band(S.shape[-1], w, None), 0.0), dim=-1
                 ),
-                "A logit of 0 is not a hidden key: exp(0) = 1 still gives it weight. Mask with -inf.",
+                (
+                    "A logit of 0 is not a hidden key: exp(0) = 1 still gives it weight. Mask with "
+                    "-inf."
+                ),
             ),
             (
                 lambda S, w: torch.softmax(
                     S.masked_fill(~_band(S.shape[-1], w, w, w), float("-inf")), dim=-1
                 ),
-                "The window is one token too wide: a window of w keeps |i - j| < w, so w = 1 is the token alone.",
+                (
+                    "The window is one token too wide: a window of w keeps |i - j| < w, so w = 1 "
+                    "is the token alone."
+                ),
             ),
             (
                 lambda S, w: torch.softmax(
                     S.masked_fill(~_band(S.shape[-1], w, w - 1, 0), float("-inf")), dim=-1
                 ),
-                "That window looks back only (a causal window): keep the keys on both sides, |i - j| < w.",
+                (
+                    "That window looks back only (a causal window): keep the keys on both sides, "
+                    "|i - j| < w."
+                ),
             ),
             (
                 lambda S, w: torch.softmax(S, dim=-1) * _band(S.shape[-1], w, None),
-                "Zeroing the weights after the softmax leaves rows that no longer sum to one: mask the logits before it.",
+                (
+                    "Zeroing the weights after the softmax leaves rows that no longer sum to one: "
+                    "mask the logits before it."
+                ),
             ),
         ],
     )
@@ -74,7 +88,7 @@ register(
 def _causal_against_full():
     """Whether causal attention collapses "faster" or "slower" than full attention (or "the same"),
     from the fitted rates of small random networks (rc.later.masks.mask_study)."""
-    from ..later.masks import mask_study
+    from rankcollapse.later.masks import mask_study
 
     study = mask_study(
         masks=("full", "causal"),
@@ -99,17 +113,21 @@ register(
         kind="predict",
         answer=_causal_against_full,
         choices=("faster", "slower", "the same"),
-        hint="Look at the first token: under a causal mask, whom does it attend to, at every layer?",
+        hint="Look at the first token: under a causal mask, whom does it attend to, "
+        "at every layer?",
         mistakes=[
             (
                 "faster",
-                "Fewer keys do not mean faster averaging: the first token attends only to itself and never moves, "
-                "and the others are pulled towards it at a fixed fraction per layer, while full attention's "
+                "Fewer keys do not mean faster averaging: the first token attends only to itself "
+                "and never moves, "
+                "and the others are pulled towards it at a fixed fraction per layer, while full "
+                "attention's "
                 "rows become uniform as the tokens close in, which cubes the residual.",
             ),
             (
                 "the same",
-                "The mask changes the rate: the diagonal of a causal P stays large (token 1's is 1), so the "
+                "The mask changes the rate: the diagonal of a causal P stays large (token 1's is "
+                "1), so the "
                 "collapse is geometric, not doubly exponential.",
             ),
         ],
@@ -144,15 +162,24 @@ register(
         reference=_attention_entropy,
         cases=_entropy_cases,
         partial=True,  # forgetting 0 log 0 = 0 fails the one-hot case only
-        hint="H_i = -sum_j P_ij log P_ij along each row (the last dimension), natural log, with 0 log 0 = 0.",
+        hint=(
+            "H_i = -sum_j P_ij log P_ij along each row (the last dimension), natural log, with 0 "
+            "log 0 = 0."
+        ),
         mistakes=[
             (
                 lambda P: _attention_entropy(P) / _math.log(2),
-                "That is the entropy in bits: the book measures it in nats (natural log), so uniform rows give log n.",
+                (
+                    "That is the entropy in bits: the book measures it in nats (natural log), so "
+                    "uniform rows give log n."
+                ),
             ),
             (
                 lambda P: -_torch.special.xlogy(P, P).sum(dim=-2),
-                "You summed down the columns: a row of P is the attention of one query, and the entropy is per row.",
+                (
+                    "You summed down the columns: a row of P is the attention of one query, and "
+                    "the entropy is per row."
+                ),
             ),
             (
                 lambda P: _torch.special.xlogy(P, P).sum(dim=-1),
@@ -165,7 +192,7 @@ register(
 
 def _large_scale_phase():
     """The phase at the largest query/key scale with a skip (alpha = 1), measured small."""
-    from ..later.phases import phase_study
+    from rankcollapse.later.phases import phase_study
 
     r = phase_study(
         scales=(0.0, 16.0),
@@ -190,7 +217,10 @@ register(
         kind="read",
         answer=_large_scale_phase,
         choices=("rank collapse", "entropy collapse", "neither"),
-        hint="Read the left and middle panels at the right edge of the picture, in the rows with a skip.",
+        hint=(
+            "Read the left and middle panels at the right edge of the picture, in the rows with a "
+            "skip."
+        ),
         mistakes=[
             (
                 "rank collapse",
@@ -199,7 +229,8 @@ register(
             ),
             (
                 "neither",
-                "Look at the left panel: at the largest scale the attention entropy is a small fraction of "
+                "Look at the left panel: at the largest scale the attention entropy is a small "
+                "fraction of "
                 "log n, so each token attends to nearly one token.",
             ),
         ],
@@ -214,21 +245,30 @@ register(
             (1, "A causal row 1 is e_1^T, so the first token is x_1^T W_1 ... W_L by induction."),
             (
                 2,
-                "D(PX) <= (1 - delta) D(X): two rows share mass at least delta (their minimum), the rest are "
-                "two non-negative vectors of equal sum 1 - sum min, each a scaled convex combination.",
+                "D(PX) <= (1 - delta) D(X): two rows share mass at least delta (their minimum), "
+                "the rest are "
+                "two non-negative vectors of equal sum 1 - sum min, each a scaled convex "
+                "combination.",
             ),
             (1, "Exponential convergence to x_1: (1 - delta)^L, token 1 fixed by part 1."),
             (1, "The band of a product of L banded matrices is L (w - 1), by induction."),
             (
                 1,
-                "Disjoint dependence sets while 2 L (w - 1) < n - 1, and an input (0 on one set, e on the "
+                "Disjoint dependence sets while 2 L (w - 1) < n - 1, and an input (0 on one set, "
+                "e on the "
                 "other) that keeps D(X_L) = D(X).",
             ),
         ),
         wrong_turns=(
-            "Bounding ||(a - b)^T X|| by the triangle inequality over all tokens: a factor 2, no contraction.",
+            (
+                "Bounding ||(a - b)^T X|| by the triangle inequality over all tokens: a factor 2, "
+                "no contraction."
+            ),
             "Taking the band of the product as w - 1 instead of L (w - 1).",
-            "Using part 2 without the causal mask: token 1 then moves too, and the limit is not x_1.",
+            (
+                "Using part 2 without the causal mask: token 1 then moves too, and the limit is "
+                "not x_1."
+            ),
         ),
     )
 )

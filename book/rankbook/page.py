@@ -1,11 +1,12 @@
-"""What a chapter's start and prose need: its run (mode, seed, sizes), seeding, figure style, glued numbers.
+"""What a chapter's start and prose need: its run (mode, seed, sizes), seeding, figure style, glued
+numbers.
 
-``run = rc.book.start("<chapter>", mode, seed)``, in the cell right after the chapter's
+``run = book.start("<chapter>", mode, seed)``, in the cell right after the chapter's
 ``parameters`` cell, is a chapter's one entry point: it checks ``mode`` and ``seed``, applies the
 ``RANKCOLLAPSE_MODE`` override, seeds Python's, numpy's and torch's global generators from
 ``seed`` (the one place anything seeds them; library functions take their own seeds), sets
 torch's thread count from ``RANKCOLLAPSE_THREADS`` and the book's figure style, and returns the
-chapter's :class:`rankcollapse.presets.Run`. ``rc.book.glue(name, value, fmt)`` inserts a computed number
+chapter's :class:`rankbook.presets.Run`. ``book.glue(name, value, fmt)`` inserts a computed number
 into the prose with myst-nb's ``glue`` (written ``{glue}`name``` in the text), formatted here so
 the prose never types a number by hand. Where myst-nb is not installed (a chapter run on Colab),
 there is no prose to glue into: ``glue`` keeps quiet (or shows the value when asked to display
@@ -20,12 +21,16 @@ import random
 import numpy as np
 import torch
 
-from ._env import threads_from_env
-from ._validate import check_figure as _check_fig
-from ._validate import check_int, check_seed
+from rankcollapse._env import threads_from_env
+from rankcollapse._validate import check_figure as _check_fig
+from rankcollapse._validate import check_int, check_seed
+from rankcollapse.residual import (
+    UNDERFLOW_LOG10,  # the science library's threshold; the page writes it
+)
+
 from .evidence import GLUE_PREFIX, Claim, declare
 from .presets import Run
-from .residual import UNDERFLOW_LOG10  # the science library's threshold; the page writes it
+from .tables import Table
 
 __all__ = [
     "start",
@@ -37,8 +42,6 @@ __all__ = [
     "fmt_sci",
     "fmt_sci_log10",
     "UNDERFLOW_LOG10",
-    "Table",
-    "markdown_table",
     "glue_table",
 ]
 
@@ -52,13 +55,13 @@ def _seed_globally(seed: int) -> None:
 
 
 def start(chapter: str, mode: str = "full", seed: int = 0):
-    """A chapter's start: its :class:`~rankcollapse.presets.Run` in ``mode`` with ``seed``, every
+    """A chapter's start: its :class:`~rankbook.presets.Run` in ``mode`` with ``seed``, every
     global generator seeded from ``seed``, torch's threads and the figure style set.
 
     Call it in the cell right after the ``parameters`` cell, with that cell's ``mode`` and
-    ``seed`` (``run = rc.book.start("paths", mode, seed)``), so that the seed a reader passes
+    ``seed`` (``run = book.start("paths", mode, seed)``), so that the seed a reader passes
     (papermill's ``parameters={"seed": 1}``) is the one that seeds. ``chapter`` is a key of
-    ``rc.presets.PRESETS``; ``mode`` is ``"fast"`` or ``"full"`` (``RANKCOLLAPSE_MODE`` overrides
+    ``book.presets.PRESETS``; ``mode`` is ``"fast"`` or ``"full"`` (``RANKCOLLAPSE_MODE`` overrides
     it, saying so); ``seed`` an integer with ``0 <= seed < 2**32``. Bad values raise before
     anything is seeded.
     """
@@ -76,7 +79,7 @@ def start(chapter: str, mode: str = "full", seed: int = 0):
 
 
 class ChapterRun(Run):
-    """A chapter's run (:class:`rankcollapse.presets.Run`: mode, seed, sizes) that also declares
+    """A chapter's run (:class:`rankbook.presets.Run`: mode, seed, sizes) that also declares
     the chapter's claims (:meth:`claim`). :func:`start` returns one."""
 
     def __init__(self, chapter: str, mode: str, seed: int, sizes: dict):
@@ -100,11 +103,11 @@ class ChapterRun(Run):
         evidence: str,
         scale: str = "any",
     ) -> Claim:
-        """Declare a claim of the chapter's prose (:func:`rankcollapse.evidence.declare`): ``sentence``
-        as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in this
-        run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
+        """Declare a claim of the chapter's prose (:func:`rankbook.evidence.declare`): ``sentence``
+        as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in
+        this run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
 
-        A false claim that this run checks raises :class:`rankcollapse.evidence.ClaimFailed`, naming
+        A false claim that this run checks raises :class:`rankbook.evidence.ClaimFailed`, naming
         it. The record is glued as ``claim.<name>`` (the status page's table of claims). A claim
         declared ``scale="full"`` and run in fast mode is not checked: the cell shows a note saying
         so, and whether it held in this small run (tag the cell ``remove-input``, so that the note
@@ -142,7 +145,8 @@ class _FastNote:
         c = self.claim
         state = "holds" if c.holds else "does not hold"
         return (
-            f'Fast run: the claim "{c.sentence}" is checked at the paper\'s scale (full mode) only; '
+            f'Fast run: the claim "{c.sentence}" is checked at the paper\'s scale (full mode) '
+            "only; "
             f"in this small run it {state}."
         )
 
@@ -263,19 +267,19 @@ def glue_figure(name: str, fig) -> None:
 
     The figure is also shown as the cell's output (so a reader running the notebook sees it);
     tag the cell ``remove-output`` so the built page shows it once, where the directive puts it.
-    First the page's size rules are applied (:func:`rankcollapse.plotting.fit_to_page`: at
+    First the page's size rules are applied (:func:`rankbook.plotting.fit_to_page`: at
     most the column's width, so shown at 100%; no text below 9 pt), then the figure is checked
-    (:func:`rankcollapse.plotting.check_figure`: no text below 9 pt at the size the page shows
+    (:func:`rankbook.plotting.check_figure`: no text below 9 pt at the size the page shows
     it, none clipped, none overlapping): a figure that fails raises ``ValueError``, so every
     figure the book makes is checked when the chapters run. Its alt text is read from what it
-    draws (:func:`rankcollapse.plotting.alt_text`) and travels with it (:class:`FigureSVG`).
+    draws (:func:`rankbook.plotting.alt_text`) and travels with it (:class:`FigureSVG`).
     """
     _check_fig("fig", fig)
     import matplotlib.pyplot as plt
 
-    from .plotting import _svg_output, check_figure, fit_to_page
+    from .plotting import check_figure, fit_to_page, use_svg_output
 
-    _svg_output()  # SVG, deterministic, whatever the set-up cell did
+    use_svg_output()  # SVG, deterministic, whatever the set-up cell did
     try:
         fit_to_page(fig)
         check_figure(fig)
@@ -292,9 +296,9 @@ def glue_figure(name: str, fig) -> None:
 
 
 class FigureSVG:
-    """A figure as the book shows it: its SVG (:func:`rankcollapse.plotting.svg_bytes`) with its
-    alt text (:func:`rankcollapse.plotting.alt_text`) in the SVG's ``Description``, and the alt
-    text as its plain text (what a text-only front end shows; ``booktools.ext.a11y`` puts it in the
+    """A figure as the book shows it: its SVG (:func:`rankbook.plotting.svg_bytes`) with its
+    alt text (:func:`rankbook.plotting.alt_text`) in the SVG's ``Description``, and the alt
+    text as its plain text (what a text-only front end shows; ``tools/booktools/ext/a11y.py`` puts it in the
     page's ``<img alt>``)."""
 
     def __init__(self, svg: str, alt: str):
@@ -316,98 +320,9 @@ class FigureSVG:
         return self.alt
 
 
-# ------------------------------------------------------------------------------- tables
-
-
-class Table:
-    """A table shown as a table: Markdown for the book's page (``{glue:md}``) and for Jupyter,
-    HTML for notebooks that render it, aligned plain text where nothing renders (``print``)."""
-
-    def __init__(self, header, rows, align=None):
-        self.header = [str(h) for h in header]
-        self.rows = [[str(c) for c in row] for row in rows]
-        if any(len(r) != len(self.header) for r in self.rows):
-            raise ValueError(f"every row must have {len(self.header)} cells (one per header)")
-        align = align or "l" + "r" * (len(self.header) - 1)
-        if len(align) != len(self.header) or set(align) - set("lrc"):
-            raise ValueError(f"align must be one of l, r, c per column, got {align!r}")
-        self.align = align
-
-    def transpose(self) -> Table:
-        """The table turned: its first column becomes the header and its header the first column,
-        so that a table of a few rows and many columns (a value per layer or per path length)
-        reads down the page and fits its column. The labels are left-aligned, the values right."""
-        header = [self.header[0], *(row[0] for row in self.rows)]
-        rows = [
-            [self.header[j], *(row[j] for row in self.rows)] for j in range(1, len(self.header))
-        ]
-        return Table(header, rows, align="l" + "r" * len(self.rows))
-
-    def _repr_markdown_(self):
-        return markdown_table(self.header, self.rows, self.align)
-
-    def _repr_html_(self):
-        side = {"l": "left", "r": "right", "c": "center"}
-        head = "".join(
-            f'<th style="text-align:{side[a]}">{_html(h)}</th>'
-            for h, a in zip(self.header, self.align)
-        )
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f'<td style="text-align:{side[a]}">{_html(c)}</td>' for c, a in zip(row, self.align)
-            )
-            + "</tr>"
-            for row in self.rows
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    def __repr__(self):
-        cols = list(zip(self.header, *self.rows))
-        widths = [max(len(c) for c in col) for col in cols]
-        fmt = lambda row: "  ".join(
-            c.ljust(w) if a == "l" else c.rjust(w)  # noqa: E731
-            for c, w, a in zip(row, widths, self.align)
-        )
-        return "\n".join(
-            [fmt(self.header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in self.rows]
-        )
-
-
-def _html(text: str) -> str:
-    import html
-
-    return html.escape(text)
-
-
-def markdown_table(header, rows, align=None) -> str:
-    """A Markdown (MyST, GitHub) table: ``header`` a list of column titles, ``rows`` lists of cells.
-
-    ``align``: one of ``l``, ``r``, ``c`` per column (default: first left, the rest right, for
-    numbers). A ``|`` in a cell is escaped. An empty ``header`` is refused (a table needs a column).
-    """
-    header = [str(h) for h in header]
-    if not header:
-        raise ValueError("header must hold at least one column title, got none")
-    rows = [list(r) for r in rows]
-    for i, r in enumerate(rows):
-        if len(r) != len(header):
-            raise ValueError(
-                f"rows[{i}] has {len(r)} cells, the header {len(header)}: every row needs one cell per header"
-            )
-    align = align or "l" + "r" * (len(header) - 1)
-    rule = {"l": ":--", "r": "--:", "c": ":-:"}
-
-    def line(cells):
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-
-    return "\n".join(
-        [line(header), "|" + "|".join(rule[a] for a in align) + "|"] + [line(r) for r in rows]
-    )
-
-
 def glue_table(name: str, header, rows, align=None, display: bool = True) -> Table:
-    """Glue a table under ``name`` for a ``{glue:md}`` directive with ``:format: myst``, and show it.
+    """Glue a table under ``name`` for a ``{glue:md}`` directive with ``:format: myst``, and show
+    it.
 
     In the book the table is placed where the directive is (tag the cell ``remove-output`` or
     ``remove-cell`` so it is shown once); in a notebook the cell shows it (``display=True``).

@@ -4,8 +4,9 @@ import math
 
 import torch
 
-from .. import paths
-from . import Exercise, Question, Rubric, register
+from rankcollapse import paths
+
+from .registry import Exercise, register
 
 
 def _count_cases():
@@ -45,11 +46,17 @@ register(
         id="paths.mean_length",
         reference=lambda L, H: paths.mean_path_length(L, H),
         cases=_mean_length_cases,
-        hint="Each layer is crossed through a head with probability H/(H+1) when every path is equally likely.",
+        hint=(
+            "Each layer is crossed through a head with probability H/(H+1) when every path is "
+            "equally likely."
+        ),
         mistakes=[
             (
                 lambda L, H: L / 2,
-                "Not every length is equally likely: there are more paths through heads than skips.",
+                (
+                    "Not every length is equally likely: there are more paths through heads than "
+                    "skips."
+                ),
             ),
             (
                 lambda L, H: L * (H - 1) / H,
@@ -96,7 +103,10 @@ register(
                     **_two_layer(X, P1, P2, W1, W2),
                     (0, 0): P1 @ P2 @ X @ W1 @ W2,
                 },
-                "Is the later layer's attention on the left? Layer 2 mixes the tokens that layer 1 produced: P2 P1 X.",
+                (
+                    "Is the later layer's attention on the left? Layer 2 mixes the tokens that "
+                    "layer 1 produced: P2 P1 X."
+                ),
             ),
             (
                 lambda X, P1, P2, W1, W2: {
@@ -121,7 +131,7 @@ register(
 
 def _attention_layer(X, W_Q, W_K, W_V, W_O):
     """The library's layer (``rc.san.SAN``, one layer, no skip, no bias) on the given weights."""
-    from ..san import SAN, SANConfig
+    from rankcollapse.san import SAN, SANConfig
 
     H, d, dqk = W_Q.shape
     cfg = SANConfig(n_layers=1, n_heads=H, d_model=d, d_qk=dqk, d_v=W_V.shape[-1], dtype=X.dtype)
@@ -130,7 +140,8 @@ def _attention_layer(X, W_Q, W_K, W_V, W_O):
 
 
 def _attention_mistake(transpose=False, scale=True, axis=-1):
-    """A layer with one of the known mistakes: logits transposed, no 1/sqrt(d_qk), softmax over columns."""
+    """A layer with one of the known mistakes: logits transposed, no 1/sqrt(d_qk), softmax over
+    columns."""
 
     def layer(X, W_Q, W_K, W_V, W_O):
         out = torch.zeros_like(X)
@@ -162,21 +173,27 @@ register(
         reference=_attention_layer,
         cases=_attention_cases,
         points=2,
-        hint="For each head: logits X W_Q (X W_K)^T / sqrt(d_qk), softmax along each row, then P X W_V W_O; "
+        hint="For each head: logits X W_Q (X W_K)^T / sqrt(d_qk), softmax along each row, then P X "
+        "W_V W_O; "
         "add the heads.",
         mistakes=[
             (
                 _attention_mistake(transpose=True),
-                "Are your logits transposed? Row i holds token i's query against every key: (X W_Q)(X W_K)^T, "
+                "Are your logits transposed? Row i holds token i's query against every key: (X "
+                "W_Q)(X W_K)^T, "
                 "not (X W_K)(X W_Q)^T.",
             ),
             (
                 _attention_mistake(scale=False),
-                "Is the 1/sqrt(d_qk) there? Divide the logits by the square root of the query/key width.",
+                (
+                    "Is the 1/sqrt(d_qk) there? Divide the logits by the square root of the "
+                    "query/key width."
+                ),
             ),
             (
                 _attention_mistake(axis=-2),
-                "Each row of P must sum to one (token i averages the tokens): take the softmax along the last "
+                "Each row of P must sum to one (token i averages the tokens): take the softmax "
+                "along the last "
                 "axis, over the keys.",
             ),
         ],
@@ -185,7 +202,8 @@ register(
 
 
 def _by_length(X, Ps, Ws):
-    """The dynamic programme over lengths with skips: ``(L+1, n, d)``, entry ``l`` the length-``l`` sum."""
+    """The dynamic programme over lengths with skips: ``(L+1, n, d)``, entry ``l`` the length-``l``
+    sum."""
     terms = [X]
     for P, W in zip(Ps, Ws):
         heads = lambda Y: sum(P[h] @ Y @ W[h] for h in range(P.shape[0]))  # noqa: E731
@@ -225,131 +243,29 @@ register(
         cases=_by_length_cases,
         points=2,
         same_role=(paths.decompose_by_length,),
-        hint="Keep one sum per length. A layer keeps each length-l sum (the skip) and adds the heads applied "
+        hint="Keep one sum per length. A layer keeps each length-l sum (the skip) and adds the "
+        "heads applied "
         "to the length-(l-1) sum; after L layers there are L + 1 lengths, 0 to L.",
         mistakes=[
             (
                 _shifted_down,
-                "Off by one: your entry l holds the paths through l + 1 heads. The length-0 sum is X "
+                "Off by one: your entry l holds the paths through l + 1 heads. The length-0 sum "
+                "is X "
                 "itself, at index 0.",
             ),
             (
                 _shifted_up,
-                "Off by one: your entry l holds the paths through l - 1 heads. A head moves a term from "
+                "Off by one: your entry l holds the paths through l - 1 heads. A head moves a "
+                "term from "
                 "length l - 1 to length l, and the length-0 sum X sits at index 0.",
             ),
             (
                 lambda X, Ps, Ws: _by_length(X, Ps, Ws)[:-1],
-                "Off by one: after L layers there are L + 1 lengths, 0 to L; the full-depth sum is missing.",
+                (
+                    "Off by one: after L layers there are L + 1 lengths, 0 to L; the full-depth "
+                    "sum is missing."
+                ),
             ),
         ],
-    )
-)
-
-
-# ------------------------------------------------------------------ value exercises (Questions)
-
-register(
-    Question(
-        id="paths.predict_length",
-        kind="predict",
-        # the measurement the chapter runs after the prediction: the share of paths of each length
-        answer=lambda: int(paths.length_distribution(12, 1).argmax()),
-        choices=(0, 6, 12),
-        same_role=(paths.length_distribution,),  # the measurement the prediction comes before
-        hint="Count the paths of each length, C(L, l) H^l, for L = 12 and H = 1.",
-        mistakes=[
-            (
-                12,
-                "With one head a layer offers two choices, the head or the skip, equally often: "
-                "a path through every layer is one of 2^12 paths, not the typical one.",
-            ),
-            (
-                0,
-                "The path that skips every layer is also only one of 2^12; C(12, l) is largest in the middle.",
-            ),
-        ],
-    )
-)
-
-register(
-    Question(
-        id="paths.read_diagram",
-        kind="read",
-        # the network the figure draws: 3 layers, 2 heads, skips
-        answer=lambda: paths.path_count(3, 2, 1),
-        rtol=0.0,
-        hint="A path of length 1 goes through a head in one of the 3 layers and skips the other two.",
-        mistakes=[
-            (3, "You chose the layer the path goes through, but not which of its 2 heads."),
-            (2, "You chose the head, but not which of the 3 layers the path goes through."),
-            (
-                1,
-                "The figure draws one path of each length; count every path of length 1, not only the one drawn.",
-            ),
-        ],
-    )
-)
-
-
-# ------------------------------------------------------------------ graded by hand
-
-register(
-    Rubric(
-        label="ex-paths-explain",
-        criteria=(
-            (
-                1,
-                "Says why the shares can add up to more than one: the norm of a sum is at most the "
-                "sum of the norms, equal only when the terms are aligned, so a sum above one says the "
-                "terms are not aligned; cancelling is a claim about the cross terms (their inner "
-                "products), which the shares alone do not show.",
-            ),
-            (
-                1,
-                "Says that the paths share every attention matrix of the forward pass, so they are "
-                "not independent members of an ensemble.",
-            ),
-            (
-                1,
-                "Says where the ensemble reading holds: the decomposition is exact only with the "
-                "attention frozen; it tells which lengths carry the output, not what separately "
-                "trained shallow networks would do.",
-            ),
-        ),
-    )
-)
-
-register(
-    Rubric(
-        label="ex-paths-prove",
-        criteria=(
-            (
-                1,
-                "Base case, and the skip written as head 0 of each layer: one layer is a sum of H + 1 terms.",
-            ),
-            (
-                2,
-                "Induction step: substitutes the hypothesis into layer L, distributes, and says why the "
-                "latest layer's P is leftmost and its W rightmost (left and right multiplication); every "
-                "path appears exactly once.",
-            ),
-            (
-                1,
-                "Counts the paths of length l as binom(L, l) H^l and checks that they add up to (H+1)^L.",
-            ),
-            (
-                1,
-                "Biases: the extra term stays of the form 1 c^T, because P 1 = 1 (row-stochastic attention).",
-            ),
-        ),
-        wrong_turns=(
-            "The attention products in the order P(1) ... P(L) (first layer leftmost): the induction "
-            "step loses its 2 points unless the order is derived and right.",
-            "Forgetting the length-0 path (the skip in every layer) or counting binom(L, l) alone: the "
-            "counting point is lost.",
-            "Treating the network as linear in X with the attention recomputed: the identity needs the "
-            "attention frozen; say so, at most 1 point off.",
-        ),
     )
 )

@@ -4,8 +4,10 @@ import math
 
 import torch
 
-from ..residual import composite_norm, norm_1, norm_inf, res
-from . import Exercise, Question, Rubric, register
+from rankcollapse.residual import composite_norm, norm_1, norm_inf, res
+
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _cascade(c, r0, L):
@@ -21,7 +23,10 @@ register(
         id="collapse.cascade",
         reference=_cascade,
         cases=_cascade_cases,
-        hint="Unroll r_l <= c r_{l-1}^3 from the input: each earlier layer's constant is cubed by every later layer.",
+        hint=(
+            "Unroll r_l <= c r_{l-1}^3 from the input: each earlier layer's constant is cubed by "
+            "every later layer."
+        ),
         mistakes=[
             (
                 lambda c, r0, L: c**L * r0 ** (3**L),
@@ -59,13 +64,17 @@ register(
         id="collapse.beta",
         reference=_beta_head,
         cases=_beta_cases,
-        hint="beta = ||W_Q W_K^T||_1 * ||W_V W_O||_{1,inf}: the largest column sum, then the composite norm sqrt(||.||_1 ||.||_inf).",
+        hint=(
+            "beta = ||W_Q W_K^T||_1 * ||W_V W_O||_{1,inf}: the largest column sum, then the "
+            "composite norm sqrt(||.||_1 ||.||_inf)."
+        ),
         mistakes=[
             (
                 lambda W_Q, W_K, W_V, W_O: (
                     norm_1(W_K @ W_Q.T) * torch.sqrt(norm_1(W_V @ W_O) * norm_inf(W_V @ W_O))
                 ),
-                "The logits are X W_Q (X W_K)^T = X (W_Q W_K^T) X^T: W_QK = W_Q W_K^T, not its transpose "
+                "The logits are X W_Q (X W_K)^T = X (W_Q W_K^T) X^T: W_QK = W_Q W_K^T, not its "
+                "transpose "
                 "(whose largest column sum is W_QK's largest row sum).",
             ),
             (
@@ -107,7 +116,10 @@ register(
         id="collapse.centred_output",
         reference=_centred_output,
         cases=_centred_cases,
-        hint="res(P X W) = (I - 11^T/n) P X W, and (I - 11^T/n) P = P - 1 pbar^T with pbar the column means of P.",
+        hint=(
+            "res(P X W) = (I - 11^T/n) P X W, and (I - 11^T/n) P = P - 1 pbar^T with pbar the "
+            "column means of P."
+        ),
         mistakes=[
             (
                 lambda P, R, W: P @ R @ W,
@@ -115,11 +127,17 @@ register(
             ),
             (
                 lambda P, R, W: (P - P.mean(dim=-2, keepdim=True)) @ R,
-                "Don't forget the value map: the head outputs P X W, so the residual is (P - 1 pbar^T) R W.",
+                (
+                    "Don't forget the value map: the head outputs P X W, so the residual is (P - 1 "
+                    "pbar^T) R W."
+                ),
             ),
             (
                 lambda P, R, W: (P - torch.eye(P.shape[0], dtype=P.dtype)) @ R @ W,
-                "P - I measures how far attention is from each token keeping itself; the residual needs P - 1 pbar^T.",
+                (
+                    "P - I measures how far attention is from each token keeping itself; the "
+                    "residual needs P - 1 pbar^T."
+                ),
             ),
         ],
     )
@@ -130,7 +148,8 @@ register(
 
 
 def _residual_and_norm(X):
-    """The library's residual (mean centre) and its composite norm: ``{"res": res(X), "norm": ||res(X)||_{1,inf}}``."""
+    """The library's residual (mean centre) and its composite norm: ``{"res": res(X), "norm":
+    ||res(X)||_{1,inf}}``."""
     R = res(X)
     return {"res": R, "norm": composite_norm(R)}
 
@@ -171,11 +190,13 @@ register(
         cases=_residual_cases,
         points=2,
         hint="res(X) = X - 1 x^T with x the mean of the tokens (the column means); its norm is "
-        "sqrt(||R||_1 ||R||_inf): the largest absolute column sum times the largest absolute row sum.",
+        "sqrt(||R||_1 ||R||_inf): the largest absolute column sum times the largest absolute row "
+        "sum.",
         mistakes=[
             (
                 _residual_mistake(centre="rows", norm="sum-then-max"),
-                "Wrong centre: you subtracted each token's own mean over its features. The residual subtracts the "
+                "Wrong centre: you subtracted each token's own mean over its features. The "
+                "residual subtracts the "
                 "token that is common to all rows, the mean over the tokens (axis -2).",
             ),
             (
@@ -184,12 +205,17 @@ register(
             ),
             (
                 _residual_mistake(norm="max-then-sum"),
-                "Wrong order in the norms: ||R||_1 is the largest of the column sums (sum down each column, then "
-                "the maximum), not the sum of the columns' largest entries; likewise ||R||_inf over rows.",
+                "Wrong order in the norms: ||R||_1 is the largest of the column sums (sum down "
+                "each column, then "
+                "the maximum), not the sum of the columns' largest entries; likewise ||R||_inf "
+                "over rows.",
             ),
             (
                 _residual_mistake(norm="fro"),
-                "That is the Frobenius norm; the book's norm is the composite sqrt(||R||_1 ||R||_inf).",
+                (
+                    "That is the Frobenius norm; the book's norm is the composite sqrt(||R||_1 "
+                    "||R||_inf)."
+                ),
             ),
         ],
     )
@@ -204,8 +230,8 @@ _N_TOKENS = 12
 
 
 def _network_and_input(init_scale, n_layers=6):
-    from ..san import SAN, SANConfig
-    from ..theory import unit_residual_tokens
+    from rankcollapse.san import SAN, SANConfig
+    from rankcollapse.theory import unit_residual_tokens
 
     model = SAN(SANConfig(**{**_SHAPE, "n_layers": n_layers}, init_scale=init_scale), seed=0)
     X = unit_residual_tokens(
@@ -216,7 +242,7 @@ def _network_and_input(init_scale, n_layers=6):
 
 def _relative_residual_log10(init_scale):
     """log10 of the tracked relative residual after 6 layers, as section 4 measures it."""
-    from ..theory import tracked_relative_residual
+    from rankcollapse.theory import tracked_relative_residual
 
     model, X = _network_and_input(init_scale)
     return math.log10(max(tracked_relative_residual(model, X)[-1].item(), 1e-300))
@@ -239,12 +265,15 @@ register(
         mistakes=[
             (
                 "scale 1",
-                "Larger weights make the constant c larger, so the bound says nothing; and they make attention "
-                "nearly hard, each token attending to a single token: P stops averaging the tokens together.",
+                "Larger weights make the constant c larger, so the bound says nothing; and they "
+                "make attention "
+                "nearly hard, each token attending to a single token: P stops averaging the "
+                "tokens together.",
             ),
             (
                 "neither",
-                "Pure attention with usual weights collapses, but nearly hard attention (init_scale 30) is the "
+                "Pure attention with usual weights collapses, but nearly hard attention "
+                "(init_scale 30) is the "
                 "way out that section 4 found: its relative residual stays above 1e-3.",
             ),
         ],
@@ -253,8 +282,9 @@ register(
 
 
 def _bound_growth():
-    """The factor by which log10 of the paper-form bound grows from layer 3 to layer 4 (nearest choice)."""
-    from ..theory import collapse_bound
+    """The factor by which log10 of the paper-form bound grows from layer 3 to layer 4 (nearest
+    choice)."""
+    from rankcollapse.theory import collapse_bound
 
     model, X = _network_and_input(0.2, n_layers=4)
     log_bound = collapse_bound(model, X, "paper", log10=True)
@@ -272,12 +302,16 @@ register(
         mistakes=[
             (
                 1,
-                "Equal steps down a log axis would be a geometric (linear-rate) fall; the dashed curve steepens "
+                "Equal steps down a log axis would be a geometric (linear-rate) fall; the dashed "
+                "curve steepens "
                 "with every layer.",
             ),
             (
                 2,
-                "Squaring would double the exponent each layer; the residual enters each layer's bound cubed (Step 4).",
+                (
+                    "Squaring would double the exponent each layer; the residual enters each "
+                    "layer's bound cubed (Step 4)."
+                ),
             ),
         ],
     )
@@ -293,110 +327,37 @@ register(
             ),
             (
                 1,
-                "rho_ij in [e^{-2 eps}, e^{2 eps}]: the normaliser is an average (weights s_k) of numbers "
+                "rho_ij in [e^{-2 eps}, e^{2 eps}]: the normaliser is an average (weights s_k) of "
+                "numbers "
                 "in [e^{-eps}, e^{eps}].",
             ),
             (
                 2,
-                "|Delta_ij| <= 2 sinh(2 eps) s_j: the column mean of rho lies in the same interval, and two "
-                "numbers of an interval of length e^{2 eps} - e^{-2 eps} differ by at most that; row sums "
+                "|Delta_ij| <= 2 sinh(2 eps) s_j: the column mean of rho lies in the same "
+                "interval, and two "
+                "numbers of an interval of length e^{2 eps} - e^{-2 eps} differ by at most that; "
+                "row sums "
                 "give ||Delta||_inf <= 2 sinh(2 eps) because the s_j sum to one.",
             ),
             (
                 2,
-                "||Delta||_1: bounds n s_j by e^{2 eps} ||P||_1 from P_kj >= s_j e^{-2 eps}, and says why "
+                "||Delta||_1: bounds n s_j by e^{2 eps} ||P||_1 from P_kj >= s_j e^{-2 eps}, and "
+                "says why "
                 "the column sums need it (one s_j repeated n times, not summed over j).",
             ),
         ),
         wrong_turns=(
-            "Taking the normaliser to be 1 (or at least 1): gives rho in [e^{-eps}, e^{eps}] and loses the "
+            "Taking the normaliser to be 1 (or at least 1): gives rho in [e^{-eps}, e^{eps}] and "
+            "loses the "
             "second point.",
-            "A one-sided bound such as e^{2 eps} - 1 for |rho_ij - mean rho|: half of the 2 points.",
-            "Summing s_j down a column to claim ||Delta||_1 <= 2 sinh(2 eps): the last 2 points are lost.",
+            (
+                "A one-sided bound such as e^{2 eps} - 1 for |rho_ij - mean rho|: half of the 2 "
+                "points."
+            ),
+            (
+                "Summing s_j down a column to claim ||Delta||_1 <= 2 sinh(2 eps): the last 2 "
+                "points are lost."
+            ),
         ),
-    )
-)
-
-
-# Step 3's two bounds on Delta = P - 1 p-bar^T, the numerical half of ex-collapse-prove: the
-# reader's bounds are compared with the chapter's on (eps, ||P||_1) drawn from random attention
-
-
-def _step3_bounds(eps, p1):
-    row = 2 * math.sinh(2 * eps)
-    return torch.tensor([row, row * math.exp(2 * eps) * p1], dtype=torch.float64)
-
-
-def step3_instances(seed: int = 3003) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """``(a, E)`` pairs: random mean-token logits ``a`` (n,) and residual logits ``E`` (n, n), with
-    n from 2 to 8 and max|E| from about 0.01 to 2 (float64)."""
-    gen = torch.Generator().manual_seed(seed)
-    out = []
-    for n in (2, 5, 8):
-        for scale in (0.01, 0.1, 0.5, 2.0):
-            a = 2 * torch.randn(n, generator=gen, dtype=torch.float64)
-            E = scale * (2 * torch.rand(n, n, generator=gen, dtype=torch.float64) - 1)
-            out.append((a, E))
-    return out
-
-
-def step3_measure(a: torch.Tensor, E: torch.Tensor) -> dict:
-    """For ``P = softmax(1 a^T + E)`` row by row: ``eps`` (max|E|), ``p1`` (||P||_1, the largest
-    column sum) and ``delta_inf``, ``delta_1`` (the two norms of Delta = P - 1 p-bar^T)."""
-    if not (isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() > 0):
-        raise ValueError(
-            f"a must be a non-empty 1-d tensor of logits, got {getattr(a, 'shape', type(a).__name__)}"
-        )
-    n = a.numel()
-    if not (isinstance(E, torch.Tensor) and tuple(E.shape) == (n, n)):
-        raise ValueError(
-            f"E must be an ({n}, {n}) tensor to match a, got {getattr(E, 'shape', type(E).__name__)}"
-        )
-    P = torch.softmax(a[None, :] + E, dim=1)
-    delta = P - P.mean(dim=0, keepdim=True)
-    return {
-        "eps": float(E.abs().max()),
-        "p1": float(norm_1(P)),
-        "delta_inf": float(norm_inf(delta)),
-        "delta_1": float(norm_1(delta)),
-    }
-
-
-def _step3_cases():
-    return [(m["eps"], m["p1"]) for m in map(lambda x: step3_measure(*x), step3_instances())]
-
-
-def _pair(f):
-    return lambda eps, p1: torch.tensor(f(eps, p1), dtype=torch.float64)
-
-
-register(
-    Exercise(
-        id="collapse.step3_bounds",
-        reference=_step3_bounds,
-        cases=_step3_cases,
-        hint="Row sums: 2 sinh(2 eps) (the s_j sum to one); column sums: the same times e^(2 eps) ||P||_1.",
-        mistakes=[
-            (
-                _pair(lambda e, p: (2 * math.sinh(e), 2 * math.sinh(e) * math.exp(e) * p)),
-                "The normaliser sum_k s_k e^(E_ik) is not 1: it is an average of numbers in [e^-eps, e^eps], "
-                "so rho lies in [e^-2eps, e^2eps].",
-            ),
-            (
-                _pair(
-                    lambda e, p: (math.exp(2 * e) - 1, (math.exp(2 * e) - 1) * math.exp(2 * e) * p)
-                ),
-                "rho_ij and the column mean of rho both lie in [e^-2eps, e^2eps]: they can differ by the "
-                "interval's whole length, e^2eps - e^-2eps = 2 sinh(2 eps).",
-            ),
-            (
-                _pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e))),
-                "A column repeats one s_j n times instead of summing the s_j: bound n s_j by e^(2 eps) ||P||_1.",
-            ),
-            (
-                _pair(lambda e, p: (2 * math.sinh(2 * e), 2 * math.sinh(2 * e) * p)),
-                "n s_j <= e^(2 eps) ||P||_1, from P_kj >= s_j e^(-2 eps): the factor e^(2 eps) is missing.",
-            ),
-        ],
     )
 )

@@ -4,8 +4,10 @@ import math
 
 import torch
 
-from ..residual import composite_norm
-from . import Exercise, Question, Rubric, register
+from rankcollapse.residual import composite_norm
+
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _weights_cases():
@@ -32,19 +34,31 @@ register(
         id="mlp.weight_bound",
         reference=_relu_bound,
         cases=_weights_cases,
-        hint="Bound every entry of the Jacobian W1 D W2 (0 <= D <= I) by |W1||W2|, then take the composite norm of that bound.",
+        hint=(
+            "Bound every entry of the Jacobian W1 D W2 (0 <= D <= I) by |W1||W2|, then take the "
+            "composite norm of that bound."
+        ),
         mistakes=[
             (
                 lambda W1, W2: float(composite_norm(W1 @ W2)),
-                "W1 W2 is the Jacobian with every ReLU on; other patterns D give other Jacobians. Take absolute values before multiplying.",
+                (
+                    "W1 W2 is the Jacobian with every ReLU on; other patterns D give other "
+                    "Jacobians. Take absolute values before multiplying."
+                ),
             ),
             (
                 lambda W1, W2: float(composite_norm(W1) * composite_norm(W2)),
-                "The composite norm is not submultiplicative in the way you need here; bound the entries of the product |W1||W2| instead.",
+                (
+                    "The composite norm is not submultiplicative in the way you need here; bound "
+                    "the entries of the product |W1||W2| instead."
+                ),
             ),
             (
                 _no_sqrt,
-                "The composite norm is the square root of the product ||B||_1 ||B||_inf (the official code forgets it too).",
+                (
+                    "The composite norm is the square root of the product ||B||_1 ||B||_inf (the "
+                    "official code forgets it too)."
+                ),
             ),
         ],
     )
@@ -81,11 +95,17 @@ register(
         id="mlp.relative_gain",
         reference=_relative_gain,
         cases=_gain_cases,
-        hint="Divide the relative change of the output, ||Y' - Y|| / ||Y||, by the relative change of the input (Frobenius norms).",
+        hint=(
+            "Divide the relative change of the output, ||Y' - Y|| / ||Y||, by the relative change "
+            "of the input (Frobenius norms)."
+        ),
         mistakes=[
             (
                 lambda X, Xp, Y, Yp: _fro(Yp - Y) / _fro(Xp - X),
-                "That is the absolute gain, which any rescaling of the output changes; divide each change by the size of what changed.",
+                (
+                    "That is the absolute gain, which any rescaling of the output changes; divide "
+                    "each change by the size of what changed."
+                ),
             ),
             (
                 lambda X, Xp, Y, Yp: (_fro(Xp - X) / _fro(X)) / (_fro(Yp - Y) / _fro(Y)),
@@ -121,19 +141,31 @@ register(
         id="mlp.minibatch_variance",
         reference=_minibatch_variance,
         cases=_minibatch_cases,
-        hint="Estimate E||g_i - mean||^2 from the rows (N - 1 degrees of freedom), then average B independent draws: divide by B.",
+        hint=(
+            "Estimate E||g_i - mean||^2 from the rows (N - 1 degrees of freedom), then average B "
+            "independent draws: divide by B."
+        ),
         mistakes=[
             (
                 lambda G, B: float(((G - G.mean(0)) ** 2).sum() / (G.shape[0] - 1)),
-                "That is one example's variance; a mean over B independent examples has B times less.",
+                (
+                    "That is one example's variance; a mean over B independent examples has B "
+                    "times less."
+                ),
             ),
             (
                 lambda G, B: float(((G - G.mean(0)) ** 2).sum() / G.shape[0] / B),
-                "The mean was estimated from the same rows: divide by N - 1, not N, for an unbiased estimate.",
+                (
+                    "The mean was estimated from the same rows: divide by N - 1, not N, for an "
+                    "unbiased estimate."
+                ),
             ),
             (
                 lambda G, B: float((G**2).sum() / (G.shape[0] - 1) / B),
-                "Subtract the mean gradient first: the variance is the spread around it, not the second moment.",
+                (
+                    "Subtract the mean gradient first: the variance is the spread around it, not "
+                    "the second moment."
+                ),
             ),
         ],
     )
@@ -147,7 +179,7 @@ _SHAPE = dict(n_layers=4, n_heads=2, d_model=16, mlp=64)
 
 
 def _sweep_model(mlp_scale):
-    from ..san import SAN, SANConfig
+    from rankcollapse.san import SAN, SANConfig
 
     return SAN(SANConfig(**_SHAPE, mlp_scale=mlp_scale), seed=0)
 
@@ -158,8 +190,8 @@ def _sweep_input():
 
 def _last_layer_log10(mlp_scale):
     """log10 of the geometric mean relative residual after the last layer (floor 1e-17)."""
-    from ..residual import relative_residual
-    from ..stats import geometric_mean
+    from rankcollapse.residual import relative_residual
+    from rankcollapse.stats import geometric_mean
 
     with torch.no_grad():
         last = _sweep_model(mlp_scale)(_sweep_input()).last_hidden_state
@@ -179,19 +211,24 @@ register(
         kind="predict",
         answer=_larger_mlp,
         choices=("faster", "slower", "no change"),
-        hint="What does scaling the MLP do to the size of the next attention layer's input, and what does that "
+        hint="What does scaling the MLP do to the size of the next attention layer's input, and "
+        "what does that "
         "do to the attention weights?",
         mistakes=[
             (
                 "faster",
-                "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next attention layer's "
-                "input grows, its logits (quadratic in it) grow, and sharper attention averages the tokens "
+                "A bias-free ReLU MLP scaled by s multiplies its output by s^2: the next "
+                "attention layer's "
+                "input grows, its logits (quadratic in it) grow, and sharper attention averages "
+                "the tokens "
                 "less.",
             ),
             (
                 "no change",
-                "By itself the MLP changes no relative residual (it is positively homogeneous), but it "
-                "changes the size of the next attention layer's input, and attention sharpens with it.",
+                "By itself the MLP changes no relative residual (it is positively homogeneous), "
+                "but it "
+                "changes the size of the next attention layer's input, and attention sharpens "
+                "with it.",
             ),
         ],
     )
@@ -199,8 +236,9 @@ register(
 
 
 def _lambda_ratio():
-    """The measured lower bound on lambda (mean over layers) at MLP scale 2, over that at scale 1."""
-    from ..lipschitz import mlp_lipschitz
+    """The measured lower bound on lambda (mean over layers) at MLP scale 2, over that at scale
+    1."""
+    from rankcollapse.lipschitz import mlp_lipschitz
 
     X = _sweep_input()[:2]
     lower = [
@@ -216,7 +254,10 @@ register(
         kind="read",
         answer=_lambda_ratio,
         rtol=0.1,
-        hint="Both weight matrices of the MLP are multiplied by s, and a ReLU commutes with a positive scale.",
+        hint=(
+            "Both weight matrices of the MLP are multiplied by s, and a ReLU commutes with a "
+            "positive scale."
+        ),
         mistakes=[
             (
                 2.0,
@@ -233,7 +274,8 @@ register(
         criteria=(
             (
                 1,
-                "ReLU's difference quotient lies in [0, 1] (case by case), so a token's difference is "
+                "ReLU's difference quotient lies in [0, 1] (case by case), so a token's "
+                "difference is "
                 "(x_i - y_i) W_1 D_i W_2; the biases cancel.",
             ),
             (
@@ -243,14 +285,17 @@ register(
             (1, "The row-sum bound with ||B||_inf."),
             (
                 2,
-                "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i bounded "
+                "The column-sum bound with ||B||_1, summing over tokens with each token's own A_i "
+                "bounded "
                 "by the common B; then multiply and take the square root.",
             ),
         ),
         wrong_turns=(
-            "Bounding |A_i| by |W_1 W_2| (the product first, then absolute values): false when inactive "
+            "Bounding |A_i| by |W_1 W_2| (the product first, then absolute values): false when "
+            "inactive "
             "units would cancel; the second point is lost.",
-            "One matrix A for every token (the column bound then looks like a single linear map): the "
+            "One matrix A for every token (the column bound then looks like a single linear map): "
+            "the "
             "column criterion is worth at most 1 of its 2 points.",
             "Forgetting the biases, or claiming they change lambda: they cancel in the difference.",
         ),

@@ -1,12 +1,13 @@
 """Drawings of the chapter "Which paths do trained networks use?" (each on an ``Axes`` it is given).
 
-They compute nothing beyond averages over seeds: every value comes from :func:`rankcollapse.toy.evaluate_paths`,
+They compute nothing beyond averages over seeds: every value comes from
+:func:`rankcollapse.toy.evaluate_paths`,
 ``rc.paths.length_profile``, :func:`rankcollapse.toy.rollout`, or (chapter "What the theorem
 does not say") :func:`rankcollapse.toy.dynamics.dynamics_study` and
 :func:`rankcollapse.toy.landscape.landscape_study`. They follow the book's page
-rules (``rc.plotting``): colours from ``PALETTE`` (Okabe-Ito) with mid-grey for reference
+rules (``book.plotting``): colours from ``PALETTE`` (Okabe-Ito) with mid-grey for reference
 lines, integer ticks on path lengths and depths, titles fitted to the panel
-(``rc.plotting.fit_title``), no legend inside a panel (the chapter puts one key below the row
+(``book.plotting.fit_title``), no legend inside a panel (the chapter puts one key below the row
 of panels).
 """
 
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_axes
+from rankcollapse._validate import check_axes
+
+from .drawings import fit_title
+from .style import INK, PALETTE, integer_ticks
 
 __all__ = [
     "accuracy_by_length",
@@ -28,19 +32,12 @@ __all__ = [
 ]
 
 
-def _plotting():
-    from .. import plotting
-
-    return plotting
-
-
 def _length_axis(ax, title: str, ylim=(0, 1.03)):
     """Path length on x with integer ticks, accuracy limits, a title fitted to the panel."""
-    P = _plotting()
     ax.set(xlabel="path length", ylim=ylim)
-    P.integer_ticks(ax, "x")
+    integer_ticks(ax, "x")
     if title:
-        P.fit_title(ax, title)
+        fit_title(ax, title)
     return ax
 
 
@@ -62,8 +59,7 @@ def accuracy_by_length(
     per-length accuracies drawn as thin lines. ``official``: per-length accuracies ``(L+1,)`` of
     a network trained with the official optimiser, dashed."""
     check_axes("ax", ax)
-    P = _plotting()
-    C = P.PALETTE
+    C = PALETTE
     x = np.arange(ev.L + 1)
     for i, other in enumerate(others):
         ax.plot(
@@ -95,7 +91,7 @@ def accuracy_by_length(
     )
     if official is not None:
         ax.plot(x, official, "^--", ms=3, lw=1, color=C[5], label="official optimiser (exact)")
-    ax.axhline(ev.matched["full"], ls="--", lw=1, color=P.INK, label="full model")
+    ax.axhline(ev.matched["full"], ls="--", lw=1, color=INK, label="full model")
     ax.axhline(baseline, ls=":", lw=1.4, color=C[3], label=baseline_label)
     return _length_axis(ax, title)
 
@@ -105,8 +101,7 @@ def single_paths(ax, ev, title: str = ""):
     accuracy of all paths up to each length and of the full model, all on the matched tokens of
     ``ev``."""
     check_axes("ax", ax)
-    P = _plotting()
-    C = P.PALETTE
+    C = PALETTE
     st = ev.per_length()
     x = st["length"]
     ax.fill_between(
@@ -114,7 +109,7 @@ def single_paths(ax, ev, title: str = ""):
     )
     ax.plot(x, st["mean"], "o-", ms=3, color=C[1], label="one path: mean")
     ax.plot(x, ev.matched["cumulative"], "s-", ms=4, color=C[2], label="all paths up to the length")
-    ax.axhline(ev.matched["full"], ls="--", lw=1, color=P.INK, label="full model")
+    ax.axhline(ev.matched["full"], ls="--", lw=1, color=INK, label="full model")
     return _length_axis(ax, title)
 
 
@@ -131,7 +126,7 @@ def profile(ax, trained, initial, key: str = "residual_share", title: str = ""):
     (one per seed); each is averaged over its sequences, then the mean over seeds is drawn with
     a band from the smallest to the largest seed."""
     check_axes("ax", ax)
-    C = _plotting().PALETTE
+    C = PALETTE
     for profs, label, color, style in (
         (trained, "trained", C[0], "o-"),
         (initial, "at initialisation", C[3], "s--"),
@@ -148,7 +143,7 @@ def per_path_residual(ax, evs, title: str = ""):
     (``PathEvaluation.path_residual``), log scale: the mean over the evaluations ``evs`` (one per
     seed) with a band from the smallest to the largest."""
     check_axes("ax", ax)
-    C = _plotting().PALETTE
+    C = PALETTE
     mean, lo, hi = _by_length([ev.per_length("path_residual")["mean"] for ev in evs])
     x = np.arange(len(mean))
     ax.fill_between(x, lo, hi, color=C[0], alpha=0.2, lw=0)
@@ -159,8 +154,7 @@ def per_path_residual(ax, evs, title: str = ""):
 def trajectories(ax, traj, title: str = "", lim: float = 0.56):
     """The two points of a circle rollout ``(steps + 1, 2, 2)`` through depth, start marked."""
     check_axes("ax", ax)
-    P = _plotting()
-    C = P.PALETTE
+    C = PALETTE
     t = np.asarray(traj)
     for i, color in ((0, C[0]), (1, C[3])):
         ax.plot(t[:, i, 0], t[:, i, 1], "-", lw=1, color=color, label=f"point {i + 1}")
@@ -168,7 +162,7 @@ def trajectories(ax, traj, title: str = "", lim: float = 0.56):
         ax.plot(t[-1, i, 0], t[-1, i, 1], "x", ms=5, color=color)
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="$x$", ylabel="$y$")
     if title:
-        P.fit_title(ax, title)
+        fit_title(ax, title)
     return ax
 
 
@@ -177,25 +171,24 @@ def merged_fraction(ax, rel: dict, labels: dict, threshold: float = 0.5, title: 
     residual has fallen below ``threshold`` by depth ``t``: ``rel[variant]`` is a list of
     ``(steps + 1,)`` relative residuals, labelled ``labels[variant]``."""
     check_axes("ax", ax)
-    P = _plotting()
     for i, (variant, runs) in enumerate(rel.items()):
         r = np.array([np.minimum.accumulate(np.asarray(x)) for x in runs])
         ax.step(
             np.arange(r.shape[1]),
             (r < threshold).mean(0),
             where="post",
-            color=P.PALETTE[i],
+            color=PALETTE[i],
             label=labels[variant],
         )
     ax.set(ylim=(-0.03, 1.03), xlabel="depth (applications)")
-    P.integer_ticks(ax, "x")
+    integer_ticks(ax, "x")
     if title:
-        P.fit_title(ax, title)
+        fit_title(ax, title)
     return ax
 
 
 def _variants():
-    C = _plotting().PALETTE
+    C = PALETTE
     return ((True, "with skips", C[0], "o-"), (False, "without skips", C[3], "s--"))
 
 
@@ -208,7 +201,6 @@ def training_dynamics(axes, study, floor: float = 1e-17):
         raise TypeError(f"axes must be a sequence of matplotlib Axes, got {type(axes).__name__}")
     for i, a in enumerate(axes):
         check_axes(f"axes[{i}]", a)
-    P = _plotting()
     a, b, c = axes
     x = study.epochs
     for skip, label, color, style in _variants():
@@ -229,8 +221,8 @@ def training_dynamics(axes, study, floor: float = 1e-17):
     b.set(xlabel="epoch", ylabel=f"relative residual, layer {L}")
     c.set(xlabel="epoch", ylabel="held-out token accuracy", ylim=(0, 1.03))
     for ax, title in zip(axes, ("(a) weights", "(b) tokens", "(c) accuracy")):
-        P.integer_ticks(ax, "x")
-        P.fit_title(ax, title)
+        integer_ticks(ax, "x")
+        fit_title(ax, title)
     return axes
 
 
@@ -238,7 +230,6 @@ def loss_slices(ax, landscape, title: str = ""):
     """Every filter-normalised loss slice of a :class:`~rankcollapse.toy.landscape.LandscapeStudy`
     (one thin line per direction), both variants, the trained weights at ``alpha = 0``."""
     check_axes("ax", ax)
-    P = _plotting()
     for skip, label, color, style in _variants():
         s = landscape.slices[skip]
         for i, row in enumerate(s.losses):
@@ -246,5 +237,5 @@ def loss_slices(ax, landscape, title: str = ""):
         ax.plot([0], [s.loss0], style[0], ms=4, color=color)
     ax.set(xlabel=r"step $\alpha$ along a filter-normalised direction", ylabel="training loss")
     if title:
-        P.fit_title(ax, title)
+        fit_title(ax, title)
     return ax

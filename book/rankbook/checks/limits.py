@@ -5,11 +5,13 @@ import math
 
 import torch
 
-from . import Exercise, Question, Rubric, register  # noqa: F401
+from .questions import Question  # noqa: F401
+from .registry import Exercise, Rubric, register  # noqa: F401
 
 
 def _layer_constant(beta, gamma, d_qk):
-    """c_l = 4 gamma_l beta_l H / sqrt(d_qk) with beta_l the largest head's beta (the beta of the paper's multi-head bound, as reported)."""
+    """c_l = 4 gamma_l beta_l H / sqrt(d_qk) with beta_l the largest head's beta (the beta of the
+    paper's multi-head bound, as reported)."""
     H = beta.shape[-1]
     return 4 * gamma * beta.amax(dim=-1) * H / math.sqrt(d_qk)
 
@@ -29,12 +31,16 @@ register(
         id="limits.layer_constant",
         reference=_layer_constant,
         cases=_layer_constant_cases,
-        hint="c_l = 4 gamma_l beta_l H / sqrt(d_qk), with beta_l the largest head's beta in layer l and H the number "
+        hint="c_l = 4 gamma_l beta_l H / sqrt(d_qk), with beta_l the largest head's beta in layer "
+        "l and H the number "
         "of heads (beta's second axis).",
         mistakes=[
             (
                 lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) / math.sqrt(d_qk),
-                "The multi-head constant (the paper's multi-head bound, as the collapse chapter reports it) carries a factor H: the heads' contributions add up.",
+                (
+                    "The multi-head constant (the paper's multi-head bound, as the collapse "
+                    "chapter reports it) carries a factor H: the heads' contributions add up."
+                ),
             ),
             (
                 lambda beta, gamma, d_qk: (
@@ -44,13 +50,19 @@ register(
             ),
             (
                 lambda beta, gamma, d_qk: 4 * gamma * beta.amax(dim=-1) * beta.shape[-1] / d_qk,
-                "The logits are divided by sqrt(d_qk), and so is the constant: is your square root there?",
+                (
+                    "The logits are divided by sqrt(d_qk), and so is the constant: is your square "
+                    "root there?"
+                ),
             ),
             (
                 lambda beta, gamma, d_qk: (
                     4 * gamma * beta.sum(dim=-1) * beta.shape[-1] / math.sqrt(d_qk)
                 ),
-                "The factor H already counts the heads: summing the heads' beta as well counts them twice.",
+                (
+                    "The factor H already counts the heads: summing the heads' beta as well counts "
+                    "them twice."
+                ),
             ),
         ],
     )
@@ -60,8 +72,8 @@ register(
 @functools.lru_cache(maxsize=1)
 def _minilm_orders():
     """Orders of magnitude of MiniLM's smallest per-layer constant above 1 (nearest of 1, 3, 5)."""
-    from ..real import condition, load
-    from ..theory import layer_constants
+    from rankcollapse.real import condition, load
+    from rankcollapse.theory import layer_constants
 
     model = load("all-MiniLM-L6-v2", True)
     c = layer_constants(condition.pure_attention(model), condition.real_inputs(model, 1, 16))
@@ -74,15 +86,22 @@ register(
         kind="read",
         answer=_minilm_orders,
         choices=(1, 3, 5),
-        hint="Read MiniLM's lowest point on the log axis and count the decades down to the dashed threshold at 1.",
+        hint=(
+            "Read MiniLM's lowest point on the log axis and count the decades down to the dashed "
+            "threshold at 1."
+        ),
         mistakes=[
             (
                 1,
-                "One or two decades is where the models at initialisation sit (tens to hundreds); MiniLM's curve lies higher.",
+                (
+                    "One or two decades is where the models at initialisation sit (tens to "
+                    "hundreds); MiniLM's curve lies higher."
+                ),
             ),
             (
                 5,
-                "Five decades is reached only in MiniLM's first layers, whose input has not yet collapsed; its "
+                "Five decades is reached only in MiniLM's first layers, whose input has not yet "
+                "collapsed; its "
                 "smallest constant, in a collapsed layer, is lower.",
             ),
         ],
@@ -120,12 +139,14 @@ register(
         id="limits.stable_rank",
         reference=_stable_rank,
         cases=_stable_rank_cases,
-        hint="The squared Frobenius norm (the sum of all squared singular values) over the squared spectral "
+        hint="The squared Frobenius norm (the sum of all squared singular values) over the squared "
+        "spectral "
         "norm (the largest singular value, squared).",
         mistakes=[
             (
                 lambda W: float(_svals(W).sum() / _svals(W)[0]),
-                "That is the nuclear norm over the spectral norm: square the singular values before adding them, "
+                "That is the nuclear norm over the spectral norm: square the singular values "
+                "before adding them, "
                 "and square the largest too.",
             ),
             (
@@ -134,7 +155,8 @@ register(
             ),
             (
                 lambda W: float(torch.linalg.matrix_rank(W)),
-                "That is the rank, which counts every non-zero singular value whatever its size; the stable rank "
+                "That is the rank, which counts every non-zero singular value whatever its size; "
+                "the stable rank "
                 "weighs them by their energy and changes continuously.",
             ),
             (
@@ -173,17 +195,21 @@ register(
         kind="predict",
         answer=_spike_answer,
         choices=("falls by more than half", "changes by less than half", "rises"),
-        hint="Which of the two norms does a spike along the top singular direction change the most?",
+        hint="Which of the two norms does a spike along the top singular direction "
+        "change the most?",
         mistakes=[
             (
                 "changes by less than half",
-                "The rank does not change (still 24), but the stable rank is not the rank: the spike quadruples the "
-                "largest singular value, so the squared spectral norm in the denominator grows 16 times while the "
+                "The rank does not change (still 24), but the stable rank is not the rank: the "
+                "spike quadruples the "
+                "largest singular value, so the squared spectral norm in the denominator grows 16 "
+                "times while the "
                 "squared Frobenius norm grows far less.",
             ),
             (
                 "rises",
-                "The spike adds energy, but all of it along the one direction that sets ||W||_2: the "
+                "The spike adds energy, but all of it along the one direction that sets ||W||_2: "
+                "the "
                 "energy is less spread, not more.",
             ),
         ],
@@ -196,29 +222,40 @@ register(
         criteria=(
             (
                 2,
-                "u_l <= u_{l-1}^3 from the substitution, and u_L <= u_0^{3^L} by induction using that "
+                "u_l <= u_{l-1}^3 from the substitution, and u_L <= u_0^{3^L} by induction using "
+                "that "
                 "x -> x^3 is increasing; back to r_L <= c^{(3^L - 1)/2} r_0^{3^L}.",
             ),
             (
                 1,
-                "The bound c^{-1/2} u_0^{3^L} tends to zero if and only if u_0 = sqrt(c) r_0 < 1 (all three "
+                "The bound c^{-1/2} u_0^{3^L} tends to zero if and only if u_0 = sqrt(c) r_0 < 1 "
+                "(all three "
                 "cases of u_0).",
             ),
             (
                 1,
-                "c < 1 suffices when r_0 <= 1; a pair with c < 1 and a growing bound, and one with c > 1 "
+                "c < 1 suffices when r_0 <= 1; a pair with c < 1 and a growing bound, and one "
+                "with c > 1 "
                 "and a collapsing bound.",
             ),
             (
                 2,
-                "The smallest depth: L > log_3(ln(1/(tau sqrt c)) / ln(1/u_0)), and its growth like "
+                "The smallest depth: L > log_3(ln(1/(tau sqrt c)) / ln(1/u_0)), and its growth "
+                "like "
                 "log_3(1/eta) near the threshold.",
             ),
         ),
         wrong_turns=(
-            "Concluding that c < 1 is necessary, or sufficient for every input: the examples' point is lost.",
-            "Forgetting the factor c^{-1/2} (writing the bound as u_0^{3^L}): 1 point off the first criterion.",
-            "Solving for the depth with one logarithm (log_3 of 1/tau): the doubly exponential rate needs two; "
+            (
+                "Concluding that c < 1 is necessary, or sufficient for every input: the examples' "
+                "point is lost."
+            ),
+            (
+                "Forgetting the factor c^{-1/2} (writing the bound as u_0^{3^L}): 1 point off the "
+                "first criterion."
+            ),
+            "Solving for the depth with one logarithm (log_3 of 1/tau): the doubly exponential "
+            "rate needs two; "
             "1 of the last 2 points.",
         ),
     )
@@ -280,7 +317,10 @@ register(
         mistakes=[
             (
                 lambda c, r0, tau: None if c >= 1 else _depth_needed(c, r0, tau),
-                "The bound falls when sqrt(c) r0 < 1, not when c < 1: with c = 4 and r0 = 0.1 it collapses.",
+                (
+                    "The bound falls when sqrt(c) r0 < 1, not when c < 1: with c = 4 and r0 = 0.1 "
+                    "it collapses."
+                ),
             ),
             (
                 _off_by_one,

@@ -2,8 +2,10 @@
 
 import torch
 
-from .. import residual
-from . import Exercise, Question, Rubric, register
+from rankcollapse import residual
+
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 # ----------------------------------------------------------------------- attention along a path
 
@@ -49,16 +51,23 @@ register(
         reference=_path_product,
         cases=_path_cases,
         partial=True,  # forgetting the empty path's identity fails that case only
-        hint="Layer l mixes the tokens that layer l-1 produced: each new attention matrix goes on the left.",
+        hint=(
+            "Layer l mixes the tokens that layer l-1 produced: each new attention matrix goes on "
+            "the left."
+        ),
         mistakes=[
             (
                 _reversed,
-                "Is the later layer's attention on the left? P = P @ A multiplies in the official code's (reversed) order; "
+                "Is the later layer's attention on the left? P = P @ A multiplies in the official "
+                "code's (reversed) order; "
                 "the path decomposition needs A^(l_k) ... A^(l_1).",
             ),
             (
                 _no_identity,
-                "A path through no head carries X unchanged: its product is the identity, not zero.",
+                (
+                    "A path through no head carries X unchanged: its product is the identity, not "
+                    "zero."
+                ),
             ),
         ],
     )
@@ -104,11 +113,17 @@ register(
         id="real_models.masked_residual",
         reference=_masked_rr,
         cases=_mask_cases,
-        hint="Keep the real rows X[mask] first; then centre with their column mean and take the composite norms.",
+        hint=(
+            "Keep the real rows X[mask] first; then centre with their column mean and take the "
+            "composite norms."
+        ),
         mistakes=[
             (
                 _all_rows,
-                "The padding rows are not tokens of the sentence: leave them out of the residual entirely.",
+                (
+                    "The padding rows are not tokens of the sentence: leave them out of the "
+                    "residual entirely."
+                ),
             ),
             (
                 _mean_over_all,
@@ -116,7 +131,10 @@ register(
             ),
             (
                 _zeroed,
-                "Zeroing the padding rows still leaves them in the mean (as zeros) and in the row count: drop them.",
+                (
+                    "Zeroing the padding rows still leaves them in the mean (as zeros) and in the "
+                    "row count: drop them."
+                ),
             ),
         ],
     )
@@ -127,8 +145,9 @@ register(
 
 
 def _uniform_and_sharp(length=3):
-    """Median relative residual of products of ``length`` random attention matrices, near-uniform and sharp."""
-    from ..real import path_profile
+    """Median relative residual of products of ``length`` random attention matrices, near-uniform
+    and sharp."""
+    from rankcollapse.real import path_profile
 
     logits = torch.randn(
         6, 1, 4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
@@ -158,12 +177,14 @@ register(
         mistakes=[
             (
                 "sharp",
-                "A sharp attention matrix is close to a 0/1 matrix sending different tokens to different tokens: "
+                "A sharp attention matrix is close to a 0/1 matrix sending different tokens to "
+                "different tokens: "
                 "its rows differ, and so do those of products of a few of them.",
             ),
             (
                 "the same",
-                "Every product of row-stochastic matrices is row-stochastic, but how far its rows are from each "
+                "Every product of row-stochastic matrices is row-stochastic, but how far its rows "
+                "are from each "
                 "other depends on the factors: uniform rows are already equal.",
             ),
         ],
@@ -172,7 +193,7 @@ register(
 
 
 def _minilm_longest_path():
-    from ..real import spec
+    from rankcollapse.real import spec
 
     return spec("all-MiniLM-L6-v2").config["num_hidden_layers"]
 
@@ -187,13 +208,17 @@ register(
         mistakes=[
             (
                 12,
-                "12 is MiniLM's number of heads per layer; a path's length counts the layers where it goes "
+                "12 is MiniLM's number of heads per layer; a path's length counts the layers "
+                "where it goes "
                 "through a head.",
             ),
             (72, "A path takes one head per layer at most, not every head of every layer."),
             (
                 7,
-                "The hidden states count L + 1 (the input too); a path's length counts heads, at most one per layer.",
+                (
+                    "The hidden states count L + 1 (the input too); a path's length counts heads, "
+                    "at most one per layer."
+                ),
             ),
         ],
     )
@@ -206,24 +231,33 @@ register(
         criteria=(
             (
                 2,
-                "For a zero-sum v: split v into its positive and negative parts of equal sum s and write v^T P "
+                "For a zero-sum v: split v into its positive and negative parts of equal sum s "
+                "and write v^T P "
                 "as a weighted sum of row differences, weights adding up to s.",
             ),
             (1, "tau(PQ) <= tau(P) tau(Q): a row difference of PQ is a zero-sum vector times Q."),
             (1, "tau(P) <= 1 - n delta from sum |a - b| = 2 - 2 sum min(a, b)."),
             (
                 1,
-                "The product's rows within 2 (1 - n delta)^m of each other, hence close to 1 x^T row by row.",
+                (
+                    "The product's rows within 2 (1 - n delta)^m of each other, hence close to 1 "
+                    "x^T row by row."
+                ),
             ),
             (
                 1,
-                "Exponential, not doubly exponential: fixed matrices contract by a fixed factor, while in a "
-                "network the attention itself approaches rank one as the tokens do; sharp attention makes "
+                "Exponential, not doubly exponential: fixed matrices contract by a fixed factor, "
+                "while in a "
+                "network the attention itself approaches rank one as the tokens do; sharp "
+                "attention makes "
                 "delta tiny and the bound empty.",
             ),
         ),
         wrong_turns=(
-            "Using ||v^T P||_1 <= ||v||_1 (P's operator norm is 1): no contraction; the first criterion is lost.",
+            (
+                "Using ||v^T P||_1 <= ||v||_1 (P's operator norm is 1): no contraction; the first "
+                "criterion is lost."
+            ),
             "Claiming a doubly exponential rate from part 4: the last criterion is lost.",
             "Forgetting that delta <= 1/n, so that 1 - n delta >= 0.",
         ),

@@ -1,6 +1,6 @@
 """Exercises answered by a value rather than a function: a prediction, a figure read off.
 
-Two kinds share one check, ``rc.checks.check(id, answer)``:
+Two kinds share one check, ``book.checks.check(id, answer)``:
 
 - ``predict``: the reader records a prediction in a variable *before* running the measurement
   (``prediction = "faster"``); the check compares it with what the library measures,
@@ -28,8 +28,9 @@ class Question:
 
     ``choices``: the allowed answers of a multiple-choice question (strings or numbers), or
     ``None`` for a numeric answer compared with relative tolerance ``rtol``.
-    ``mistakes``: ``(wrong_value, hint)`` pairs; a reader's answer equal to a wrong value gets its hint.
-    ``points``, ``same_role``, ``allow_reference``: for grading (see ``rankcollapse.checks``).
+    ``mistakes``: ``(wrong_value, hint)`` pairs; a reader's answer equal to a wrong value gets its
+    hint.
+    ``points``, ``same_role``, ``allow_reference``: for grading (see ``rankbook.checks``).
     """
 
     id: str
@@ -79,7 +80,8 @@ class Question:
 
 
 def check_grading(ex) -> None:
-    """The grading fields of an ``Exercise`` or a ``Question``, checked (``same_role`` made a tuple)."""
+    """The grading fields of an ``Exercise`` or a ``Question``, checked (``same_role`` made a
+    tuple)."""
     points = ex.points
     if (
         isinstance(points, bool)

@@ -4,9 +4,11 @@ import math
 
 import torch
 
-from .. import layernorm as ln
-from ..san import LN_EPS
-from . import Exercise, Question, Rubric, register
+from rankcollapse import layernorm as ln
+from rankcollapse.san import LN_EPS
+
+from .questions import Question
+from .registry import Exercise, Rubric, register
 
 
 def _ln_cases():
@@ -45,17 +47,26 @@ register(
         id="layernorm.layer_norm",
         reference=_ln_reference,
         cases=_ln_cases,
-        hint="Row by row: subtract the token's mean over features, divide by sqrt(biased variance + 1e-5).",
+        hint=(
+            "Row by row: subtract the token's mean over features, divide by sqrt(biased variance + "
+            "1e-5)."
+        ),
         mistakes=[
             (
                 _ln_columns,
-                "LayerNorm normalises each token (a row, over its d features), not each feature over the tokens.",
+                (
+                    "LayerNorm normalises each token (a row, over its d features), not each "
+                    "feature over the tokens."
+                ),
             ),
             (_ln_unbiased, "torch.nn.LayerNorm uses the biased variance (divide by d, not d - 1)."),
             (_ln_eps_outside, "Is your epsilon inside the square root? sigma = sqrt(var + eps)."),
             (
                 _ln_no_centre,
-                "Centre first: the centring C = I - 11^T/d is half of LayerNorm's right multiplication.",
+                (
+                    "Centre first: the centring C = I - 11^T/d is half of LayerNorm's right "
+                    "multiplication."
+                ),
             ),
         ],
     )
@@ -85,15 +96,24 @@ register(
         mistakes=[
             (
                 lambda Z, sigma: (1.0 / sigma).mean(),
-                "The mean of 1/sigma_i ignores how large each token is; weight token i by ||z_i||^2.",
+                (
+                    "The mean of 1/sigma_i ignores how large each token is; weight token i by "
+                    "||z_i||^2."
+                ),
             ),
             (
                 lambda Z, sigma: 1.0 / sigma.mean(),
-                "1 / mean(sigma) is neither the least-squares scale nor the mean of 1/sigma_i; weight by ||z_i||^2.",
+                (
+                    "1 / mean(sigma) is neither the least-squares scale nor the mean of 1/sigma_i; "
+                    "weight by ||z_i||^2."
+                ),
             ),
             (
                 lambda Z, sigma: ((Z**2).sum(-1) / sigma**2).sum() / (Z**2).sum(),
-                "Too many factors of sigma: the least-squares c is sum ||z_i||^2/sigma_i over sum ||z_i||^2.",
+                (
+                    "Too many factors of sigma: the least-squares c is sum ||z_i||^2/sigma_i over "
+                    "sum ||z_i||^2."
+                ),
             ),
         ],
     )
@@ -124,11 +144,17 @@ register(
         mistakes=[
             (
                 lambda Y, rtol: int((torch.linalg.svdvals(Y) > rtol).sum()),
-                "The tolerance is relative: compare with rtol * (largest singular value), or a rescaled matrix changes rank.",
+                (
+                    "The tolerance is relative: compare with rtol * (largest singular value), or a "
+                    "rescaled matrix changes rank."
+                ),
             ),
             (
                 lambda Y, rtol: min(Y.shape),
-                "Not every matrix has full rank: count the singular values that are not negligible.",
+                (
+                    "Not every matrix has full rank: count the singular values that are not "
+                    "negligible."
+                ),
             ),
             (
                 lambda Y, rtol: int(
@@ -137,7 +163,10 @@ register(
                         > rtol * torch.linalg.eigvals(Y @ Y.T).abs().max()
                     ).sum()
                 ),
-                "Eigenvalues of Y Y^T are squared singular values: compare them with rtol^2 times the largest, or use singular values.",
+                (
+                    "Eigenvalues of Y Y^T are squared singular values: compare them with rtol^2 "
+                    "times the largest, or use singular values."
+                ),
             ),
         ],
     )
@@ -155,9 +184,10 @@ def _nearest_level(log10_value):
 
 
 def _post_ln_with_skips():
-    """Relative residual (geometric mean over inputs) after 6 post-LN layers with skips, to the nearest level."""
-    from ..san import SAN, SANConfig
-    from ..stats import geometric_mean
+    """Relative residual (geometric mean over inputs) after 6 post-LN layers with skips, to the
+    nearest level."""
+    from rankcollapse.san import SAN, SANConfig
+    from rankcollapse.stats import geometric_mean
 
     X = torch.randn(4, 16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     model = SAN(SANConfig(**_SHAPE, layernorm="post", skip=True), seed=0)
@@ -171,16 +201,21 @@ register(
         kind="predict",
         answer=_post_ln_with_skips,
         choices=("about 1", "about 1e-3", "rounding error"),
-        hint="Which path does a skip connection add, and can a LayerNorm, which rescales each token, remove it?",
+        hint=(
+            "Which path does a skip connection add, and can a LayerNorm, which rescales each "
+            "token, remove it?"
+        ),
         mistakes=[
             (
                 "rounding error",
-                "That is post-LN without skips (fig-ln-collapse a). With skips the length-zero path "
+                "That is post-LN without skips (fig-ln-collapse a). With skips the length-zero "
+                "path "
                 "carries the input, and LayerNorm rescales each token without mixing tokens.",
             ),
             (
                 "about 1e-3",
-                "A skip layer loses residual only slowly, and LayerNorm does not mix tokens: after 6 "
+                "A skip layer loses residual only slowly, and LayerNorm does not mix tokens: "
+                "after 6 "
                 "layers the relative residual is still of order one.",
             ),
         ],
@@ -189,8 +224,9 @@ register(
 
 
 def _balanced_law():
-    """How the absolute residual of noiseless balanced tokens changes through post-LN (fig-ln-balanced, right)."""
-    from ..san import SAN, SANConfig
+    """How the absolute residual of noiseless balanced tokens changes through post-LN
+    (fig-ln-balanced, right)."""
+    from rankcollapse.san import SAN, SANConfig
 
     model = SAN(SANConfig(**_SHAPE, layernorm="post"), seed=0)
     a = ln.residual_profile(model, ln.balanced_tokens(16, 16, seed=0), rtol=1e-8)["absolute"]
@@ -215,7 +251,8 @@ register(
             ),
             (
                 "geometric",
-                "A geometric fall is a straight sloping line on the log axis; the noiseless post-LN curve "
+                "A geometric fall is a straight sloping line on the log axis; the noiseless "
+                "post-LN curve "
                 "is flat after the first layer: LayerNorm resets the tokens' size every layer.",
             ),
         ],
@@ -231,16 +268,21 @@ register(
             (1, "Pi LN(Y) = Pi S^{-1} Y C G because Pi 1 = 0, so its rank is at most rank Y."),
             (
                 2,
-                "A rank-one Y with LN(Y) of rank two (tokens of opposite sign along one direction, a shift "
+                "A rank-one Y with LN(Y) of rank two (tokens of opposite sign along one "
+                "direction, a shift "
                 "not parallel to it), with the rank verified.",
             ),
             (1, "S^{-1} keeps the rank (invertible); C and G can lower it."),
         ),
         wrong_turns=(
-            "A rank-one example whose rows all have the same sign: LN maps them to one row, rank one; "
+            "A rank-one example whose rows all have the same sign: LN maps them to one row, rank "
+            "one; "
             "the example's 2 points are lost.",
             "Claiming S^{-1} must be on the right for the argument: it works on either side.",
-            "Forgetting the shift's +1 (claiming rank LN(Y) <= rank Y always): the second point is lost.",
+            (
+                "Forgetting the shift's +1 (claiming rank LN(Y) <= rank Y always): the second "
+                "point is lost."
+            ),
         ),
     )
 )

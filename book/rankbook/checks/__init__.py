@@ -1,6 +1,6 @@
 """Automatic checks for the book's exercises.
 
-An exercise's check cell calls ``rc.checks.check("paths.count", path_count)``. The reader's
+An exercise's check cell calls ``book.checks.check("paths.count", path_count)``. The reader's
 function is run on seeded inputs and compared with the library's reference; the answer is one of
 
 - ``correct``; an answer computed in float32 is compared with float32's tolerance and is
@@ -17,7 +17,7 @@ Each exercise is registered here with its reference, its inputs and its known mi
 tests check that every reference passes and every known mistake fails.
 
 An exercise answered by a value (a prediction recorded before a measurement, a number read off a
-figure) is a ``Question`` (``checks/questions.py``): ``rc.checks.check("collapse.predict_rate",
+figure) is a ``Question`` (``checks/questions.py``): ``book.checks.check("collapse.predict_rate",
 prediction)`` compares the value with what the library computes; ``None`` is *not attempted*.
 
 One module per chapter registers that chapter's exercises (``checks/paths.py``, ...); this
@@ -47,9 +47,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._validate import check_bool
+from rankcollapse._validate import check_bool
+
+from . import tolerance
 from .questions import Question
-from .questions import check_grading as _check_grading
+from .registry import EXERCISES, QUESTIONS, RUBRICS, Exercise, Rubric, register
 
 __all__ = [
     "Exercise",
@@ -64,65 +66,6 @@ __all__ = [
     "in_book_build",
     "BOOK_BUILD_ENV",
 ]
-
-
-@dataclass
-class Exercise:
-    """An exercise: ``reference(*case)`` is right for every ``case`` in ``cases()``.
-
-    ``mistakes``: ``(wrong_function, hint)`` pairs; a reader's answer equal to a wrong
-    function's on the first failing case gets that hint. ``close(got, want)`` compares answers.
-    ``points``, ``partial``, ``same_role``, ``allow_reference``: for grading (module docstring).
-    """
-
-    id: str
-    reference: Callable
-    cases: Callable[[], list]
-    hint: str
-    mistakes: list = field(default_factory=list)
-    close: Callable = None
-    points: float = 1
-    partial: bool = False
-    same_role: tuple = ()
-    allow_reference: bool = False
-
-    def __post_init__(self):
-        _check_grading(self)
-        check_bool("partial", self.partial)
-
-    def same(self, got, want) -> bool:
-        return (self.close or _close)(got, want)
-
-
-@dataclass
-class Rubric:
-    """How an exercise without a check (explain, prove) is graded by hand: ``criteria`` are
-    ``(points, what earns them)`` pairs, one per step of the answer; ``wrong_turns``: the common
-    mistakes to look for, each saying what it costs; ``label`` is the exercise's label in its
-    chapter."""
-
-    label: str
-    criteria: tuple
-    wrong_turns: tuple = ()
-
-    def __post_init__(self):
-        if isinstance(self.wrong_turns, str) or not all(
-            isinstance(w, str) and w.strip() for w in self.wrong_turns
-        ):
-            raise ValueError(f"Rubric {self.label!r}: wrong_turns is a tuple of non-empty strings")
-        self.wrong_turns = tuple(self.wrong_turns)
-        if not (isinstance(self.label, str) and self.label.startswith("ex-")):
-            raise ValueError(f"Rubric label must be an exercise label 'ex-...', got {self.label!r}")
-        self.criteria = tuple((p, str(text)) for p, text in self.criteria)
-        if not self.criteria or any(
-            isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0
-            for p, _ in self.criteria
-        ):
-            raise ValueError(f"Rubric {self.label!r}: criteria are (positive points, text) pairs")
-
-    @property
-    def points(self) -> float:
-        return sum(p for p, _ in self.criteria)
 
 
 @dataclass
@@ -164,143 +107,26 @@ def in_book_build() -> bool:
     return os.environ.get(BOOK_BUILD_ENV) == "1"
 
 
-EXERCISES: dict[str, Exercise] = {}  # answered by a function
-QUESTIONS: dict[str, Question] = {}  # answered by a value: a prediction, a figure read off
-RUBRICS: dict[str, Rubric] = {}  # graded by hand, by exercise label
-
-
-def register(ex):
-    """Register an ``Exercise`` (a function to write), a ``Question`` (a value to give) or the
-    ``Rubric`` of an exercise graded by hand."""
-    if isinstance(ex, Rubric):
-        if ex.label in RUBRICS:
-            raise ValueError(f"a rubric for {ex.label!r} is registered twice")
-        RUBRICS[ex.label] = ex
-        return ex
-    if not isinstance(ex, (Exercise, Question)):
-        raise TypeError(
-            f"register takes an Exercise or a Question (or a Rubric), got {type(ex).__name__}"
-        )
-    if ex.id in EXERCISES or ex.id in QUESTIONS:
-        raise ValueError(f"exercise {ex.id!r} is registered twice")
-    if isinstance(ex, Question):
-        QUESTIONS[ex.id] = ex
-    else:
-        EXERCISES[ex.id] = ex
-    return ex
-
-
-def _close(got, want, rtol=1e-8, atol=1e-10) -> bool:
-    if isinstance(want, dict):
-        return (
-            isinstance(got, dict)
-            and set(got) == set(want)
-            and all(_close(got[k], want[k]) for k in want)
-        )
-    if isinstance(want, torch.Tensor):
-        try:
-            got = (
-                torch.as_tensor(got, dtype=want.dtype) if not isinstance(got, torch.Tensor) else got
-            )
-            return got.shape == want.shape and torch.allclose(
-                got.to(want.dtype), want, rtol=rtol, atol=atol
-            )
-        except (TypeError, ValueError, RuntimeError):  # an answer that is no tensor at all
-            return False
-    if isinstance(want, (int, float)):
-        try:
-            return math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
-        except (TypeError, ValueError):
-            return False
-    return got == want
-
-
-# float32: about 7 significant digits; an answer computed in float32 is compared with this
-# relative tolerance, plus ten times how far the reference itself moves when computed in float32
-# (a ratio of small differences loses digits in float32 whoever computes it).
-F32_RTOL = 1e-5
-
-
-def _to_float32(x):
-    """``x`` with every floating tensor in it (tuples, lists, dicts too) cast to float32."""
-    if isinstance(x, torch.Tensor):
-        return x.float() if x.is_floating_point() else x
-    if isinstance(x, (tuple, list)):
-        return type(x)(_to_float32(a) for a in x)
-    if isinstance(x, dict):
-        return {k: _to_float32(v) for k, v in x.items()}
-    return x
-
-
-def _has_float_tensor(x) -> bool:
-    if isinstance(x, torch.Tensor):
-        return x.is_floating_point()
-    if isinstance(x, (tuple, list)):
-        return any(_has_float_tensor(a) for a in x)
-    if isinstance(x, dict):
-        return any(_has_float_tensor(v) for v in x.values())
-    return False
-
-
-def _close32(got, want, want32) -> bool:
-    """``got`` equals the float64 reference ``want`` to float32 precision (``want32``: the reference in float32)."""
-    if isinstance(want, dict):
-        return (
-            isinstance(got, dict)
-            and isinstance(want32, dict)
-            and set(got) == set(want) == set(want32)
-            and all(_close32(got[k], want[k], want32[k]) for k in want)
-        )
-    if isinstance(want, torch.Tensor):
-        try:
-            g = torch.as_tensor(got).double()
-        except (TypeError, ValueError, RuntimeError):
-            return False
-        w, w32 = want.double(), torch.as_tensor(want32).double()
-        if g.shape != w.shape or w32.shape != w.shape:
-            return False
-        scale = float(w.abs().max()) if w.numel() else 0.0
-        atol = F32_RTOL * scale + 10 * float((w32 - w).abs().max() if w.numel() else 0.0) + 1e-30
-        return torch.allclose(g, w, rtol=F32_RTOL, atol=atol)
-    if isinstance(want, bool) or (isinstance(want, int) and not isinstance(got, float)):
-        return got == want or got == want32
-    if isinstance(want, (int, float)):
-        try:
-            g, w, w32 = float(got), float(want), float(want32)
-        except (TypeError, ValueError):
-            return False
-        return abs(g - w) <= F32_RTOL * abs(w) + 10 * abs(w32 - w) + 1e-10
-    return got == want
-
-
-def _tail_lost(want, want32) -> bool:
-    """Does the reference computed in float32 miss what float64 shows (beyond float32's resolution)?"""
-    if isinstance(want, dict):
-        return any(_tail_lost(want[k], want32[k]) for k in want)
-    if isinstance(want, torch.Tensor):
-        w, w32 = want.double(), torch.as_tensor(want32).double()
-        scale = float(w.abs().max()) if w.numel() else 0.0
-        return not torch.allclose(w32, w, rtol=F32_RTOL, atol=F32_RTOL * scale)
-    if isinstance(want, (int, float)):
-        return not math.isclose(float(want32), float(want), rel_tol=F32_RTOL, abs_tol=1e-10)
-    return want32 != want
-
-
 def _float32_verdict(ex: Exercise, case, got, want):
     """``None`` unless ``got`` is right to float32 precision; then the note for the verdict."""
-    if ex.close is not None or not _has_float_tensor(case):
+    if ex.close is not None or not tolerance.has_float_tensor(case):
         return None
     try:
-        want32 = ex.reference(*_to_float32(case))
+        want32 = ex.reference(*tolerance.to_float32(case))
     except Exception:
         return None
-    if not _close32(got, want, want32):
+    if not tolerance.close32(got, want, want32):
         return None
-    return "in float32; float64 would show the tail" if _tail_lost(want, want32) else "in float32"
+    return (
+        "in float32; float64 would show the tail"
+        if tolerance.tail_lost(want, want32)
+        else "in float32"
+    )
 
 
 def _known_mistake(ex: Exercise, case, got):
-    """The hint of the first known mistake whose answer on ``case`` is ``got`` (float64 tolerance), or ``None``."""
+    """The hint of the first known mistake whose answer on ``case`` is ``got`` (float64 tolerance),
+    or ``None``."""
     for wrong, wrong_hint in ex.mistakes:
         try:
             if ex.same(got, wrong(*case)):
@@ -409,12 +235,15 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
 
 # Each chapter's exercises, registered on import (keep this list in book order).
 from . import collapse as _collapse  # noqa: E402,F401
+from . import collapse_step3 as _collapse_step3  # noqa: E402,F401
 from . import later as _later  # noqa: E402,F401
 from . import layernorm as _layernorm  # noqa: E402,F401
 from . import limits as _limits  # noqa: E402,F401
 from . import lower_bound as _lower_bound  # noqa: E402,F401
 from . import mlp as _mlp  # noqa: E402,F401
 from . import paths as _paths  # noqa: E402,F401
+from . import paths_questions as _paths_questions  # noqa: E402,F401
 from . import real_models as _real_models  # noqa: E402,F401
 from . import skip as _skip  # noqa: E402,F401
 from . import toy_tasks as _toy_tasks  # noqa: E402,F401
+from . import toy_tasks_questions as _toy_tasks_questions  # noqa: E402,F401

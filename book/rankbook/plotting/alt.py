@@ -5,8 +5,8 @@ reads it out where the page shows the image): for each panel its title, what eac
 (label, linear or log scale, range), what is drawn (how many curves, bands, bars, points,
 images) and the legend's entries; the figure's own title first. It is made from the figure's
 artists, not written by hand, so it says what the figure shows and changes when the drawing
-does. ``rc.book.glue_figure`` writes it into the SVG (its ``Description``) and into the output's
-plain text; the book's Sphinx extension ``booktools.ext.a11y`` gives it to the page's ``<img alt>``.
+does. ``book.glue_figure`` writes it into the SVG (its ``Description``) and into the output's
+plain text; the book's Sphinx extension ``tools/booktools/ext/a11y.py`` gives it to the page's ``<img alt>``.
 
 Formulas in labels (matplotlib's ``$...$``) are read as plain text: ``$\\lambda$`` as λ,
 ``$\\Vert X\\Vert_{1,\\infty}$`` as ‖X‖_1,∞ (:func:`plain_text`).
@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from .._validate import check_figure, check_str
+from rankcollapse._validate import check_figure, check_str
 
 __all__ = ["alt_text", "plain_text"]
 

@@ -4,8 +4,9 @@ import math
 
 import torch
 
-from ..toy.model import standardise
-from . import Exercise, Question, Rubric, register
+from rankcollapse.toy.model import standardise
+
+from .registry import Exercise, register
 
 # ------------------------------------------------------------------ one path's term
 
@@ -75,12 +76,17 @@ register(
         id="toy_tasks.path_term",
         reference=_path_term,
         cases=_path_cases,
-        hint="In every layer the path passes the branch it takes (the input itself, or P_h Y W_V,h W_O,h) "
-        "through the post-LayerNorm's linear part: centre each token, divide by its frozen sigma, times the gain.",
+        hint="In every layer the path passes the branch it takes (the input itself, or P_h Y W_V,h "
+        "W_O,h) "
+        "through the post-LayerNorm's linear part: centre each token, divide by its frozen sigma, "
+        "times the gain.",
         mistakes=[
             (
                 _path_term_ln_only_on_heads,
-                "The LayerNorm sits after the sum X + SA(X): a skipped layer is normalised too, so skips are not the identity.",
+                (
+                    "The LayerNorm sits after the sum X + SA(X): a skipped layer is normalised "
+                    "too, so skips are not the identity."
+                ),
             ),
             (
                 _path_term_no_centring,
@@ -88,7 +94,10 @@ register(
             ),
             (
                 _path_term_attention_on_the_right,
-                "Attention mixes tokens from the left: row i of P_h Y is the average of the rows of Y weighted by row i of P_h.",
+                (
+                    "Attention mixes tokens from the left: row i of P_h Y is the average of the "
+                    "rows of Y weighted by row i of P_h."
+                ),
             ),
         ],
     )
@@ -122,19 +131,24 @@ register(
         id="toy_tasks.path_accuracy",
         reference=_path_accuracy,
         cases=_accuracy_cases,
-        hint="Standardise each token of R (subtract its mean over features, divide by its standard deviation), "
+        hint="Standardise each token of R (subtract its mean over features, divide by its standard "
+        "deviation), "
         "apply the classifier, take the arg-max class, and count the tokens where it equals y.",
         mistakes=[
             (
                 lambda R, W, b, y: float(((R @ W + b).argmax(-1) == y).double().mean()),
-                "A single path's term is far smaller than the full output: without standardising it first, the "
+                "A single path's term is far smaller than the full output: without standardising "
+                "it first, the "
                 "classifier's bias decides every prediction.",
             ),
             (
                 lambda R, W, b, y: float(
                     ((standardise(R) @ W + b).argmax(-1) == y).all(-1).double().mean()
                 ),
-                "That is the fraction of sequences with every token right; the paper's accuracy is per token.",
+                (
+                    "That is the fraction of sequences with every token right; the paper's "
+                    "accuracy is per token."
+                ),
             ),
         ],
     )
@@ -154,16 +168,23 @@ register(
         id="toy_tasks.distinct_paths",
         reference=_distinct,
         cases=lambda: [(6, 2, 3, 5), (6, 3, 3, 20), (6, 3, 0, 20), (6, 2, 6, 20), (4, 3, 1, 5)],
-        hint="There are N = C(L, l) H^l paths of length l, drawn independently and uniformly with replacement: "
+        hint="There are N = C(L, l) H^l paths of length l, drawn independently and uniformly with "
+        "replacement: "
         "a given path is missed by all k draws with probability (1 - 1/N)^k.",
         mistakes=[
             (
                 lambda L, H, length, k: float(min(k, math.comb(L, length) * H**length)),
-                "The official code draws paths independently, with replacement: the same path can come twice.",
+                (
+                    "The official code draws paths independently, with replacement: the same path "
+                    "can come twice."
+                ),
             ),
             (
                 lambda L, H, length, k: (H + 1) ** L * (1 - (1 - 1 / (H + 1) ** L) ** k),
-                "The draw is among the paths of length l only, C(L, l) H^l of them, not all (H+1)^L.",
+                (
+                    "The draw is among the paths of length l only, C(L, l) H^l of them, not all "
+                    "(H+1)^L."
+                ),
             ),
         ],
     )
@@ -191,28 +212,37 @@ register(
             ([0.5, 0.6, 0.7], 0.8, 0.95),
             ([0.96, 0.9, 1.0], 1.0, 0.95),
         ],
-        hint="Walk l = 0, 1, ... through the accuracies of the paths up to each length and return the first l "
+        hint="Walk l = 0, 1, ... through the accuracies of the paths up to each length and return "
+        "the first l "
         "at which it reaches fraction * full (None if no length does).",
         mistakes=[
             (
                 lambda c, full, fraction: max(range(len(c)), key=lambda l: c[l]),
-                "The question is the shortest sufficient length, not the length of the best accuracy.",
+                (
+                    "The question is the shortest sufficient length, not the length of the best "
+                    "accuracy."
+                ),
             ),
             (
                 lambda c, full, fraction: next((l for l, a in enumerate(c) if a >= fraction), None),
-                "Compare with a fraction of the full model's accuracy (fraction * full), not with the fraction itself.",
+                (
+                    "Compare with a fraction of the full model's accuracy (fraction * full), not "
+                    "with the fraction itself."
+                ),
             ),
         ],
     )
 )
 
 
-# ------------------------------------------------------------------ circuits: direct path, heads, virtual heads
+# ------------------------------------------------------------------ circuits: direct path, heads,
+# virtual heads
 
 
 def _circuit_shares(T):
-    """The share of the output's Frobenius norm that each circuit group carries (its sum's norm over the output's)."""
-    from ..paths import circuit_groups
+    """The share of the output's Frobenius norm that each circuit group carries (its sum's norm over
+    the output's)."""
+    from rankcollapse.paths import circuit_groups
 
     size = torch.linalg.vector_norm(T.sum(dim=0))
     return {k: float(torch.linalg.vector_norm(v) / size) for k, v in circuit_groups(T).items()}
@@ -255,8 +285,10 @@ register(
         id="toy_tasks.circuit_shares",
         reference=_circuit_shares,
         cases=_circuit_cases,
-        hint="Group the sums by length: direct = T[0], heads = T[1], virtual heads = T[2], the rest = "
-        "T[3] + ... + T[L]; each share is the Frobenius norm of its group's sum over that of the output "
+        hint="Group the sums by length: direct = T[0], heads = T[1], virtual heads = T[2], the "
+        "rest = "
+        "T[3] + ... + T[L]; each share is the Frobenius norm of its group's sum over that of the "
+        "output "
         "Y = T[0] + ... + T[L].",
         mistakes=[
             (
@@ -274,115 +306,5 @@ register(
                 "The rest stops one length early: T[3:] runs to the full-depth sum T[L].",
             ),
         ],
-    )
-)
-
-
-# ------------------------------------------------------------------ value exercises (Questions)
-
-
-def _sorting(n_layers=None):
-    """The sorting task of the fast preset (vocab 10 in both presets), its data and its network at
-    initialisation (seed 0), with ``n_layers`` layers if given."""
-    from ..presets import PRESETS
-    from ..toy import ToyModel, ToyTask, task_data, toy_config
-
-    shape = dict(PRESETS["toy_tasks"]["fast"]["tasks"]["sorting"])
-    if n_layers is not None:
-        shape["n_layers"] = n_layers
-    task = ToyTask("sorting", **shape)
-    data = task_data(task, seed=0)
-    return data, ToyModel(toy_config(task, data), seed=0).eval()
-
-
-def _residual_carrier():
-    """Which lengths carry the most of the output's residual in a 12-layer sorting network at initialisation."""
-    from ..paths import length_profile
-
-    data, init = _sorting(n_layers=12)
-    share = length_profile(init.san, init.embed(data.X_eval[:8]))["residual_share"].mean(-1)
-    best, L = int(share.argmax()), share.shape[0] - 1
-    return "shortest" if best == 0 else "longest" if best == L else "middle"
-
-
-register(
-    Question(
-        id="toy_tasks.predict_init_residual",
-        kind="predict",
-        answer=_residual_carrier,
-        choices=("shortest", "middle", "longest"),
-        hint="Chapter 'The path decomposition' measured which lengths carry the residual at initialisation.",
-        mistakes=[
-            (
-                "longest",
-                "Each head a path crosses shrinks its term's residual by a roughly constant factor: "
-                "the long paths are the collapsed ones.",
-            ),
-            (
-                "middle",
-                "The output's norm peaks at middle lengths, where there are many paths; its residual, "
-                "the part that tells tokens apart, sits in the shortest.",
-            ),
-        ],
-    )
-)
-
-
-def _chance():
-    from ..toy import baselines
-
-    data, _ = _sorting()
-    return baselines(data)["chance"]
-
-
-register(
-    Question(
-        id="toy_tasks.read_chance",
-        kind="read",
-        answer=_chance,
-        rtol=0.02,
-        hint="The dotted line is the trivial predictor: for sorting, a uniform guess among the labels.",
-        mistakes=[
-            (
-                0.125,
-                "One over the sequence length (8 tokens): but each output token is one of the vocab's values, "
-                "not one of the positions.",
-            ),
-            (
-                0.5,
-                "A guess is right with probability one over the number of labels: the sorted tokens take "
-                "one of 10 values.",
-            ),
-        ],
-    )
-)
-
-
-register(
-    Rubric(
-        label="ex-toy-prove",
-        criteria=(
-            (
-                1,
-                "Each path has probability 1/N_l: the kept layers are a uniform l-subset, the heads in them "
-                "independent and uniform (the heads of skipped layers discarded).",
-            ),
-            (1, "Unbiased: one draw has mean T_l / N_l; linearity."),
-            (1, "The mean squared error, using the independence of the draws."),
-            (
-                1,
-                "Scale invariance of the standardisation: centring and the standard deviation both scale by c.",
-            ),
-            (
-                2,
-                "A one-token example where one sampled path's expected accuracy differs from that of T_l, and "
-                "why: the accuracy is a non-linear function of the sum (standardise, then the largest score).",
-            ),
-        ),
-        wrong_turns=(
-            "Counting H^L head choices instead of H^l: the probability comes out wrong; 1 point off.",
-            "Concluding that the accuracy is unbiased because the sum is: the fifth criterion is lost.",
-            "Computing the variance without independence (cross terms kept or dropped without reason).",
-        ),
     )
 )
