@@ -75,6 +75,37 @@ def test_skip_and_layernorm_wiring(gen):
     assert torch.allclose(post(X).last_hidden_state, ln, atol=1e-12)
 
 
+def test_skip_strength_and_branch_scale_weight_the_residual_sum(gen):
+    X = random_tokens(gen, 5, 8)
+    base = rc.san.SAN(small(n_layers=1), seed=1)
+    A = base(X).last_hidden_state
+    m = rc.san.SAN(small(n_layers=1, skip=True, skip_strength=0.5, branch_scale=0.25), seed=1)
+    assert torch.allclose(m(X).last_hidden_state, 0.5 * X + 0.25 * A, atol=1e-14)
+    pure = rc.san.SAN(small(n_layers=1, branch_scale=3.0), seed=1)
+    assert torch.allclose(pure(X).last_hidden_state, 3.0 * A, atol=1e-14)
+    # the defaults are the usual skip, exactly; replace() shares the weights under a new config
+    usual = rc.san.SAN(small(n_layers=2, skip=True), seed=1)
+    same = usual.replace(skip_strength=1.0, branch_scale=1.0)
+    assert torch.equal(same(X).last_hidden_state, usual(X).last_hidden_state)
+    assert same.layers[0].W_Q is usual.layers[0].W_Q
+    assert torch.allclose(
+        usual.replace(branch_scale=0.0)(X).last_hidden_state, X, atol=0
+    )  # X + 0 * SA(X)
+    with pytest.raises(ValueError, match="W_Q"):
+        usual.replace(n_heads=4)
+    # the path decomposition and the value maps follow the weights
+    for ln in ("none", "pre", "post"):
+        cfg = small(n_layers=2, skip=True, layernorm=ln, bias=True, skip_strength=0.6)
+        net = rc.san.SAN(cfg.replace(branch_scale=0.3), seed=2)
+        terms, const = rc.paths.decompose_by_length(net, X, with_constant=True)
+        y = net(X).last_hidden_state
+        assert torch.allclose(terms.sum(0) + const, y, atol=1e-12)
+    scaled = usual.replace(branch_scale=0.5)
+    assert torch.allclose(
+        rc.theory.value_matrices(scaled), 0.5 * rc.theory.value_matrices(usual), atol=0
+    )
+
+
 def test_shared_weights():
     m = rc.san.SAN(small(n_layers=4, shared=True), seed=0)
     assert all(layer is m.layers[0] for layer in m.layers)
@@ -114,6 +145,11 @@ def test_scale_weights(gen):
         (dict(init_scale=float("nan")), ValueError, "init_scale"),
         (dict(dtype=torch.float16), ValueError, "dtype"),
         (dict(n_heads=True), TypeError, "n_heads"),
+        (dict(skip=True, skip_strength=-0.5), ValueError, "skip_strength"),
+        (dict(skip=True, skip_strength=float("inf")), ValueError, "skip_strength"),
+        (dict(skip_strength=0.5), ValueError, "skip_strength"),
+        (dict(branch_scale=-1), ValueError, "branch_scale"),
+        (dict(branch_scale="1"), TypeError, "branch_scale"),
     ],
 )
 def test_config_validation(kw, err, name):

@@ -82,26 +82,22 @@ def _check_pure(model) -> SAN:
 
 
 def branch_states(model, X, *, skip: bool, branch_scale: float = 1.0):
-    """The token matrices of ``model``'s attention layers run as :math:`X_{l+1} = X_l + a\\,\\mathrm{SA}_l(X_l)`
-    (``skip=True``, ``a = branch_scale``) or :math:`X_{l+1} = \\mathrm{SA}_l(X_l)` (``skip=False``,
-    ``branch_scale`` ignored), with autograd kept. Returns ``(hidden, attentions)``: ``L + 1``
-    tensors ``(..., n, d)`` and ``L`` tensors ``(..., H, n, n)``.
+    """The token matrices of ``model``'s attention layers run as
+    :math:`X_{l+1} = X_l + a\\,\\mathrm{SA}_l(X_l)` (``skip=True``, ``a = branch_scale``) or
+    :math:`X_{l+1} = \\mathrm{SA}_l(X_l)` (``skip=False``, ``branch_scale`` ignored), with autograd
+    kept. Returns ``(hidden, attentions)``: ``L + 1`` tensors ``(..., n, d)`` and ``L`` tensors
+    ``(..., H, n, n)``.
 
     ``model``: an attention-only :class:`~rankcollapse.san.SAN` (its ``skip`` flag is ignored,
-    ``skip`` replaces it); ``X``: ``(..., n, d)``. With ``branch_scale=1`` this is the SAN with
-    ``skip=True``; scaling the branch by ``a`` equals scaling every ``W_O`` by ``a``.
+    ``skip`` replaces it); ``X``: ``(..., n, d)``. The same weights run under the config's
+    ``skip`` and ``branch_scale`` (:meth:`~rankcollapse.san.SAN.replace`); scaling the branch by
+    ``a`` equals scaling every ``W_O`` by ``a``.
     """
     model = _check_pure(model)
     skip = check_bool("skip", skip)
     a = check_positive_float("branch_scale", branch_scale, allow_zero=True)
-    Z = model.check_input(X)
-    hidden, attentions = [Z], []
-    for block in model.layers:
-        A, P = block.attention(Z)
-        Z = Z + a * A if skip else A
-        hidden.append(Z)
-        attentions.append(P)
-    return hidden, attentions
+    out = model.replace(skip=skip, skip_strength=1.0, branch_scale=a if skip else 1.0)(X)
+    return out.hidden_states, out.attentions
 
 
 def layer_gradients(model, X, G, *, skip: bool, branch_scale: float = 1.0) -> dict:

@@ -6,10 +6,11 @@ happen. Their exact condition (stated with LayerNorm) could not be read offline;
 measures the book's own version: networks ``X_{l+1} = X_l + lambda SA(X_l)`` (pure attention and a
 skip, nothing else) and the book's sufficient condition below.
 
-A lambda-skip layer is a core :class:`~rankcollapse.san.SAN` with ``skip=True`` whose output
-projections ``W_O`` are multiplied by ``lambda`` (:func:`lambda_skip_san`): the attention matrices
-``P_h`` depend on ``W_Q, W_K`` only, so ``lambda SA(X)`` is exactly ``SA`` with value maps
-``lambda W_h``. ``lambda = 0`` is the identity; ``lambda = 1`` the usual skip connection.
+A lambda-skip layer is a core :class:`~rankcollapse.san.SAN` with ``skip=True`` and
+``branch_scale=lambda`` (:func:`lambda_skip_san`): the attention matrices ``P_h`` depend on
+``W_Q, W_K`` only, so ``lambda SA(X)`` is ``SA`` with value maps ``lambda W_h``
+(:func:`~rankcollapse.theory.value_matrices` includes the branch scale). ``lambda = 0`` is the
+identity; ``lambda = 1`` the usual skip connection.
 
 **The book's condition** (chapter "After the paper", section 3). With :math:`C = I - \\mathbf 1
 \\mathbf 1^\\top/n` and :math:`R_l = C X_l` (the mean-centred residual, the exact minimiser in the
@@ -76,20 +77,17 @@ def _check_config(config) -> SANConfig:
     return config.replace(skip=True)
 
 
-@torch.no_grad()
 def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
     """The network ``X_{l+1} = X_l + lam SA_l(X_l)``: ``config``'s weights (drawn from ``seed``),
-    skip connections on, every ``W_O`` multiplied by ``lam`` (``>= 0``). ``lam = 0`` is the identity.
+    skip connections on, the attention branch weighted by ``lam`` (``>= 0``; the config's
+    ``branch_scale``). ``lam = 0`` is the identity.
 
     ``config``: a pure-attention :class:`~rankcollapse.san.SANConfig` (its ``skip`` flag is set).
     The same ``seed`` gives the same ``W_Q, W_K, W_V`` and the same attention at every ``lam``.
     """
     cfg = _check_config(config)
     lam = check_positive_float("lam", lam, allow_zero=True)
-    model = SAN(cfg, seed=check_seed("seed", seed))
-    for block in dict.fromkeys(model.layers):
-        block.W_O.mul_(lam)
-    return model
+    return SAN(cfg.replace(branch_scale=lam), seed=seed)
 
 
 def _check_lambda_model(model) -> SAN:

@@ -93,7 +93,8 @@ def scaled_qk_san(config: SANConfig, qk_scale: float, *, seed: int) -> SAN:
 
 @torch.no_grad()
 def post_ln_states(model, X, strength: float):
-    """``(states, attentions)`` of ``X_{l+1} = LN(strength * X_l + SA_l(X_l))``, ``l = 0..L-1``.
+    """``(states, attentions)`` of ``X_{l+1} = LN(strength * X_l + SA_l(X_l))``, ``l = 0..L-1``:
+    ``model``'s weights run with ``skip=True, skip_strength=strength``.
 
     ``model``: a :class:`~rankcollapse.san.SAN` with post-LayerNorm and no MLP (as
     :func:`scaled_qk_san` builds). ``X``: ``(..., n, d)``. ``states``: ``L + 1`` tensors
@@ -103,20 +104,8 @@ def post_ln_states(model, X, strength: float):
     if cfg.layernorm != "post" or cfg.mlp:
         raise ValueError("model must have layernorm='post' and no MLP (as scaled_qk_san builds)")
     strength = check_positive_float("strength", strength, allow_zero=True)
-    return _states(model, model.check_input(X), strength)
-
-
-@torch.no_grad()
-def _states(model, X, strength, n_layers=None):
-    """:func:`post_ln_states` unchecked, through the first ``n_layers`` layers (all by default);
-    ``strength`` a number or a tensor broadcasting with ``X``."""
-    states, attentions = [X], []
-    for block in model.layers[:n_layers]:
-        A, P = block.attention(X)
-        X = block.ln1(strength * X + A)[0]
-        states.append(X)
-        attentions.append(P)
-    return states, attentions
+    out = model.replace(skip=True, skip_strength=strength)(X)
+    return out.hidden_states, out.attentions
 
 
 @dataclass
@@ -247,21 +236,28 @@ def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch
     return cfg, seed, torch.randn(samples, n, d, generator=generator, dtype=torch.float64)
 
 
+@torch.no_grad()
 def _measure(cfg, scale, X, alphas, seed, depths):
-    """Median ``rho`` after each of ``depths`` layers and the mean entropy fraction over those layers,
-    ``(len(depths), len(alphas))`` each, for the networks ``seed + k`` (``k`` over ``X``'s samples)
-    at query/key ``scale``; every strength at once, a batch of ``len(alphas)`` inputs."""
-    n, d = X.shape[-2:]
-    a = torch.tensor(alphas, dtype=torch.float64).reshape(-1, 1, 1)
+    """Median ``rho`` after each of ``depths`` layers and the mean entropy fraction over those
+    layers, ``(len(depths), len(alphas))`` each, for the networks ``seed + k`` (``k`` over ``X``'s
+    samples, the first ``max(depths)`` layers) at query/key ``scale``, at every skip strength."""
+    n = X.shape[-2]
+    cfg = cfg.replace(n_layers=max(depths))
     rhos, ents = [], []
     for k, x in enumerate(X):
         model = scaled_qk_san(cfg, scale, seed=derive_seed(seed, k))
-        states, atts = _states(model, x.expand(len(alphas), n, d), a, max(depths))
-        per_layer = torch.stack(
-            [attention_entropy(P).mean(dim=(-1, -2)) for P in atts]
-        )  # (L, len(alphas))
-        rhos.append(torch.stack([relative_residual(states[L], norm="fro") for L in depths]))
-        ents.append(torch.stack([per_layer[:L].mean(dim=0) for L in depths]))
+        rho_k, ent_k = [], []
+        for a in alphas:
+            out = model.replace(skip_strength=float(a))(x)
+            per_layer = torch.stack(
+                [attention_entropy(P).mean(dim=(-1, -2)) for P in out.attentions]
+            )
+            rho_k.append(
+                torch.stack([relative_residual(out.hidden_states[L], norm="fro") for L in depths])
+            )
+            ent_k.append(torch.stack([per_layer[:L].mean() for L in depths]))
+        rhos.append(torch.stack(rho_k, dim=1))  # (len(depths), len(alphas))
+        ents.append(torch.stack(ent_k, dim=1))
     rho = np.median(torch.stack(rhos).numpy(), axis=0)
     return rho, torch.stack(ents).mean(dim=0).numpy() / math.log(n)
 

@@ -86,10 +86,14 @@ def value_matrices(model) -> torch.Tensor:
 
     ``W_{V,h}`` is head ``h``'s ``(d, d_v)`` value projection and ``W_{O,h}`` its ``(d_v, d)`` slice
     of the output projection: the head contributes :math:`P_h X W_{V,h} W_{O,h}` to the layer.
+    With a ``branch_scale`` other than 1 (:class:`~rankcollapse.san.SANConfig`) the map includes
+    it: the head contributes ``branch_scale`` times that.
     """
     check_san(model)
-    mats = [b.W_V.detach() @ b.W_O.detach() for b in model.layers]
     cfg = model.config
+    mats = [b.W_V.detach() @ b.W_O.detach() for b in model.layers]
+    if cfg.branch_scale != 1:
+        mats = [cfg.branch_scale * W for W in mats]
     if not mats:
         return torch.zeros(0, cfg.n_heads, cfg.d_model, cfg.d_model, dtype=cfg.dtype)
     return torch.stack(mats)
