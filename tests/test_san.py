@@ -59,7 +59,7 @@ def test_matches_plain_formula_single_layer(gen):
 def test_layernorm_matches_torch(gen):
     Y = random_tokens(gen, 4, 6)
     g, s = random_tokens(gen, 6), random_tokens(gen, 6)
-    ours, sigma = rc.san.layer_norm(Y, g, s)
+    ours, sigma = rc.ops.layer_norm_sigma(Y, g, s)
     ref = torch.nn.functional.layer_norm(Y, (6,), g, s, eps=rc.san.LN_EPS)
     assert torch.allclose(ours, ref, atol=1e-12)
     assert sigma.shape == (4,)
@@ -252,7 +252,7 @@ def test_causal_first_token_never_depends_on_later_tokens(gen):
 
 def test_layernorm_eps_activations_and_final_layernorm(gen):
     Y = random_tokens(gen, 4, 6)
-    ours = rc.san.layer_norm(
+    ours = rc.ops.layer_norm_sigma(
         Y, torch.ones(6, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), 1e-12
     )[0]
     assert torch.allclose(ours, torch.nn.functional.layer_norm(Y, (6,), eps=1e-12), atol=1e-13)

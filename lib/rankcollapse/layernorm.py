@@ -13,7 +13,7 @@ the left. The paper, as the reading note gives it, writes ``LN(SA(X)) = sum_h P_
 multiplication only; that is exact when every token has the same ``sigma`` and otherwise an
 approximation, whose size :func:`rewriting_discrepancy` measures.
 
-Reuses :func:`rankcollapse.san.layer_norm` (the forward map) and
+Reuses :func:`rankcollapse.ops.layer_norm_sigma` (the forward map) and
 :class:`rankcollapse.paths.FrozenLayer` (the layer with frozen attention and frozen scales).
 """
 
@@ -33,10 +33,10 @@ from ._validate import (
     check_positive_float,
     check_seed,
 )
+from .ops import layer_norm_sigma
 from .paths import FrozenLayer
 from .residual import _rescaled, composite_norm, matrix_norm, relative_residual, res
 from .san import SAN, check_san
-from .san import layer_norm as _san_layer_norm
 
 __all__ = [
     "numerical_rank",
@@ -113,13 +113,13 @@ def _gain_shift(Y, gain, shift):
 
 
 def layer_norm(Y, gain=None, shift=None) -> torch.Tensor:
-    """LayerNorm over features, ``(..., n, d) -> (..., n, d)`` (:func:`rankcollapse.san.layer_norm`).
+    """LayerNorm over features, ``(..., n, d) -> (..., n, d)`` (:func:`rankcollapse.ops.layer_norm_sigma`).
 
     ``gain`` defaults to ones and ``shift`` to zeros (LayerNorm at initialisation).
     """
     Y = as_tokens("Y", Y)
     gain, shift = _gain_shift(Y, gain, shift)
-    return _san_layer_norm(Y, gain, shift)[0]
+    return layer_norm_sigma(Y, gain, shift)[0]
 
 
 @dataclass
@@ -141,7 +141,7 @@ def ln_factors(Y, gain=None, shift=None) -> LNFactors:
     Y = as_tokens("Y", Y)
     gain, shift = _gain_shift(Y, gain, shift)
     d = Y.shape[-1]
-    _, sigma = _san_layer_norm(Y, gain, shift)
+    _, sigma = layer_norm_sigma(Y, gain, shift)
     C = torch.eye(d, dtype=Y.dtype) - torch.full((d, d), 1.0 / d, dtype=Y.dtype)
     return LNFactors(1.0 / sigma, C, torch.diag(gain), shift)
 

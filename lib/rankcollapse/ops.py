@@ -31,7 +31,7 @@ from ._validate import (
 __all__ = [
     "LN_EPS",
     "ACTIVATIONS",
-    "layer_norm",
+    "layer_norm_sigma",
     "activation",
     "relative_positions",
     "allowed_keys",
@@ -50,8 +50,9 @@ LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
 
-def layer_norm(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = LN_EPS):
-    """LayerNorm over features, returning ``(LN(Y), sigma)`` with ``sigma`` of shape ``(..., n)``.
+def layer_norm_sigma(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = LN_EPS):
+    """LayerNorm over features, returning ``(LN(Y), sigma)`` with ``sigma`` of shape ``(..., n)``
+    (the network's form; :func:`rankcollapse.layernorm.layer_norm` is the reader's, ``LN(Y)`` only).
 
     ``LN(Y) = (Y - mean(Y) 1^T) / sigma * gain + shift`` row by row, ``sigma = sqrt(var + eps)``
     (biased variance, ``eps = 1e-5`` by default, as ``torch.nn.LayerNorm``).

@@ -40,7 +40,7 @@ from .ops import (  # noqa: F401  (re-exported)
     check_forward,
     check_key_mask,
     check_size,
-    layer_norm,
+    layer_norm_sigma,
     relative_positions,
     relative_scores,
     weight_count,
@@ -57,7 +57,7 @@ __all__ = [
     "ACTIVATIONS",
     "ATTENTIONS",
     "check_san",
-    "layer_norm",
+    "layer_norm_sigma",
     "activation",
     "relative_positions",
     "MAX_BYTES",
@@ -205,7 +205,7 @@ class Block(nn.Module):
         return (X if cfg.skip_strength == 1 else cfg.skip_strength * X) + A
 
     def ln1(self, Y):
-        return layer_norm(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
+        return layer_norm_sigma(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
 
     # --------------------------------------------------------------------------- MLP sub-layer
 
@@ -218,7 +218,7 @@ class Block(nn.Module):
     def mlp_input(self, Y: torch.Tensor) -> torch.Tensor:
         """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if pre-LN)."""
         if self.cfg.layernorm == "pre":
-            return layer_norm(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
+            return layer_norm_sigma(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
         return Y
 
     def mlp_sublayer(self, Y: torch.Tensor) -> torch.Tensor:
@@ -229,7 +229,7 @@ class Block(nn.Module):
         M = self.mlp(self.mlp_input(Y))
         out = Y + M if cfg.skip_mlp else M
         if cfg.layernorm == "post":
-            out = layer_norm(out, self.ln2_gain, self.ln2_shift, cfg.ln_eps)[0]
+            out = layer_norm_sigma(out, self.ln2_gain, self.ln2_shift, cfg.ln_eps)[0]
         return out
 
     def forward(self, X: torch.Tensor, key_mask=None, segments=None):
@@ -338,9 +338,9 @@ class SAN(nn.Module):
             attentions.append(P)
             scales.append(sigma)
         if self.config.final_layernorm:
-            hidden[-1] = layer_norm(hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps)[
-                0
-            ]
+            hidden[-1] = layer_norm_sigma(
+                hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps
+            )[0]
         return SANOutput(hidden_states=hidden, attentions=attentions, ln_scales=scales)
 
     @torch.no_grad()

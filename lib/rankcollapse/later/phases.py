@@ -84,7 +84,7 @@ def scaled_qk_san(config: SANConfig, qk_scale: float, *, seed: int) -> SAN:
             "config must be attention only (mlp=0, bias=False, causal=False, attention='dot')"
         )
     qk_scale = check_positive_float("qk_scale", qk_scale, allow_zero=True)
-    model = SAN(config.replace(layernorm="post", skip=True), seed=check_seed("seed", seed))
+    model = SAN(config.replace(layernorm="post", skip=True), seed=seed)
     for block in dict.fromkeys(model.layers):
         block.W_Q.mul_(qk_scale)
         block.W_K.mul_(qk_scale)

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from .._validate import check_bool, check_choice
-from ..ops import layer_norm
+from ..ops import layer_norm_sigma
 from ..san import SAN, Block, SANConfig, check_san
 from .registry import SURGERIES, VARIANTS
 
@@ -78,7 +78,7 @@ class Embedding(nn.Module):
         if self.position is not None:
             x = x + self.position[: ids.shape[-1]]
         if self.ln is not None:
-            x = layer_norm(x, *self.ln)[0]
+            x = layer_norm_sigma(x, *self.ln)[0]
         if self.proj is not None:
             x = x @ self.proj[0] + self.proj[1]
         return x

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from .. import residual
-from .._env import threads_from_env
+from .._env import threads_from_env, torch_threads
 from .._validate import check_choice, check_int
 from .convert import ablation_config
 from .hub import RealModel
@@ -26,8 +26,9 @@ __all__ = ["THREADS", "hidden_states", "relative_residuals", "residual_curve", "
 THREADS = threads_from_env()  # torch threads for this module's heavy loops (see _threads)
 
 
-class _threads:
-    """Run a block with ``torch.set_num_threads(n)`` and restore the previous count afterwards.
+def _threads(n=None):
+    """``torch_threads(n)`` (:func:`rankcollapse._env.torch_threads`), ``n`` :data:`THREADS` by
+    default: the block runs on that many threads, the previous count restored afterwards.
 
     By default (:data:`THREADS` is ``None``) torch's own thread count is used, one per core: on an
     idle 2-core machine the chapter's forward passes run 1.8 times faster on two threads than on
@@ -35,18 +36,7 @@ class _threads:
     OpenMP threads spin waiting for each other and one thread was measured 3.5 times faster than
     two: set ``RANKCOLLAPSE_THREADS=1`` in the environment, or ``rc.real.measure.THREADS = 1``.
     """
-
-    def __init__(self, n=None):
-        self.n = THREADS if n is None else n
-
-    def __enter__(self):
-        self.prev = torch.get_num_threads()
-        if self.n:
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.prev)
-        return False
+    return torch_threads(THREADS if n is None else n)
 
 
 def _check_model(model) -> RealModel:

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._env import torch_threads
 from .._validate import check_bool, check_int, check_seed
 from ..residual import through_depth
 from ..stats import geometric_mean
@@ -237,13 +238,9 @@ def training_run(
         if epoch in epochs:
             kept[epoch] = {name: t.detach().clone() for name, t in m.state_dict().items()}
 
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)  # as rc.toy.train: results independent of the thread count
-    try:
+    with torch_threads(1):  # as rc.toy.train: results independent of the thread count
         model.train()
         log = _fit(task, model, data, progress, on_epoch=keep)
-    finally:
-        torch.set_num_threads(prev)
     states = [kept[e] for e in epochs]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from .._env import torch_threads
 from .._validate import check_choice, check_int, check_positive_float, check_seed
 from . import data as _data
 from .model import ToyConfig, ToyModel
@@ -428,14 +429,10 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
         else:
             print(f"loaded {path}", file=sys.stderr)
             return Trained(task, seed, data, model.eval(), saved["log"], path, True)
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
     start = time.perf_counter()
-    try:
+    with torch_threads(1):  # one thread: results independent of the thread count
         model.train()
         log = _fit(task, model, data, progress)
-    finally:
-        torch.set_num_threads(prev)
     model.eval()
     trained = Trained(task, seed, data, model, log, path, False)
     if task.task != "circle":
