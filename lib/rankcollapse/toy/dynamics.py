@@ -37,7 +37,6 @@ from ..stats import geometric_mean
 from . import data as _data
 from .model import ToyModel
 from .train import (
-    TRAINING_CODE_VERSION,
     ToyTask,
     _fit,
     cache_dir,
@@ -45,6 +44,7 @@ from .train import (
     code_version,
     task_data,
     toy_config,
+    training_code_hash,
 )
 
 __all__ = [
@@ -104,7 +104,7 @@ def _key(task: ToyTask, seed: int, skip: bool, epochs: tuple) -> str:
             "seed": seed,
             "skip": skip,
             "epochs": list(epochs),
-            "version": TRAINING_CODE_VERSION,
+            "code": training_code_hash(),
             "dynamics": DYNAMICS_VERSION,
         },
         sort_keys=True,
