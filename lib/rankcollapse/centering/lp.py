@@ -1,6 +1,18 @@
-"""The linear programme of one weighted objective ``min w1 f + w2 g`` over a box, solved with HiGHS.
+"""The linear programme of one weighted objective ``min w1 f + w2 g`` over a box, solved with
+HiGHS, for the frontier search of :mod:`rankcollapse.centering.frontier`
+(:func:`rankcollapse.centering.optimal_center`).
 
-See :func:`rankcollapse.centering.optimal_center` (the LP formulation and the column generation).
+* **LP formulation.** Between consecutive entries of column ``j`` every
+  :math:`|X_{ij} - x_j|` is linear in :math:`x_j`, so :math:`x_j` is written as a lower
+  end plus one bounded increment per such interval (exact for an LP: filling the
+  intervals out of order can only over-estimate). This needs about ``n + 2 d`` rows
+  instead of the ``2 n d`` of the textbook formulation with one variable per entry.
+* **Column generation.** Each LP is first solved with every :math:`x_j` restricted to a
+  window of a few intervals around nearby known solutions. The optimal duals
+  (:math:`\\lambda` for the rows of ``g``, :math:`\\mu` for those of ``f``) split the
+  Lagrangian into convex :math:`h_j(t) = \\sum_i (\\lambda_i + \\mu_j) |X_{ij} - t|`; when
+  no :math:`h_j` decreases on leaving its window the windowed solution is optimal for the
+  whole box (KKT conditions), otherwise the windows are widened and the LP solved again.
 """
 
 from __future__ import annotations
