@@ -130,6 +130,8 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if id(b) not in done:
             Q = (b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2)).abs()
             W = (b.W_V.detach() @ b.W_O.detach()).abs()
+            if cfg.branch_scale != 1:  # the head's value map includes the branch scale
+                W = cfg.branch_scale * W
             done[id(b)] = torch.stack([Q.sum(-2).amax(-1), W.sum(-2).amax(-1), W.sum(-1).amax(-1)])
     norms = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
     model.__dict__["_head_norms_cache"] = (key, norms)
