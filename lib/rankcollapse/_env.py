@@ -18,7 +18,8 @@ THREADS_VAR = "RANKCOLLAPSE_THREADS"
 
 
 def threads_from_env() -> int | None:
-    """``RANKCOLLAPSE_THREADS`` (a positive integer), or ``None``: torch's own count (every core)."""
+    """``RANKCOLLAPSE_THREADS`` (a positive integer), or ``None``: torch's own count (every
+    core)."""
     value = os.environ.get(THREADS_VAR, "").strip()
     if not value:
         return None

@@ -8,7 +8,8 @@ them and states, beside them, the claims they decide):
 - :func:`depth_study`: the residual against depth, forward pass, tracked and bounded;
 - :func:`regime_study`: the relative residual after ``L`` layers against the layer constants,
   over weight scales (where the condition holds and where it fails), and how hard the attention is;
-- :func:`delay_study`: the networks that kept their residual, run deeper: the layer where each collapses;
+- :func:`delay_study`: the networks that kept their residual, run deeper: the layer where each
+  collapses;
 - :func:`tightness_study`: how far the bound lies above the tracked residual on random instances;
 - :func:`centre_study`: the mean-centred against the optimal residual, and the bound in each centre.
 
@@ -83,7 +84,8 @@ class DepthStudy:
                 c["relative"] = c["tracked"] - c["size"]
 
     def median(self, H: int, key: str, layer: int) -> float:
-        """``10**`` the median over networks of curve ``key`` at ``layer`` (``H`` heads; ``0 <= layer <= L``,
+        """``10**`` the median over networks of curve ``key`` at ``layer`` (``H`` heads; ``0 <=
+        layer <= L``,
         a negative layer is refused, not read from the end)."""
         if H not in self.curves:
             raise ValueError(
@@ -298,9 +300,10 @@ def delay_study(
     seed: int,
     generator,
 ) -> DelayStudy:
-    """Every network of ``regime`` (built by :func:`regime_study` with ``samples`` networks per scale,
-    seeded ``seed + s``) whose relative residual stayed above ``10**RegimeStudy.KEPT``, rebuilt with
-    the same scale and seed at ``depth`` layers and run on a fresh unit-residual input: the layers at
+    """Every network of ``regime`` (built by :func:`regime_study` with ``samples`` networks per
+    scale, seeded ``seed + s``) whose relative residual stayed above ``10**RegimeStudy.KEPT``,
+    rebuilt with the same scale and seed at ``depth`` layers and run on a fresh unit-residual input:
+    the layers at
     which its tracked relative residual first falls below ``10**KEPT`` and ``10**COLLAPSED``."""
     if not isinstance(regime, RegimeStudy):
         raise TypeError(f"regime must be a RegimeStudy (regime_study), got {type(regime).__name__}")

@@ -24,7 +24,8 @@ __all__ = ["Tightness", "tightness_study", "CentreStudy", "centre_study"]
 def _generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+            "generator must be a torch.Generator (run.stream().generator), got "
+            f"{type(generator).__name__}"
         )
     return generator
 
@@ -64,7 +65,8 @@ def tightness_study(count: int, *, seed: int) -> Tightness:
     """The bound's three forms against the tracked residual on ``count`` random instances
     (:func:`rankcollapse.theory.random_instances` with ``seed``)."""
     count = check_int("count", count)
-    # random_instances' defaults: a model per 10 inputs, each at most 4 layers of 3 heads, 12 tokens of width 12
+    # random_instances' defaults: a model per 10 inputs, each at most 4 layers of 3 heads, 12 tokens
+    # of width 12
     check_runs(
         SANConfig(n_layers=4, n_heads=3, d_model=12), (10, 12, 12), -(-count // 10), name="count"
     )
@@ -123,7 +125,8 @@ def centre_study(
         _generator(generator),
     )
     n_tokens, d_model = check_int("n_tokens", n_tokens), check_int("d_model", d_model)
-    # every layer solves linear programmes (the optimal centre, twice): about ten layer passes' Python time
+    # every layer solves linear programmes (the optimal centre, twice): about ten layer passes'
+    # Python time
     check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples, per_layer=10)
     rows = []
     for s in range(samples):

@@ -51,7 +51,10 @@ TEXT = {
         "it is above the input\u2019s residual, so it says nothing (these weights are too "
         "large for its condition)."
     ),
-    "bound_value": "Dashed: the book\u2019s collapse bound, with one constant for all layers, {value} at layer {L}.",
+    "bound_value": (
+        "Dashed: the book\u2019s collapse bound, with one constant for all layers, "
+        "{value} at layer {L}."
+    ),
 }
 
 
@@ -89,9 +92,10 @@ def skip_strength_grid(
     for ``l = 0..L`` on a grid of attention weight scales (``init_scale``) and skip strengths.
 
     For each scale, ``samples`` random SANs (``H`` heads, width ``d``, seeds ``seed + s``) read
-    ``n`` standard normal tokens scaled to :math:`\\lVert\\operatorname{res}(X)\\rVert_{1,\\infty}=1`
-    (:func:`~rankcollapse.theory.unit_residual_tokens`); the same networks and inputs serve
-    every strength. Strength 0 is pure attention, measured with
+    ``n`` standard normal tokens scaled to
+    :math:`\\lVert\\operatorname{res}(X)\\rVert_{1,\\infty}=1`
+    (:func:`~rankcollapse.theory.unit_residual_tokens`); the same networks and inputs serve every
+    strength. Strength 0 is pure attention, measured with
     :func:`~rankcollapse.theory.tracked_residual` (exact below float64's rounding floor) and
     bounded by :func:`~rankcollapse.theory.collapse_bound` (the book's bound, one constant for all
     layers, ``form="paper"``); with a skip

@@ -12,8 +12,9 @@ bound with skip connections"), with numbers and tensors only:
   mean-centred residual in the row-sum norm, ``b_l = ||res(X_l)||_inf``, satisfies
   ``1/b_L^2 <= max(1/b_0^2, 3 k_max/(1 - 2 Omega_max)^2) + (15/4) k_max L`` for every input and
   every depth (:func:`depth_bound`, :func:`lower_bound` for a core ``SAN``);
-- the one-layer lemma in its a-posteriori form, ``b_{l+1} >= b_l (1 - sum_h 2 omega_h tanh 2 eps_h)``
-  with the forward pass's ``eps_h = max_ij |R W_QK,h R^T|_ij / sqrt(d_qk)`` (:func:`one_layer_bound`);
+- the one-layer lemma in its a-posteriori form, ``b_{l+1} >= b_l (1 - sum_h 2 omega_h tanh 2
+  eps_h)`` with the forward pass's ``eps_h = max_ij |R W_QK,h R^T|_ij / sqrt(d_qk)``
+  (:func:`one_layer_bound`);
 - networks of one shape with batched weights (:class:`Stack`), the construction that reaches the
   rate (``W_QK = q I``, ``W_h = -omega I`` on a regular simplex of tokens, :func:`construction`,
   :func:`simplex_tokens`, :func:`simplex_log10_ratios`), random networks in the regime
@@ -80,9 +81,10 @@ __all__ = [
 class Stack:
     """``B`` self-attention networks of one shape with skips (or without), weights batched.
 
-    ``QK`` ``(B, L, H, d, d)``: each head's ``W_QK = W_Q W_K^T``; ``W`` ``(B, L, H, d, d)``: its value
-    map ``W_V W_O``; logits ``X W_QK X^T / sqrt(d_qk)``. :meth:`san` builds network ``i`` as a core
-    ``SAN`` (``W_Q = W_QK``, ``W_K = I``, ``W_V = W_h``, ``W_O = I``, ``d_qk`` as given), the same network.
+    ``QK`` ``(B, L, H, d, d)``: each head's ``W_QK = W_Q W_K^T``; ``W`` ``(B, L, H, d, d)``: its
+    value map ``W_V W_O``; logits ``X W_QK X^T / sqrt(d_qk)``. :meth:`san` builds network ``i`` as a
+    core ``SAN`` (``W_Q = W_QK``, ``W_K = I``, ``W_V = W_h``, ``W_O = I``, ``d_qk`` as given), the
+    same network.
     """
 
     QK: torch.Tensor
@@ -107,7 +109,8 @@ class Stack:
         return k.amax(-1), omega.amax(-1)
 
     def hidden(self, X, skip: bool = True) -> list[torch.Tensor]:
-        """``X_0 .. X_L`` of every network on its input ``X`` ``(B, n, d)`` (or one ``(n, d)`` for all)."""
+        """``X_0 .. X_L`` of every network on its input ``X`` ``(B, n, d)`` (or one ``(n, d)`` for
+        all)."""
         B, d = self.QK.shape[0], self.QK.shape[-1]
         if (
             not isinstance(X, torch.Tensor)
@@ -160,7 +163,8 @@ class Stack:
 
 
 def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> Stack:
-    """One network of depth ``L``: every head ``W_QK = q I``, ``W_h = s_l omega I`` (``s_l = -1``, or ``signs``).
+    """One network of depth ``L``: every head ``W_QK = q I``, ``W_h = s_l omega I`` (``s_l = -1``,
+    or ``signs``).
 
     With ``signs`` all ``-1`` it is the construction of chapter "A lower bound with skip
     connections", section 4 (``Omega = H omega``, ``k = 4 H q omega / sqrt(d)``); ``+1`` layers grow
@@ -196,11 +200,13 @@ def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> 
 
 
 def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
-    """``n`` tokens at the vertices of a regular simplex centred at 0, ``(n, d)`` with ``||res||_inf = b0``.
+    """``n`` tokens at the vertices of a regular simplex centred at 0, ``(n, d)`` with ``||res||_inf
+    = b0``.
 
     ``d >= n - 1``. Every token has the same norm and every pair the same inner product
     (``-|r|^2/(n-1)``), so attention with ``W_QK = q I`` is symmetric and doubly stochastic.
-    Sizes whose ``(n, n)`` SVD would exceed the library's memory or work caps are refused before it runs.
+    Sizes whose ``(n, n)`` SVD would exceed the library's memory or work caps are refused before it
+    runs.
     """
     n, d = check_int("n", n, minimum=2), check_int("d", d)
     if d < n - 1:
@@ -227,7 +233,8 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
 def simplex_log10_ratios(
     signs, n: int, d: int, H: int, q: float, omega: float, b0: float
 ) -> np.ndarray:
-    """``log10(b_l / b_0)``, ``l = 0..L``, of :func:`construction` (``signs``) on :func:`simplex_tokens`, exactly.
+    """``log10(b_l / b_0)``, ``l = 0..L``, of :func:`construction` (``signs``) on
+    :func:`simplex_tokens`, exactly.
 
     The tokens stay a regular simplex: each layer multiplies the residual by ``1 + s_l H omega a``
     with ``a = (e^g - 1)/(e^g + n - 1)``, ``g = q rho^2 n / ((n-1) sqrt(d))`` and ``rho`` a token's
@@ -286,8 +293,8 @@ def random_networks(
 ):
     """Random networks with skips in the theorem's regime, ``(Stack, X)`` in batches of ``batch``.
 
-    Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H`` heads,
-    depth in ``1..max_L``; per network: ``W_QK`` Gaussian times a scale log-uniform in
+    Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H``
+    heads, depth in ``1..max_L``; per network: ``W_QK`` Gaussian times a scale log-uniform in
     ``[1e-2, 1e2]`` (half of them ``q I`` plus noise), value maps Gaussian (half ``-I`` plus noise)
     rescaled to ``Omega`` in ``(0, 1/2)``, most near ``1/2``; inputs Gaussian with a residual scale
     and a mean log-uniform in ``[1e-2, 1e2]`` (a tenth of them regular simplices).
@@ -333,8 +340,9 @@ def random_networks(
 
 @dataclass
 class BoundCheck:
-    """The bound against the measured residual: ``networks`` checked, ``pairs`` (network, depth) compared,
-    ``violations`` (measured below the bound by more than ``1e-9`` relative), ``worst``: the smallest
+    """The bound against the measured residual: ``networks`` checked, ``pairs`` (network, depth)
+    compared, ``violations`` (measured below the bound by more than ``1e-9`` relative), ``worst``:
+    the smallest
     measured / bound over every pair."""
 
     networks: int
@@ -352,8 +360,10 @@ class BoundCheck:
 
 
 def bound_check(stack: Stack, X) -> BoundCheck:
-    """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``), against
-    the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over layers)."""
+    """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``),
+    against
+    the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over
+    layers)."""
     if not isinstance(stack, Stack):
         raise TypeError(
             f"stack must be a rankcollapse.lower_bound.Stack, got {type(stack).__name__}"

@@ -42,7 +42,8 @@ OMEGA_LIMIT = 0.5
 
 
 def residual_inf(X) -> torch.Tensor:
-    """``b = ||res(X)||_inf``, the largest row l1 norm of the mean-centred residual; ``(..., n, d) -> (...)``."""
+    """``b = ||res(X)||_inf``, the largest row l1 norm of the mean-centred residual; ``(..., n, d)
+    -> (...)``."""
     return norm_inf(res(X))
 
 
@@ -55,7 +56,8 @@ def _head_constants(QK: torch.Tensor, W: torch.Tensor, d_qk: int):
 
 
 def layer_constants(model) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(k_l, Omega_l)`` of every layer of a core ``SAN``, each ``(L,)`` (see the module docstring)."""
+    """``(k_l, Omega_l)`` of every layer of a core ``SAN``, each ``(L,)`` (see the module
+    docstring)."""
     model = _check_skip_attention(model)
     return _head_constants(qk_matrices(model), value_matrices(model), model.config.d_qk)
 
@@ -79,7 +81,8 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
         raise ValueError("b0, k and omega must be finite and non-negative")
     if (omega >= OMEGA_LIMIT).any():
         raise ValueError(
-            f"omega must be below 1/2 in every layer (the theorem's regime), got max {omega.max():.4g}"
+            "omega must be below 1/2 in every layer (the theorem's regime), got max "
+            f"{omega.max():.4g}"
         )
     L = torch.as_tensor(
         [check_int("depths", x, minimum=0) for x in _depth_grid(depths)], dtype=torch.float64
@@ -95,19 +98,22 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
 
 
 def _float64(name: str, value) -> torch.Tensor:
-    """``value`` (a number, or a tensor, array or sequence of numbers) as a float64 tensor; a ``TypeError``
+    """``value`` (a number, or a tensor, array or sequence of numbers) as a float64 tensor; a
+    ``TypeError``
     naming ``name`` for anything else (a string, ``None``, a complex or bool tensor)."""
     if isinstance(value, torch.Tensor):
         check_tensor_kind(name, value)
     elif isinstance(value, (str, bytes, bool)) or value is None:
         raise TypeError(
-            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}"
+            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} "
+            f"{value!r:.40}"
         )
     try:
         return torch.as_tensor(value, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError):
         raise TypeError(
-            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}"
+            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} "
+            f"{value!r:.40}"
         ) from None
 
 
@@ -154,7 +160,8 @@ def _check_skip_attention(model) -> SAN:
 
 
 def lower_bound(model, X) -> torch.Tensor:
-    """The theorem's bound for a core ``SAN`` with skips on ``X`` ``(n, d)`` or ``(..., n, d)``: ``(L+1, ...)``.
+    """The theorem's bound for a core ``SAN`` with skips on ``X`` ``(n, d)`` or ``(..., n, d)``:
+    ``(L+1, ...)``.
 
     Entry ``l`` bounds ``||res(X_l)||_inf`` from below, with ``k`` and ``Omega`` the largest over
     the first ``l`` layers. Refused (``ValueError``) outside the theorem: a network with an MLP,
@@ -176,7 +183,8 @@ def lower_bound(model, X) -> torch.Tensor:
 
 @torch.no_grad()
 def one_layer_bound(model, X) -> torch.Tensor:
-    """The one-layer lemma, a posteriori: ``b_l (1 - sum_h 2 omega_h tanh(2 eps_h))`` for ``l = 0..L-1``, ``(L, ...)``.
+    """The one-layer lemma, a posteriori: ``b_l (1 - sum_h 2 omega_h tanh(2 eps_h))`` for ``l =
+    0..L-1``, ``(L, ...)``.
 
     ``b_l`` and ``eps_h = max_ij |(R W_QK,h R^T)_ij| / sqrt(d_qk)`` (``R = res(X_l)``) come from the
     forward pass of ``model`` (a core ``SAN`` with skips and nothing else) on ``X``; entry ``l``

@@ -44,21 +44,22 @@ def perturbation_gain(
     relative: bool = True,
     norm: str = "fro",
 ) -> torch.Tensor:
-    """Sensitivity to small input perturbations: output change over input change, per random direction.
+    """Sensitivity to small input perturbations: output change over input change, per random
+    direction.
 
     For each input ``X`` (``(n, d)`` or ``(b, n, d)``) and each of ``directions`` Gaussian
     directions ``U`` scaled so that ``||Delta|| = eps ||X||``, returns
 
-    - ``relative=True``: :math:`\\dfrac{\\lVert f(X+\\Delta) - f(X)\\rVert / \\lVert f(X)\\rVert}{\\lVert\\Delta\\rVert / \\lVert X\\rVert}`,
-      the amplification of a *relative* perturbation (scale-free: multiplying the output by a
-      constant does not change it);
-    - ``relative=False``: :math:`\\lVert f(X+\\Delta) - f(X)\\rVert / \\lVert\\Delta\\rVert`, which grows
-      with any rescaling of the output.
+    - ``relative=True``: :math:`\\dfrac{\\lVert f(X+\\Delta) - f(X)\\rVert / \\lVert
+      f(X)\\rVert}{\\lVert\\Delta\\rVert / \\lVert X\\rVert}`, the amplification of a *relative*
+      perturbation (scale-free: multiplying the output by a constant does not change it);
+    - ``relative=False``: :math:`\\lVert f(X+\\Delta) - f(X)\\rVert / \\lVert\\Delta\\rVert`, which
+      grows with any rescaling of the output.
 
     ``f`` is the whole network's last hidden state; ``norm``: ``"fro"`` (default) or ``"l1inf"``.
-    Shape ``(directions,)`` or ``(b, directions)``. Chapter "The MLP trade-off", section "The price".
-    A zero input is refused (``||Delta|| = eps ||X||`` would be 0: the gain is 0 / 0), and with
-    ``relative=True`` so is an input whose output is zero (a relative change of a zero output).
+    Shape ``(directions,)`` or ``(b, directions)``. Chapter "The MLP trade-off", section "The
+    price". A zero input is refused (``||Delta|| = eps ||X||`` would be 0: the gain is 0 / 0), and
+    with ``relative=True`` so is an input whose output is zero (a relative change of a zero output).
     """
     check_san(model)
     X = as_tokens("X", X, d=model.config.d_model, dtype=model.config.dtype, max_batch_dims=1)
@@ -82,7 +83,8 @@ def perturbation_gain(
     Y = model(Xb).last_hidden_state
     if relative and bool((matrix_norm(Y, norm) == 0).any()):
         raise ValueError(
-            "the model's output on X is zero: a relative change of it is undefined (use relative=False)"
+            "the model's output on X is zero: a relative change of it is undefined (use "
+            "relative=False)"
         )
     Yp = model(Xb[:, None] + U).last_hidden_state
     dY = matrix_norm(Yp - Y[:, None], norm)
@@ -115,7 +117,8 @@ def memorization_task(samples: int, n: int, d: int, *, seed: int, dtype=torch.fl
 
 
 def per_example_gradients(model: SAN, X, targets, readout) -> torch.Tensor:
-    """Gradients of the :func:`memorization_task` loss, one per sample, flattened: shape ``(samples, P)``.
+    """Gradients of the :func:`memorization_task` loss, one per sample, flattened: shape ``(samples,
+    P)``.
 
     ``P`` counts every parameter of ``model`` (shared weights once). The model's own ``.grad``
     fields are left untouched.

@@ -73,8 +73,8 @@ class SANOutput:
     """What a forward pass returns.
 
     hidden_states: ``L + 1`` tensors ``(..., n, d)``, the input and the output of every layer
-    (with ``final_layernorm`` the last one is after the final LayerNorm, as transformers reports it).
-    attentions: ``L`` tensors ``(..., H, n, n)``, every layer's attention matrices ``P_h``.
+    (with ``final_layernorm`` the last one is after the final LayerNorm, as transformers reports
+    it). attentions: ``L`` tensors ``(..., H, n, n)``, every layer's attention matrices ``P_h``.
     ln_scales: ``L`` tensors ``(..., n)`` (or ``None`` without LayerNorm): the per-token
     standard deviation that the attention sub-layer's LayerNorm divided by. Holding these and
     the attentions fixed makes the network linear in its input (chapter "The path decomposition").
@@ -90,7 +90,8 @@ class SANOutput:
 
 
 class Block(nn.Module):
-    """One layer: multi-head self-attention, then (optionally) an MLP; skips and LayerNorm per config.
+    """One layer: multi-head self-attention, then (optionally) an MLP; skips and LayerNorm per
+    config.
 
     ``Block(cfg, gen)`` draws the weights from ``gen``; ``Block(cfg, None)`` leaves them empty for
     :meth:`SAN.from_weights` to set; :meth:`weights` lists them by name.
@@ -151,8 +152,9 @@ class Block(nn.Module):
         Yang et al. 2019, Section 2.5, after Transformer-XL): :math:`[(q_i + u) k_j^\\top +
         (q_i + v) r_{i-j}^\\top + (q_i + s) e_{ij}^\\top] / \\sqrt{d_{qk}}` with ``u, v, s`` the
         biases ``r_w_bias, r_r_bias, r_s_bias``, :math:`r_{i-j}` the head's map ``W_R`` of the
-        sinusoidal embedding of ``i - j`` (:func:`rankcollapse.ops.relative_scores`) and :math:`e_{ij}` the
-        segment embedding of "same segment" or "different segment" (only when ``segments`` are given).
+        sinusoidal embedding of ``i - j`` (:func:`rankcollapse.ops.relative_scores`) and
+        :math:`e_{ij}` the segment embedding of "same segment" or "different segment" (only when
+        ``segments`` are given).
         """
         cfg = self.cfg
         if cfg.attention == "dot":
@@ -163,8 +165,8 @@ class Block(nn.Module):
         """``SA(X)`` and the attention matrices ``P`` of shape ``(..., H, n, n)``.
 
         ``key_mask`` ``(..., n)``: ``True`` on real tokens; padded keys get weight 0 (see
-        :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(..., n)``:
-        segment ids for the relative attention's segment term.
+        :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(...,
+        n)``: segment ids for the relative attention's segment term.
         """
         cfg = self.cfg
         q = torch.einsum("...nd,hde->...hne", X, self.W_Q)
@@ -216,7 +218,8 @@ class Block(nn.Module):
         return act(h) @ self.W_2 + (self.b_2 if self.cfg.bias else 0)
 
     def mlp_input(self, Y: torch.Tensor) -> torch.Tensor:
-        """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if pre-LN)."""
+        """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if
+        pre-LN)."""
         if self.cfg.layernorm == "pre":
             return layer_norm_sigma(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
         return Y
@@ -270,7 +273,8 @@ class SAN(nn.Module):
         any missing, extra or misshapen one); with ``shared=True`` give one mapping. Tensors of
         ``config.dtype`` that are ``nn.Parameter`` are used as they are, so two networks built from
         the same parameters share them; other tensors are cast and wrapped. ``final``:
-        ``{"gain": (d,), "shift": (d,)}`` of the final LayerNorm (required with ``final_layernorm``).
+        ``{"gain": (d,), "shift": (d,)}`` of the final LayerNorm (required with
+        ``final_layernorm``).
         """
         if not isinstance(config, SANConfig):
             raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
@@ -311,11 +315,13 @@ class SAN(nn.Module):
         return SAN.from_weights(config, layers, final)
 
     def check_input(self, X) -> torch.Tensor:
-        """``X`` as a tensor of the model's dtype, after checking its shape ``(..., n, d_model)``."""
+        """``X`` as a tensor of the model's dtype, after checking its shape ``(..., n,
+        d_model)``."""
         return as_tokens("X", X, d=self.config.d_model, dtype=self.config.dtype)
 
     def check_key_mask(self, key_mask, X: torch.Tensor) -> torch.Tensor | None:
-        """``key_mask`` as a boolean ``(..., n)`` matching ``X`` (:func:`rankcollapse.ops.check_key_mask`)."""
+        """``key_mask`` as a boolean ``(..., n)`` matching ``X``
+        (:func:`rankcollapse.ops.check_key_mask`)."""
         return check_key_mask(key_mask, X.shape[:-1])
 
     def forward(self, X, key_mask=None, segments=None) -> SANOutput:
@@ -345,7 +351,8 @@ class SAN(nn.Module):
 
     @torch.no_grad()
     def scale_weights(self, factor: float, which: str = "attention") -> SAN:
-        """Multiply the attention (or ``which="mlp"``) weight matrices by ``factor`` in place; returns self."""
+        """Multiply the attention (or ``which="mlp"``) weight matrices by ``factor`` in place;
+        returns self."""
         factor = check_positive_float("factor", factor, allow_zero=True)
         check_choice("which", which, ("attention", "mlp", "value"))
         names = {

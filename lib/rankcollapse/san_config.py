@@ -32,12 +32,12 @@ class SANConfig:
     skip: skip connections around every sub-layer. skip_strength and branch_scale: the weights of
     the attention sub-layer's residual sum ``skip_strength * X + branch_scale * SA(X)`` (both
     ``>= 0``, default 1, the usual skip connection; ``skip_strength`` needs ``skip=True``, and
-    ``branch_scale`` also scales a layer without skip, as scaling every ``W_O`` would). mlp: hidden width of the MLP after each
-    attention layer (0 = no MLP, the theorems' pure attention). mlp_skip: the skip connection
-    around the MLP alone (``None``: as ``skip``; the official code's "SAN + MLP" kept it while
-    removing the attention's). activation: ``"relu"``, ``"gelu"`` (exact, with the normal CDF) or
-    ``"gelu_tanh"`` (its tanh approximation, transformers' ``"gelu_new"``, used by ALBERT and
-    GPT-2). layernorm: ``"none"``, ``"post"`` (``LN(X + SA(X))``) or ``"pre"``
+    ``branch_scale`` also scales a layer without skip, as scaling every ``W_O`` would). mlp: hidden
+    width of the MLP after each attention layer (0 = no MLP, the theorems' pure attention).
+    mlp_skip: the skip connection around the MLP alone (``None``: as ``skip``; the official code's
+    "SAN + MLP" kept it while removing the attention's). activation: ``"relu"``, ``"gelu"`` (exact,
+    with the normal CDF) or ``"gelu_tanh"`` (its tanh approximation, transformers' ``"gelu_new"``,
+    used by ALBERT and GPT-2). layernorm: ``"none"``, ``"post"`` (``LN(X + SA(X))``) or ``"pre"``
     (``X + SA(LN(X))``). ln_eps: the ``eps`` inside every LayerNorm's square root.
     final_layernorm: one more LayerNorm on the last layer's output (GPT-2's ``ln_f``).
     bias: biases in the query, key, value, output and MLP maps. shared: one set of weights for

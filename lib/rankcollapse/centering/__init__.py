@@ -5,7 +5,8 @@ The paper (Dong, Cordonnier and Loukas 2021, Section 2) measures how far a token
 
 .. math::  \\operatorname{res}(X) = X - \\mathbf 1 x^\\top, \\qquad
            x = \\arg\\min_x \\lVert X - \\mathbf 1 x^\\top \\rVert_{1,\\infty},
-           \\qquad \\lVert A\\rVert_{1,\\infty} = \\sqrt{\\lVert A\\rVert_1 \\lVert A\\rVert_\\infty},
+           \\qquad \\lVert A\\rVert_{1,\\infty} = \\sqrt{\\lVert A\\rVert_1 \\lVert
+           A\\rVert_\\infty},
 
 where :math:`\\lVert A\\rVert_1` is the largest absolute column sum and
 :math:`\\lVert A\\rVert_\\infty` the largest absolute row sum. The column mean (used by the

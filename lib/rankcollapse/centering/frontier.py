@@ -83,7 +83,8 @@ class _Search:
         return f, g, x
 
     def _g_lower_bound(self, lam) -> float:
-        """Weak duality: ``min g >= sum_j min_t sum_i lam_i |Y_ij - t|`` for a probability ``lam``."""
+        """Weak duality: ``min g >= sum_j min_t sum_i lam_i |Y_ij - t|`` for a probability
+        ``lam``."""
         lam = np.clip(np.asarray(lam, dtype=np.float64), 0.0, None)
         if not lam.sum() > 0:
             return 0.0
@@ -220,7 +221,8 @@ class _Search:
             w1, w2 = w1 / (w1 + w2), w2 / (w1 + w2)
             if self.stats["lps"] >= _MAX_LPS:
                 warnings.warn(
-                    f"optimal_center: stopped after {_MAX_LPS} linear programmes; the result may be "
+                    f"optimal_center: stopped after {_MAX_LPS} linear programmes; the result may "
+                    "be "
                     "slightly suboptimal",
                     RuntimeWarning,
                     stacklevel=4,

@@ -29,7 +29,8 @@ _LP_TOL = 1e-9
 
 
 class _LP:
-    """``min w1 a + w2 b`` s.t. ``F_j(x_j) <= a``, ``g_i(x) <= b <= b_max``, ``lo <= x <= hi``, ``a >= fstar``.
+    """``min w1 a + w2 b`` s.t. ``F_j(x_j) <= a``, ``g_i(x) <= b <= b_max``, ``lo <= x <= hi``, ``a
+    >= fstar``.
 
     ``x_j = lo_j + sum_k delta_jk`` with one increment ``0 <= delta_jk <= len_jk`` per interval
     between consecutive entries of column ``j`` inside ``[lo_j, hi_j]``. On interval ``k`` the
@@ -38,7 +39,8 @@ class _LP:
 
         |Y_ij - x_j| = |Y_ij - lo_j| + sum_{k >= q_ij} delta_jk - sum_{k < q_ij} delta_jk      (1)
                      = |Y_ij - lo_j| + X_j - 2 sum_{k < q_ij} delta_jk
-                     = |Y_ij - lo_j| - X_j + 2 sum_{k >= q_ij} delta_jk,                          (2)
+                     = |Y_ij - lo_j| - X_j + 2 sum_{k >= q_ij} delta_jk,
+                     (2)
 
     with ``X_j = sum_k delta_jk``. Columns with few intervals use (1); the others use the
     shorter sum of (2) and an auxiliary variable ``X_j`` defined by an equality row. The row

@@ -27,8 +27,8 @@ W_h`, hence
 :math:`\\rho_L \\ge \\rho_0\\prod_l (1 - g_l)_+/(1 + c_l)`. If every :math:`g_l < 1` the residual
 cannot vanish at any depth and falls at most geometrically: no doubly exponential collapse.
 Since :math:`g_l` is proportional to ``lambda`` (up to the attention's change), the condition holds
-below a threshold :math:`\\lambda^*` where :math:`\\max_l g_l = 1` (:func:`lambda_study` finds it); a
-deeper network has more layers whose constant may reach 1, so the threshold depends on the depth
+below a threshold :math:`\\lambda^*` where :math:`\\max_l g_l = 1` (:func:`lambda_study` finds it);
+a deeper network has more layers whose constant may reach 1, so the threshold depends on the depth
 (:meth:`LambdaResult.thresholds`). The result object returns numbers; the sentences that state
 them are the chapter's.
 """
@@ -102,7 +102,8 @@ def _check_lambda_model(model) -> SAN:
 
 @torch.no_grad()
 def layer_constants(model, X) -> dict:
-    """The book's per-layer constants ``g_l`` and ``c_l`` (module docstring) on the forward pass of ``X``.
+    """The book's per-layer constants ``g_l`` and ``c_l`` (module docstring) on the forward pass of
+    ``X``.
 
     ``X``: ``(n, d)`` or ``(..., n, d)``. Returns ``{"g": (L, ...), "c": (L, ...)}`` tensors (the
     attention ``P_h`` is the one the network computes on ``X``; ``W_h`` includes ``lambda``).
@@ -148,7 +149,8 @@ def _bound(X, k) -> torch.Tensor:
 
 def _threshold(lams, gmax) -> float:
     """The ``lambda`` where ``max_l g_l`` crosses 1, interpolated in log-log between grid points
-    (``inf`` if it never does, ``nan`` if it already exceeds 1 at the smallest positive ``lambda``)."""
+    (``inf`` if it never does, ``nan`` if it already exceeds 1 at the smallest positive
+    ``lambda``)."""
     pos = [(a, g) for a, g in zip(lams, gmax) if a > 0]
     for (a0, g0), (a1, g1) in zip(pos, pos[1:]):
         if g0 < 1 <= g1:
@@ -182,7 +184,8 @@ class LambdaResult:
         return np.median(getattr(self, which), axis=0)
 
     def gmax(self, depth=None) -> np.ndarray:
-        """``(samples, len(lambdas))``: the largest ``g_l`` over the first ``depth`` layers (all by default)."""
+        """``(samples, len(lambdas))``: the largest ``g_l`` over the first ``depth`` layers (all by
+        default)."""
         return self.g[..., : self._depth(depth)].max(axis=-1)
 
     def thresholds(self, depth=None) -> np.ndarray:
@@ -239,7 +242,8 @@ class LambdaResult:
         """Left: the median relative residual after each of ``depths`` layers (default: four spread
         over ``1..L``) against ``lambda``, the book's bound at the largest of them dashed and each
         depth's threshold ``lambda*`` as a vertical line of its colour. Right: the median of
-        ``max_l g_l`` over each depth's layers against ``lambda``, which crosses 1 at ``lambda*``."""
+        ``max_l g_l`` over each depth's layers against ``lambda``, which crosses 1 at
+        ``lambda*``."""
         import matplotlib.pyplot as plt
 
         from ..plotting import PALETTE, WIDTH, sequential_colours, spread_indices
@@ -290,7 +294,8 @@ def lambda_study(
     seed: int,
     generator,
 ) -> LambdaResult:
-    """The relative residual of lambda-skip networks against ``lambda`` (chapter "After the paper", section 3).
+    """The relative residual of lambda-skip networks against ``lambda`` (chapter "After the paper",
+    section 3).
 
     ``samples`` networks (seeds ``seed + s``, ``n_heads`` heads, width ``d_model``, depth
     ``n_layers``) read inputs of ``n_tokens`` standard normal tokens drawn from ``generator``; the
@@ -299,7 +304,8 @@ def lambda_study(
     """
     if not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+            "generator must be a torch.Generator (run.stream().generator), got "
+            f"{type(generator).__name__}"
         )
     L, H, d = (
         check_int("n_layers", n_layers),
@@ -325,7 +331,8 @@ def lambda_study(
     check_size(cfg)
     if samples * n * max(n * H, d) > MAX_ENTRIES:
         raise ValueError(
-            f"samples * n_tokens * max(n_tokens * n_heads, d_model) = {samples * n * max(n * H, d):,} "
+            "samples * n_tokens * max(n_tokens * n_heads, d_model) = "
+            f"{samples * n * max(n * H, d):,} "
             f"exceeds {MAX_ENTRIES:,}: make the study smaller"
         )
     X = as_tokens("X", torch.randn(samples, n, d, generator=generator, dtype=torch.float64))

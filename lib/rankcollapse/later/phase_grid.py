@@ -86,7 +86,8 @@ def post_ln_states(model, X, strength: float):
 
 
 def _grid(name, values) -> np.ndarray:
-    """``values`` as an increasing array of numbers ``>= 0`` (a grid), or a clear error naming ``name``."""
+    """``values`` as an increasing array of numbers ``>= 0`` (a grid), or a clear error naming
+    ``name``."""
     try:
         vals = [check_positive_float(name, v, allow_zero=True) for v in values]
     except TypeError:
@@ -102,7 +103,8 @@ def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch
     """Checked sizes, the config and the inputs ``(samples, n, d)`` drawn from ``generator``."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+            "generator must be a torch.Generator (run.stream().generator), got "
+            f"{type(generator).__name__}"
         )
     L, H, d = (
         check_int("n_layers", n_layers),

@@ -68,7 +68,8 @@ class PhaseResult:
     """Both collapses on one grid (section 4). ``scales`` (query/key scale ``s``) by ``strengths``
     (``alpha``); ``entropy``: ``(len(scales), len(strengths))`` mean attention entropy over layers,
     heads, rows and samples, as a fraction of ``log n``; ``rho``: the median Frobenius relative
-    residual after ``n_layers`` layers, same shape; sizes ``n_layers``, ``n_tokens``, ``samples``."""
+    residual after ``n_layers`` layers, same shape; sizes ``n_layers``, ``n_tokens``,
+    ``samples``."""
 
     scales: np.ndarray
     strengths: np.ndarray
@@ -79,7 +80,8 @@ class PhaseResult:
     samples: int
 
     def phases(self) -> np.ndarray:
-        """``(len(scales), len(strengths))`` labels from :data:`PHASES` (thresholds :data:`RANK_LEVEL`, :data:`ENTROPY_LEVEL`)."""
+        """``(len(scales), len(strengths))`` labels from :data:`PHASES` (thresholds
+        :data:`RANK_LEVEL`, :data:`ENTROPY_LEVEL`)."""
         rank, ent = self.rho < RANK_LEVEL, self.entropy < ENTROPY_LEVEL
         out = np.full(self.rho.shape, "neither", dtype=object)
         out[rank & ~ent], out[ent & ~rank], out[rank & ent] = (
@@ -90,7 +92,8 @@ class PhaseResult:
         return out
 
     def critical_strength(self, scale_index: int = 0) -> float:
-        """The smallest ``alpha`` of the grid that avoids rank collapse at ``scales[scale_index]`` (``nan`` if none)."""
+        """The smallest ``alpha`` of the grid that avoids rank collapse at ``scales[scale_index]``
+        (``nan`` if none)."""
         scale_index = check_index(
             "scale_index", scale_index, len(self.scales), what="scales", allow_negative=True
         )
@@ -103,7 +106,8 @@ class PhaseResult:
         return float(self.entropy[-1, skip].max()) if skip.any() else float("nan")
 
     def figure(self):
-        """Three panels over (scale, strength): entropy / log n, log10 relative residual, the phase."""
+        """Three panels over (scale, strength): entropy / log n, log10 relative residual, the
+        phase."""
         import matplotlib.pyplot as plt
         from matplotlib.colors import ListedColormap
 
@@ -279,12 +283,13 @@ def depth_study(
     seed: int,
     generator,
 ) -> DepthResult:
-    """The relative residual after each of ``depths`` layers at the query/key ``scales``, for a fixed
-    skip strength ``alpha`` in ``strengths`` and for ``alpha = a sqrt(L)``, ``a`` in ``ratios``
-    (section 4). The networks (seeds ``seed + k``, ``k < samples``) and the inputs (``n_tokens``
-    standard normal tokens from ``generator``) are :func:`phase_study`'s with the same arguments:
-    the network of depth ``L`` is the first ``L`` layers of the deepest one. ``depths``: increasing
-    integers ``>= 1``; the grids: increasing numbers, ``scales >= 0``, ``strengths`` and ``ratios > 0``.
+    """The relative residual after each of ``depths`` layers at the query/key ``scales``, for a
+    fixed skip strength ``alpha`` in ``strengths`` and for ``alpha = a sqrt(L)``, ``a`` in
+    ``ratios`` (section 4). The networks (seeds ``seed + k``, ``k < samples``) and the inputs
+    (``n_tokens`` standard normal tokens from ``generator``) are :func:`phase_study`'s with the same
+    arguments: the network of depth ``L`` is the first ``L`` layers of the deepest one. ``depths``:
+    increasing integers ``>= 1``; the grids: increasing numbers, ``scales >= 0``, ``strengths`` and
+    ``ratios > 0``.
     """
     for L in list(depths):
         check_int("depths", L, maximum=MAX_LAYERS)

@@ -67,7 +67,8 @@ class FrozenLayer:
         return self._post(self._mix(self._pre(Y), slice(h, h + 1)))
 
     def offset(self, like: torch.Tensor):
-        """``F(0)``: the constant the layer adds (biases and LayerNorm's shift), shaped like ``like``."""
+        """``F(0)``: the constant the layer adds (biases and LayerNorm's shift), shaped like
+        ``like``."""
         b = self.block
         zero = torch.zeros_like(like)
         if self.ln == "pre":  # LN(0) = 1 shift^T enters the attention
@@ -86,7 +87,8 @@ class FrozenLayer:
         return A
 
     def __call__(self, Y):
-        """The whole affine map ``F(Y)`` with frozen attention: equals the layer's forward output."""
+        """The whole affine map ``F(Y)`` with frozen attention: equals the layer's forward
+        output."""
         out = self.heads(Y.unsqueeze(0))[0] + self.offset(Y)
         return out + self.skip(Y) if self.skip_on else out
 

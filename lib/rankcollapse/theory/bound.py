@@ -1,10 +1,12 @@
-"""The book's collapse bound (of the form of the paper's Theorem 2.2 and its multi-head form) and what it is made of.
+"""The book's collapse bound (of the form of the paper's Theorem 2.2 and its multi-head form) and
+what it is made of.
 
 See :mod:`rankcollapse.theory` for the statement. Everything here is computed from one forward
 pass of a pure attention network (:func:`rankcollapse.theory.weights.check_pure_attention`),
 in one centre (``center``: ``"mean"``, the default everywhere, or a centre function such as
-``rc.centering.optimal_center``, the paper's), the same for every layer. Book: chapter "Pure attention collapses", sections 2-3 (the one-layer lemma for any
-centre, and the theorem "The collapse bound with a computable constant (this book)").
+``rc.centering.optimal_center``, the paper's), the same for every layer. Book: chapter "Pure
+attention collapses", sections 2-3 (the one-layer lemma for any centre, and the theorem "The
+collapse bound with a computable constant (this book)").
 """
 
 from __future__ import annotations
@@ -69,19 +71,20 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     layer, slow for large matrices). The attention matrices do not depend
     on the centre; ``eps``, and so ``gamma``, does. Returns tensors with a leading layer axis ``L``:
 
-    - ``"eps"`` ``(L, ...)``: :math:`\\varepsilon_l = \\max_{h,i,j}|E_{h,ij}|`, ``E_h = R W_QK,h R^T / sqrt(d_qk)``
-      with ``R`` the input of layer ``l`` in ``center``;
-    - ``"column_sum"`` ``(L, ...)``: :math:`\\max_h \\lVert P_h\\rVert_1`, the largest column sum of any
-      head's attention matrix;
+    - ``"eps"`` ``(L, ...)``: :math:`\\varepsilon_l = \\max_{h,i,j}|E_{h,ij}|`, ``E_h = R W_QK,h R^T
+      / sqrt(d_qk)`` with ``R`` the input of layer ``l`` in ``center``;
+    - ``"column_sum"`` ``(L, ...)``: :math:`\\max_h \\lVert P_h\\rVert_1`, the largest column sum of
+      any head's attention matrix;
     - ``"nu"`` ``(L,)``: the head-balance factor
-      :math:`\\sqrt{\\max_h q_h\\lVert W_h\\rVert_1 \\cdot \\max_h q_h\\lVert W_h\\rVert_\\infty} / \\beta_l`
-      with :math:`q_h = \\lVert W_{QK,h}\\rVert_1` (1 for one head);
-    - ``"kappa"`` ``(L, ...)``: :math:`\\sinh(2\\varepsilon)/(2\\varepsilon) \\cdot e^{\\varepsilon}`,
-      which tends to 1 as the input collapses;
+      :math:`\\sqrt{\\max_h q_h\\lVert W_h\\rVert_1 \\cdot \\max_h q_h\\lVert W_h\\rVert_\\infty} /
+      \\beta_l` with :math:`q_h = \\lVert W_{QK,h}\\rVert_1` (1 for one head);
+    - ``"kappa"`` ``(L, ...)``: :math:`\\sinh(2\\varepsilon)/(2\\varepsilon) \\cdot
+      e^{\\varepsilon}`, which tends to 1 as the input collapses;
     - ``"gamma"`` ``(L, ...)``: their product ``kappa * sqrt(column_sum) * nu``;
-    - ``"beta"`` ``(L,)``: :math:`\\beta_l = \\max_h \\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}`;
-    - ``"residual"`` ``(L+1, ...)``: :math:`\\lVert R_l\\rVert_{1,\\infty}`, the residual in ``center``
-      (for the mean, the tracked one);
+    - ``"beta"`` ``(L,)``: :math:`\\beta_l = \\max_h \\lVert W_{QK,h}\\rVert_1 \\lVert
+      W_h\\rVert_{1,\\infty}`;
+    - ``"residual"`` ``(L+1, ...)``: :math:`\\lVert R_l\\rVert_{1,\\infty}`, the residual in
+      ``center`` (for the mean, the tracked one);
     - ``"forward_residual"`` ``(L+1, ...)``: the same from the float forward pass (it stops at the
       dtype's rounding floor);
     - ``"size"`` ``(L+1, ...)``: :math:`\\lVert X_l\\rVert_{1,\\infty}`, the tokens' size in the
@@ -136,7 +139,8 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
 
 
 def _log_kappa(eps: torch.Tensor) -> torch.Tensor:
-    r""":math:`\log\kappa = \log(\sinh(2\varepsilon)/(2\varepsilon)) + \varepsilon`, finite where ``kappa`` overflows.
+    r""":math:`\log\kappa = \log(\sinh(2\varepsilon)/(2\varepsilon)) + \varepsilon`, finite where
+    ``kappa`` overflows.
 
     For ``2 eps >= 20``: :math:`\log\sinh t = t - \log 2 + \log(1 - e^{-2t})`.
     """
@@ -153,7 +157,8 @@ def _log_kappa(eps: torch.Tensor) -> torch.Tensor:
 
 
 def _log_layer_constants(model, det) -> torch.Tensor:
-    r""":math:`\log c_l`, ``(L, ...)``: the log of the product where it is a finite float, else the sum
+    r""":math:`\log c_l`, ``(L, ...)``: the log of the product where it is a finite float, else the
+    sum
     of the factors' logs (``kappa`` overflows float64 once :math:`\varepsilon` passes about 236)."""
     cfg = model.config
     c = _layer_constants(model, det)
@@ -175,16 +180,17 @@ def _layer_constants(model, det) -> torch.Tensor:
 
 
 def gamma(model, X, center: str = DEFAULT_CENTER) -> torch.Tensor:
-    """The book's ``gamma`` of every layer, shape ``(L,)`` for ``X`` of shape ``(n, d)`` (``(L, ...)`` batched).
+    """The book's ``gamma`` of every layer, shape ``(L,)`` for ``X`` of shape ``(n, d)`` (``(L,
+    ...)`` batched).
 
     :math:`\\gamma_l = \\frac{\\sinh 2\\varepsilon_l}{2\\varepsilon_l} e^{\\varepsilon_l}
     \\sqrt{\\max_h\\lVert P^{(l)}_h\\rVert_1}\\,\\nu_l` (see :func:`gamma_details` for each factor),
     the constant for which the one-layer step
-    :math:`\\lVert\\operatorname{res}(X_{l+1})\\rVert \\le \\frac{4\\gamma_l\\beta_l H}{\\sqrt{d_{qk}}}
-    \\lVert\\operatorname{res}(X_l)\\rVert^3` is proved in chapter "Pure attention collapses",
-    section 2. It is computed from the forward pass of ``model`` on ``X`` (the attention entries
-    and the layer inputs, centred by ``center``, see :func:`gamma_details`). Only pure attention
-    networks are accepted.
+    :math:`\\lVert\\operatorname{res}(X_{l+1})\\rVert \\le \\frac{4\\gamma_l\\beta_l
+    H}{\\sqrt{d_{qk}}} \\lVert\\operatorname{res}(X_l)\\rVert^3` is proved in chapter "Pure
+    attention collapses", section 2. It is computed from the forward pass of ``model`` on ``X`` (the
+    attention entries and the layer inputs, centred by ``center``, see :func:`gamma_details`). Only
+    pure attention networks are accepted.
     """
     return gamma_details(model, X, center)["gamma"]
 
@@ -209,7 +215,8 @@ def layer_constants(model, X, center: str = DEFAULT_CENTER, log10: bool = False)
 def unit_residual_tokens(
     n: int, d: int, *, generator: torch.Generator, dtype=torch.float64
 ) -> torch.Tensor:
-    r"""Standard normal tokens ``(n, d)`` scaled so that :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
+    r"""Standard normal tokens ``(n, d)`` scaled so that
+    :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
 
     The mean-centred residual; the theorems' condition is stated for inputs of this size.
     """
@@ -255,7 +262,8 @@ def _pow3(l: int, dtype) -> torch.Tensor:
 def collapse_bound(
     model, X, form: str = "paper", log10: bool = False, center: str = DEFAULT_CENTER
 ) -> torch.Tensor:
-    """The book's upper bound on :math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for every layer ``l = 0..L``.
+    """The book's upper bound on :math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for
+    every layer ``l = 0..L``.
 
     Shape ``(L+1,)`` for ``X`` of shape ``(n, d)`` (``(L+1, ...)`` batched); entry 0 is the input
     residual itself. One centre throughout (``center``, see :func:`gamma_details`): the residuals
@@ -278,12 +286,13 @@ def collapse_bound(
     bound of exactly 0 at every layer, as does a layer constant of 0 (``beta = 0``) from the next
     layer on, since tokens that are all the same stay the same; a zero residual wins over an
     infinite constant. (The tracked residual underflows to 0 below about ``1e-308``; the step form
-    then reads that 0 as exact. The paper and layerwise forms need only :math:`r_0`.) Computed in log space (the bound over- and underflows doubly
-    exponentially): ``log10=True`` returns :math:`\\log_{10}` of the bound, ``-inf`` for an exact
-    0, finite wherever the bound is a positive finite number even if float64 cannot hold it:
-    each constant :math:`c_l` enters as its log, taken factor by factor where :math:`c_l` itself
-    overflows (large :math:`\\varepsilon_l`). NaN only where the tracked residual itself is not
-    finite. Book: chapter "Pure attention collapses", sections 2-3.
+    then reads that 0 as exact. The paper and layerwise forms need only :math:`r_0`.) Computed in
+    log space (the bound over- and underflows doubly exponentially): ``log10=True`` returns
+    :math:`\\log_{10}` of the bound, ``-inf`` for an exact 0, finite wherever the bound is a
+    positive finite number even if float64 cannot hold it: each constant :math:`c_l` enters as its
+    log, taken factor by factor where :math:`c_l` itself overflows (large :math:`\\varepsilon_l`).
+    NaN only where the tracked residual itself is not finite. Book: chapter "Pure attention
+    collapses", sections 2-3.
     """
     check_choice("form", form, BOUND_FORMS)
     log10 = check_bool("log10", log10)
@@ -293,7 +302,8 @@ def collapse_bound(
 
 
 def _bound(logc: torch.Tensor, det: dict, form: str) -> torch.Tensor:
-    """The natural log of the bound of :func:`collapse_bound`, ``(L+1, ...)``, from ``log c_l`` and the residuals.
+    """The natural log of the bound of :func:`collapse_bound`, ``(L+1, ...)``, from ``log c_l`` and
+    the residuals.
 
     An exact zero (a residual or a constant whose log is ``-inf``) makes every later entry
     ``-inf``, whatever the other factors (``-inf + inf`` would otherwise give NaN).

@@ -21,7 +21,8 @@ __all__ = ["tracked_residual"]
 
 @torch.no_grad()
 def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
-    """:math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for ``l = 0..L``, computed with *relative* accuracy.
+    """:math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for ``l = 0..L``, computed with
+    *relative* accuracy.
 
     A forward pass in float64 cannot see a residual below about ``1e-16`` of the tokens' common
     part: the subtraction ``X - 1 x^T`` cancels. This function propagates the mean ``x_l`` and the
@@ -29,10 +30,10 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
     attention collapses", section 2): the logits are ``1 a^T + E`` up to row constants with
     ``a = R W_QK^T x / sqrt(d_qk)``, ``E = R W_QK R^T / sqrt(d_qk)``; with ``s = softmax(a)`` and
     ``rho_ij = exp(E_ij) / sum_k s_k exp(E_ik)`` (computed with ``expm1``/``log1p``),
-    ``R_{l+1} = sum_h (P_h - 1 pbar_h^T) R_l W_h`` where ``P_h - 1 pbar_h^T = s_j (rho_ij - mean_k rho_kj)``.
-    In exact arithmetic it equals the residual of the forward pass; in float64 it follows the
-    residual down to about ``1e-300`` (then it underflows to 0). Where a head's ``|E|`` reaches 1
-    (large weights, nothing cancels) the attention matrix is used directly: there the accuracy
+    ``R_{l+1} = sum_h (P_h - 1 pbar_h^T) R_l W_h`` where ``P_h - 1 pbar_h^T = s_j (rho_ij - mean_k
+    rho_kj)``. In exact arithmetic it equals the residual of the forward pass; in float64 it follows
+    the residual down to about ``1e-300`` (then it underflows to 0). Where a head's ``|E|`` reaches
+    1 (large weights, nothing cancels) the attention matrix is used directly: there the accuracy
     is relative to the tokens' size, as in the forward pass, and hard attention that sends every
     token to the same one can give an exact 0. Shape ``(L+1,)`` (``(L+1, ...)``
     batched); ``log10=True`` returns :math:`\\log_{10}` (``-inf`` after underflow).
@@ -55,7 +56,8 @@ def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
 def _logits(R, x, block, cfg):
     """``(a, E)`` of Step 1 for one layer, each head's factors applied in turn (never the ``d x d``
     products, which cost ``d / d_qk`` times more): ``E = (R W_Q)(R W_K)^T / sqrt(d_qk)``
-    ``(..., H, n, n)`` and, when ``x`` is given, ``a = (R W_K)(x W_Q)^T / sqrt(d_qk)`` ``(..., H, n)``,
+    ``(..., H, n, n)`` and, when ``x`` is given, ``a = (R W_K)(x W_Q)^T / sqrt(d_qk)`` ``(..., H,
+    n)``,
     i.e. ``a_j = r_j^T W_QK^T x``."""
     scale = math.sqrt(cfg.d_qk)
     k = torch.einsum("...nd,hde->...hne", R, block.W_K.detach())
@@ -80,11 +82,13 @@ def _output(V, block):
 
 
 def _tracked(model, X) -> list[torch.Tensor]:
-    """The mean-centred residuals ``R_0 .. R_L`` of :func:`tracked_residual` (``model`` and ``X`` checked).
+    """The mean-centred residuals ``R_0 .. R_L`` of :func:`tracked_residual` (``model`` and ``X``
+    checked).
 
     Each layer's ``W_QK,h`` and ``W_h`` enter through their factors (:func:`_logits`,
-    :func:`_values`, :func:`_output`): the same numbers up to rounding, and ``d / d_qk`` times fewer operations
-    than with the ``d x d`` products of :func:`~.weights.qk_matrices` (what makes real models'
+    :func:`_values`, :func:`_output`): the same numbers up to rounding, and ``d / d_qk`` times fewer
+    operations than with the ``d x d`` products of :func:`~.weights.qk_matrices` (what makes real
+    models'
     layers affordable)."""
     cfg = model.config
     x = X.mean(dim=-2)  # (..., d)

@@ -15,7 +15,8 @@ __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
 
 
 def check_pure_attention(model) -> SAN:
-    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (the collapse bounds' hypothesis).
+    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (the collapse bounds'
+    hypothesis).
 
     The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` (and dot-product
     attention with no mask and no final LayerNorm) only; the error names
@@ -38,7 +39,8 @@ def check_pure_attention(model) -> SAN:
         )
     if cfg.bias:
         why.append(
-            "it has biases (bias=True): query/key biases change the attention logits the proof expands"
+            "it has biases (bias=True): query/key biases change the attention logits the proof "
+            "expands"
         )
     if cfg.final_layernorm:
         why.append(
@@ -101,7 +103,8 @@ def value_matrices(model) -> torch.Tensor:
 
 @torch.no_grad()
 def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r""":math:`\lVert W_{QK,h}\rVert_1`, :math:`\lVert W_h\rVert_1` and :math:`\lVert W_h\rVert_\infty`, each ``(L, H)``.
+    r""":math:`\lVert W_{QK,h}\rVert_1`, :math:`\lVert W_h\rVert_1` and :math:`\lVert
+    W_h\rVert_\infty`, each ``(L, H)``.
 
     The norms ``beta`` and ``nu`` are made of (:func:`~.bound.gamma_details`), one layer's ``d x d``
     products at a time (:func:`qk_matrices` holds all ``L H d^2`` entries at once;
@@ -139,7 +142,8 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def beta(model) -> torch.Tensor:
-    """:math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}` per layer and head, shape ``(L, H)``.
+    """:math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}` per layer and head, shape
+    ``(L, H)``.
 
     ``W_QK,h = W_Q,h W_K,h^T`` (``d x d``, see :func:`qk_matrices`) and ``W_h = W_V,h W_O,h``
     (``d x d``, the head's value map including its slice of the output projection, see

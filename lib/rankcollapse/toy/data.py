@@ -68,7 +68,8 @@ def _gen(seed):
 
 
 def sorting(n_train: int, n_eval: int, seq_len: int = 8, vocab: int = 10, *, seed: int) -> TaskData:
-    """Sorting: ``X`` uniform integers in ``[0, vocab)``, shape ``(N, seq_len)``; ``y = sort(X)``."""
+    """Sorting: ``X`` uniform integers in ``[0, vocab)``, shape ``(N, seq_len)``; ``y =
+    sort(X)``."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len, vocab = check_int("seq_len", seq_len), check_int("vocab", vocab, minimum=2)
     check_elements(
@@ -116,7 +117,8 @@ def _hull_labels(points: torch.Tensor) -> torch.Tensor:
 
 
 def convex_hull(n_train: int, n_eval: int, seq_len: int = 10, *, seed: int) -> TaskData:
-    """Convex hull: ``X`` float64 ``(N, seq_len, 2)``, ``y`` 1 on hull vertices (:func:`hull_labels`)."""
+    """Convex hull: ``X`` float64 ``(N, seq_len, 2)``, ``y`` 1 on hull vertices
+    (:func:`hull_labels`)."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len = check_int("seq_len", seq_len, minimum=3)
     check_cost(

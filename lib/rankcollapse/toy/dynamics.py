@@ -65,7 +65,8 @@ FLOOR = 1e-300  # a relative residual below this counts as this (an exact zero)
 
 
 def stable_rank(W) -> torch.Tensor:
-    """Stable rank :math:`\\lVert W\\rVert_F^2 / \\lVert W\\rVert_2^2` of each matrix of ``W`` ``(..., m, k)``.
+    """Stable rank :math:`\\lVert W\\rVert_F^2 / \\lVert W\\rVert_2^2` of each matrix of ``W``
+    ``(..., m, k)``.
 
     Between 1 (one singular value carries everything) and the rank (all non-zero singular
     values equal); shape ``(...)``. A numpy array is taken as a tensor. A zero matrix has none: it
@@ -146,7 +147,8 @@ class TrainingRun:
     from_cache: bool
 
     def model_at(self, k: int, dtype: torch.dtype = torch.float64) -> ToyModel:
-        """The network with the weights of checkpoint ``k`` (an index into ``epochs``), in ``dtype``."""
+        """The network with the weights of checkpoint ``k`` (an index into ``epochs``), in
+        ``dtype``."""
         k = check_int("k", k, minimum=-len(self.states), maximum=len(self.states) - 1)
         config = replace(toy_config(self.task, self.data), skip=self.skip)
         model = ToyModel(config, seed=0, dtype=dtype)
@@ -159,7 +161,8 @@ class TrainingRun:
         held-out sequences of the relative residual (mean centre, composite norm) of each layer's
         output, index 0 the SAN's input; ``accuracy`` on all held-out sequences; ``qk_norm``, the
         largest :math:`\\lVert W_Q W_K^\\top\\rVert_2 / \\sqrt{d_{head}}` over layers and heads;
-        ``constant``, the fraction of held-out sequences on which it predicts one value at every position."""
+        ``constant``, the fraction of held-out sequences on which it predicts one value at every
+        position."""
         n_probe = check_int("n_probe", n_probe, maximum=len(self.data.X_eval))
         model = self.model_at(k)
         W = weight_matrices(model)
@@ -186,7 +189,8 @@ class TrainingRun:
     ) -> np.ndarray:
         """Relative sensitivity of the SAN at checkpoint ``k`` to small random perturbations of its
         input tokens (``rc.lipschitz.perturbation_gain`` on the first ``n_probe`` held-out
-        sequences' embeddings): ``(n_probe, directions)``. Chapter "The MLP trade-off", section 4."""
+        sequences' embeddings): ``(n_probe, directions)``. Chapter "The MLP trade-off", section
+        4."""
         from ..lipschitz import perturbation_gain
 
         n_probe = check_int("n_probe", n_probe, maximum=len(self.data.X_eval))
@@ -206,7 +210,8 @@ def training_run(
     progress: bool = False,
 ) -> TrainingRun:
     """Train ``task``'s network from ``seed`` (skip connections on or off), keeping its weights at
-    ``checkpoints`` epochs (an int: evenly spaced from 0 to ``task.epochs``; or a sequence of epochs).
+    ``checkpoints`` epochs (an int: evenly spaced from 0 to ``task.epochs``; or a sequence of
+    epochs).
 
     The loop is ``rc.toy.train``'s; with ``skip=True`` the last kept weights at ``task.epochs``
     are those ``rc.toy.train(task, seed)`` returns. Cached under ``rc.toy.cache_dir()``
@@ -324,7 +329,8 @@ def dynamics_study(
 ) -> DynamicsStudy:
     """Train ``task``'s network with and without skip connections (:func:`training_run`) and, at
     every kept epoch, measure the stable ranks of its attention weights and the relative residual
-    of its tokens through depth, both from that checkpoint's weights (:meth:`TrainingRun.measure`)."""
+    of its tokens through depth, both from that checkpoint's weights
+    (:meth:`TrainingRun.measure`)."""
     check_task(task)
     n_eval = (
         task.n_train if task.task == "memorization" else task.n_eval

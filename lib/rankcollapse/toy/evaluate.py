@@ -126,13 +126,15 @@ class _Reader:
         return (logits.argmax(-1) == y).sum(-1)
 
     def correct(self, R: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Correct tokens of each representation in ``R`` ``(K, B, n, d)``, all sequences: ``(K,)``."""
+        """Correct tokens of each representation in ``R`` ``(K, B, n, d)``, all sequences:
+        ``(K,)``."""
         return self.hits(R, y).sum(-1)
 
 
 def _residual_norm(R: torch.Tensor) -> torch.Tensor:
     """Composite norm ``sqrt(||.||_1 ||.||_inf)`` of the mean-centred residual of each ``(n, d)``
-    matrix of ``R`` (``rc.residual.composite_norm`` of ``rc.residual.res``, without their checks)."""
+    matrix of ``R`` (``rc.residual.composite_norm`` of ``rc.residual.res``, without their
+    checks)."""
     A = (R - R.mean(dim=-2, keepdim=True)).abs_()
     return torch.sqrt(A.sum(-2).amax(-1) * A.sum(-1).amax(-1))
 
@@ -149,14 +151,15 @@ def evaluate_paths(
     budget_mb: float = 160,
     n_sampled: int | None = None,
 ) -> PathEvaluation:
-    """Evaluate a float64 :class:`~rankcollapse.toy.ToyModel` restricted to its paths, on ``(X, y)``.
+    """Evaluate a float64 :class:`~rankcollapse.toy.ToyModel` restricted to its paths, on ``(X,
+    y)``.
 
     (a) and (c) enumerate every path term, a chunk of sequences at a time (a chunk's terms
     take at most ``budget_mb`` megabytes, one sequence at least); (b) uses the dynamic programme
     ``rc.paths.decompose_by_length``. The draws of (c) are seeded by ``seed`` and the same for
-    every chunk of sequences (``ks=()``: no draws). ``n_sampled`` limits (a) and (c) to the first ``n_sampled``
-    sequences (all by default); (b) and the full model are given on all of them and on those
-    first ``n_sampled`` (``PathEvaluation.matched``).
+    every chunk of sequences (``ks=()``: no draws). ``n_sampled`` limits (a) and (c) to the first
+    ``n_sampled`` sequences (all by default); (b) and the full model are given on all of them and on
+    those first ``n_sampled`` (``PathEvaluation.matched``).
     """
     seed = check_seed("seed", seed)
     if model.dtype != torch.float64:

@@ -33,7 +33,8 @@ def all_path_terms(san, E: torch.Tensor) -> torch.Tensor:
     )
     if too_many_paths(L, C, MAX_PATHS):
         raise ValueError(
-            f"san (L={L} layers of {cfg.n_heads} heads{' and a skip' if cfg.skip else ''}) has {C}^{L} "
+            f"san (L={L} layers of {cfg.n_heads} heads{' and a skip' if cfg.skip else ''}) has "
+            f"{C}^{L} "
             f"paths: all_path_terms would build that many terms, more than the cap of "
             f"rc.paths.MAX_PATHS = {MAX_PATHS:,} paths; {alternative}"
         )
@@ -100,7 +101,8 @@ def _path_terms_order(L: int, C: int) -> torch.Tensor:
 
 
 def path_index(path, H: int, skip: bool = True) -> int:
-    """Position of ``path`` (a tuple of heads, ``None`` for a skipped layer) in :func:`all_path_terms`.
+    """Position of ``path`` (a tuple of heads, ``None`` for a skipped layer) in
+    :func:`all_path_terms`.
 
     Every entry is ``None`` (only with ``skip``) or a head ``0 .. H-1``; others are refused, naming
     ``path`` (a head ``H`` or ``-1`` would give the index of another path)."""
@@ -129,7 +131,8 @@ def sample_paths(
 ) -> torch.Tensor:
     """``draws`` sets of ``k`` random paths of ``length`` heads, as indices ``(draws, k)`` into
     :func:`all_path_terms`. As the official ``create_path``: a head uniform in each layer, then
-    ``L - length`` layers chosen uniformly without replacement are skipped. ``gen``: a ``torch.Generator``.
+    ``L - length`` layers chosen uniformly without replacement are skipped. ``gen``: a
+    ``torch.Generator``.
     Sizes whose tensors would pass the library's memory cap are refused before any allocation."""
     L, H, length = (
         check_int("L", L),
@@ -145,7 +148,8 @@ def sample_paths(
     )
     if (H + 1) ** L > 2**63:  # the largest index, (H+1)^L - 1, must fit an int64
         raise ValueError(
-            f"L={L} layers of H={H} heads have (H+1)^L = {H + 1}^{L} paths, beyond the int64 indices "
+            f"L={L} layers of H={H} heads have (H+1)^L = {H + 1}^{L} paths, beyond the int64 "
+            "indices "
             f"of all_path_terms (at most 2^63); such a network has far too many paths to enumerate"
         )
     heads = torch.randint(H, (draws, k, L), generator=gen) + 1
@@ -158,7 +162,8 @@ def sample_paths(
 
 
 def by_length(values, lengths) -> dict[str, np.ndarray]:
-    """Mean, standard deviation, best and worst of ``values`` (one per path) over the paths of each length.
+    """Mean, standard deviation, best and worst of ``values`` (one per path) over the paths of each
+    length.
 
     ``lengths``: non-negative integers, one per entry of ``values`` (at least one)."""
     if len(values) != len(lengths):
@@ -170,7 +175,8 @@ def by_length(values, lengths) -> dict[str, np.ndarray]:
     values, lengths = np.asarray(values, dtype=float), np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer) or (lengths < 0).any():
         raise ValueError(
-            f"lengths must be non-negative integers (path lengths), one per path, got {lengths.tolist()!r:.80}"
+            "lengths must be non-negative integers (path lengths), one per path, got "
+            f"{lengths.tolist()!r:.80}"
         )
     ls = np.arange(lengths.max() + 1)
     pick = [values[lengths == l] for l in ls]

@@ -95,7 +95,8 @@ def official_steps(task: str) -> int:
 
 
 # The constant lines of the official figures ("obtained by running the model and using all
-# paths", typed into run_sort.py, run_convex_hull.py and trainer.py): (full model, baseline, its name).
+# paths", typed into run_sort.py, run_convex_hull.py and trainer.py): (full model, baseline, its
+# name).
 OFFICIAL_LINES = {
     "sorting": (0.98, 0.1, "random predictor"),
     "convex_hull": (0.9, 0.54, "majority predictor"),
@@ -201,7 +202,8 @@ def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
         return ToyConfig(**common, vocab=data.vocab)
     if task.task == "convex_hull":
         return ToyConfig(**common, inputs="points", ffn2=True)
-    # circle: Linear(2, d), LayerNorm, one post-LN attention layer (with a skip or an MLP, or neither),
+    # circle: Linear(2, d), LayerNorm, one post-LN attention layer (with a skip or an MLP, or
+    # neither),
     # Linear(d, 2): the official circle model always normalises, which keeps the rollout bounded
     v = task.variant
     return ToyConfig(

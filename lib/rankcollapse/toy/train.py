@@ -1,9 +1,9 @@
 """Training the toy networks on CPU, deterministically, with checkpoints cached on disk.
 
 ``rc.toy.train(task, seed)`` trains the network of a :class:`ToyTask` (or loads it: the
-checkpoint of the same settings, seed and training code is reused, :func:`training_code_hash`), showing a
-tqdm progress bar on stderr and returning a :class:`Trained` whose ``log`` is the same whether
-the model was trained now or loaded. The cache folder is ``~/.cache/rankcollapse/toy/``, or
+checkpoint of the same settings, seed and training code is reused, :func:`training_code_hash`),
+showing a tqdm progress bar on stderr and returning a :class:`Trained` whose ``log`` is the same
+whether the model was trained now or loaded. The cache folder is ``~/.cache/rankcollapse/toy/``, or
 ``$RANKCOLLAPSE_CACHE/toy/`` when that environment variable is set; delete the folder to clear
 it. ``retrain=True`` trains again and overwrites the checkpoint.
 
@@ -111,7 +111,8 @@ TRAINING_FILES = (
 
 @functools.cache
 def training_code_hash() -> str:
-    """:func:`code_version` of :data:`TRAINING_FILES` (computed once, when a key is first needed)."""
+    """:func:`code_version` of :data:`TRAINING_FILES` (computed once, when a key is first
+    needed)."""
     return code_version(*TRAINING_FILES)
 
 
@@ -169,7 +170,8 @@ def token_accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
         logits.shape[:-1]
     ) != tuple(y.shape):
         raise ValueError(
-            f"logits (..., n, V) and y (..., n) must match, got {tuple(getattr(logits, 'shape', ()))} and "
+            "logits (..., n, V) and y (..., n) must match, got "
+            f"{tuple(getattr(logits, 'shape', ()))} and "
             f"{tuple(getattr(y, 'shape', ()))}"
         )
     return float((logits.argmax(-1) == y).double().mean())
