@@ -100,6 +100,17 @@ def test_skip_strength_and_branch_scale_weight_the_residual_sum(gen):
         terms, const = rc.paths.decompose_by_length(net, X, with_constant=True)
         y = net(X).last_hidden_state
         assert torch.allclose(terms.sum(0) + const, y, atol=1e-12)
+    # a tuple of strengths: one network per entry of the first batch dimension
+    sweep = usual.replace(skip_strength=(0.0, 0.5, 2.0))
+    batch = X.expand(3, 5, 8)
+    swept = sweep(batch).last_hidden_state
+    for i, a in enumerate((0.0, 0.5, 2.0)):
+        alone = usual.replace(skip_strength=a)(batch).last_hidden_state[i]
+        assert torch.equal(swept[i], alone)
+    with pytest.raises(ValueError, match="skip strengths"):
+        sweep(X)
+    terms = rc.paths.decompose_by_length(sweep, batch)
+    assert torch.allclose(terms.sum(0), swept, atol=1e-12)
     scaled = usual.replace(branch_scale=0.5)
     assert torch.allclose(
         rc.theory.value_matrices(scaled), 0.5 * rc.theory.value_matrices(usual), atol=0
@@ -150,6 +161,8 @@ def test_scale_weights(gen):
         (dict(skip_strength=0.5), ValueError, "skip_strength"),
         (dict(branch_scale=-1), ValueError, "branch_scale"),
         (dict(branch_scale="1"), TypeError, "branch_scale"),
+        (dict(skip=True, skip_strength=()), ValueError, "skip_strength"),
+        (dict(skip=True, skip_strength=(1.0, -1.0)), ValueError, r"skip_strength\[1\]"),
     ],
 )
 def test_config_validation(kw, err, name):

@@ -162,7 +162,8 @@ class Block(nn.Module):
         return relative_scores(self, q, k, segments) / math.sqrt(cfg.d_qk)
 
     def attention(self, X: torch.Tensor, key_mask=None, segments=None):
-        """``SA(X)`` and the attention matrices ``P`` of shape ``(..., H, n, n)``.
+        """``SA(X)`` (times the config's ``branch_scale``, folded into ``W_O`` and ``b_O`` as a
+        scaled output projection would be) and the attention matrices ``P`` ``(..., H, n, n)``.
 
         ``key_mask`` ``(..., n)``: ``True`` on real tokens; padded keys get weight 0 (see
         :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(...,
@@ -179,9 +180,11 @@ class Block(nn.Module):
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
         P = torch.softmax(scores, dim=-1)
-        out = torch.einsum("...hne,hed->...nd", P @ v, self.W_O)
+        lam = cfg.branch_scale  # folded into W_O (and b_O): the branch lam SA(X)
+        W_O = self.W_O if lam == 1 else lam * self.W_O
+        out = torch.einsum("...hne,hed->...nd", P @ v, W_O)
         if cfg.bias:
-            out = out + self.b_O
+            out = out + (self.b_O if lam == 1 else lam * self.b_O)
         return out, P
 
     def attention_sublayer(self, X: torch.Tensor, key_mask=None, segments=None):
@@ -197,14 +200,13 @@ class Block(nn.Module):
         return Y, P, sigma
 
     def residual(self, X: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-        """The attention sub-layer's residual sum ``skip_strength * X + branch_scale * A`` (``A``
-        alone, scaled, without skip); a weight of 1 is not multiplied (the usual skip exactly)."""
+        """The attention sub-layer's residual sum ``skip_strength * X + A``, ``A`` the branch
+        :meth:`attention` returns (``branch_scale`` already in it); ``A`` alone without skip. A
+        strength of 1 is not multiplied (the usual skip exactly)."""
         cfg = self.cfg
-        if cfg.branch_scale != 1:
-            A = cfg.branch_scale * A
         if not cfg.skip:
             return A
-        return (X if cfg.skip_strength == 1 else cfg.skip_strength * X) + A
+        return (X if cfg.skip_strength == 1 else cfg.skip_weight(X.ndim) * X) + A
 
     def ln1(self, Y):
         return layer_norm_sigma(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
@@ -330,6 +332,12 @@ class SAN(nn.Module):
         segment term. Returns a :class:`SANOutput`."""
         X = self.check_input(X)
         check_forward(self.config, X.shape)
+        strengths = self.config.skip_strength
+        if isinstance(strengths, tuple) and (X.ndim < 3 or X.shape[0] != len(strengths)):
+            raise ValueError(
+                f"X must have shape ({len(strengths)}, ..., n, d) for the {len(strengths)} skip "
+                f"strengths of the config (one network each), got {tuple(X.shape)}"
+            )
         key_mask = self.check_key_mask(key_mask, X)
         if segments is not None:
             segments = torch.as_tensor(segments)

@@ -32,7 +32,10 @@ class SANConfig:
     skip: skip connections around every sub-layer. skip_strength and branch_scale: the weights of
     the attention sub-layer's residual sum ``skip_strength * X + branch_scale * SA(X)`` (both
     ``>= 0``, default 1, the usual skip connection; ``skip_strength`` needs ``skip=True``, and
-    ``branch_scale`` also scales a layer without skip, as scaling every ``W_O`` would). mlp: hidden
+    may be a tuple of ``k`` strengths: ``k`` networks at once, the input's first dimension ``k``
+    and entry ``i`` run with strength ``i``, :meth:`skip_weight`;
+    ``branch_scale`` also scales a layer without skip; it is applied as every ``W_O`` and ``b_O``
+    multiplied by it). mlp: hidden
     width of the MLP after each attention layer (0 = no MLP, the theorems' pure attention).
     mlp_skip: the skip connection around the MLP alone (``None``: as ``skip``; the official code's
     "SAN + MLP" kept it while removing the attention's). activation: ``"relu"``, ``"gelu"`` (exact,
@@ -77,7 +80,7 @@ class SANConfig:
     clamp_len: int = 0
     position_dtype: torch.dtype | None = None
     window: int = 0
-    skip_strength: float = 1.0
+    skip_strength: float | tuple[float, ...] = 1.0
     branch_scale: float = 1.0
 
     def __post_init__(self):
@@ -108,8 +111,22 @@ class SANConfig:
         set_("init_scale", check_positive_float("init_scale", self.init_scale, allow_zero=True))
         set_("mlp_scale", check_positive_float("mlp_scale", self.mlp_scale, allow_zero=True))
         set_("ln_eps", check_positive_float("ln_eps", self.ln_eps))
-        for name in ("skip_strength", "branch_scale"):
-            set_(name, check_positive_float(name, getattr(self, name), allow_zero=True))
+        set_(
+            "branch_scale", check_positive_float("branch_scale", self.branch_scale, allow_zero=True)
+        )
+        if isinstance(self.skip_strength, (tuple, list)):
+            if not self.skip_strength:
+                raise ValueError("skip_strength must hold at least one strength, got ()")
+            strengths = tuple(
+                check_positive_float(f"skip_strength[{i}]", a, allow_zero=True)
+                for i, a in enumerate(self.skip_strength)
+            )
+            set_("skip_strength", strengths)
+        else:
+            set_(
+                "skip_strength",
+                check_positive_float("skip_strength", self.skip_strength, allow_zero=True),
+            )
         if self.skip_strength != 1 and not self.skip:
             raise ValueError(
                 f"skip_strength={self.skip_strength} needs skip=True: without skip connections "
@@ -123,6 +140,15 @@ class SANConfig:
     def skip_mlp(self) -> bool:
         """Whether the MLP has its skip connection (``mlp_skip``, or ``skip`` if it is ``None``)."""
         return self.skip if self.mlp_skip is None else self.mlp_skip
+
+    def skip_weight(self, ndim: int) -> float | torch.Tensor:
+        """``skip_strength`` as it multiplies a skip branch of ``ndim`` dimensions: the number, or
+        for a tuple of ``k`` strengths a ``(k, 1, ..., 1)`` tensor of ``dtype`` (entry ``i`` of the
+        first dimension scaled by strength ``i``)."""
+        if not isinstance(self.skip_strength, tuple):
+            return self.skip_strength
+        shape = (len(self.skip_strength),) + (1,) * (ndim - 1)
+        return torch.tensor(self.skip_strength, dtype=self.dtype).reshape(shape)
 
     def replace(self, **changes) -> SANConfig:
         """A copy with some fields changed (validated again, so a bad value names its field)."""

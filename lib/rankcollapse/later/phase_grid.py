@@ -131,23 +131,21 @@ def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch
 def _measure(cfg, scale, X, alphas, seed, depths):
     """Median ``rho`` after each of ``depths`` layers and the mean entropy fraction over those
     layers, ``(len(depths), len(alphas))`` each, for the networks ``seed + k`` (``k`` over ``X``'s
-    samples, the first ``max(depths)`` layers) at query/key ``scale``, at every skip strength."""
-    n = X.shape[-2]
+    samples, the first ``max(depths)`` layers) at query/key ``scale``; every strength at once, a
+    batch of ``len(alphas)`` inputs (``skip_strength`` a tuple: one network per strength)."""
+    n, d = X.shape[-2:]
     cfg = cfg.replace(n_layers=max(depths))
+    strengths = tuple(float(a) for a in alphas)
     rhos, ents = [], []
     for k, x in enumerate(X):
         model = scaled_qk_san(cfg, scale, seed=derive_seed(seed, k))
-        rho_k, ent_k = [], []
-        for a in alphas:
-            out = model.replace(skip_strength=float(a))(x)
-            per_layer = torch.stack(
-                [attention_entropy(P).mean(dim=(-1, -2)) for P in out.attentions]
-            )
-            rho_k.append(
-                torch.stack([relative_residual(out.hidden_states[L], norm="fro") for L in depths])
-            )
-            ent_k.append(torch.stack([per_layer[:L].mean() for L in depths]))
-        rhos.append(torch.stack(rho_k, dim=1))  # (len(depths), len(alphas))
-        ents.append(torch.stack(ent_k, dim=1))
+        out = model.replace(skip_strength=strengths)(x.expand(len(strengths), n, d))
+        per_layer = torch.stack(
+            [attention_entropy(P).mean(dim=(-1, -2)) for P in out.attentions]
+        )  # (L, len(alphas))
+        rhos.append(
+            torch.stack([relative_residual(out.hidden_states[L], norm="fro") for L in depths])
+        )
+        ents.append(torch.stack([per_layer[:L].mean(dim=0) for L in depths]))
     rho = np.median(torch.stack(rhos).numpy(), axis=0)
     return rho, torch.stack(ents).mean(dim=0).numpy() / math.log(n)

@@ -29,7 +29,8 @@ class FrozenLayer:
         self.W_O = block.W_O.detach().reshape(-1, cfg.d_model)
         if cfg.branch_scale != 1:
             self.W_O = cfg.branch_scale * self.W_O
-        self.alpha = cfg.skip_strength
+        self.alpha = cfg.skip_strength  # a number, or a tuple: one per entry of the first batch dim
+        self.cfg = cfg
         if self.ln != "none":
             self.gain, self.shift = block.ln1_gain.detach(), block.ln1_shift.detach()
             self.inv_sigma = (1.0 / sigma).unsqueeze(-1)  # (..., n, 1): the left scaling S^{-1}
@@ -56,7 +57,11 @@ class FrozenLayer:
     def skip(self, Y):
         """The skip branch (the identity times ``skip_strength``, or LayerNorm's linear part of
         that in a post-LN layer)."""
-        return self._post(Y if self.alpha == 1 else self.alpha * Y)
+        if self.alpha == 1:
+            return self._post(Y)
+        # Y is (K, ..., n, d): the strengths line up with the first batch dimension after K
+        weight = self.cfg.skip_weight(Y.ndim - 1)
+        return self._post(weight * Y)
 
     def heads(self, Y):
         """All heads at once: ``sum_h head(Y, h)``."""

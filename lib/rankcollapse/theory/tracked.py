@@ -14,7 +14,7 @@ import torch
 
 from .._validate import check_bool
 from ..residual import composite_norm
-from .weights import check_pure_attention
+from .weights import _output_map, check_pure_attention
 
 __all__ = ["tracked_residual"]
 
@@ -74,11 +74,9 @@ def _values(R, block):
 
 
 def _output(V, block):
-    """``sum_h V_h W_O,h`` for ``V`` ``(..., H, m, d_v)``: ``(..., m, d)`` (times the config's
-    ``branch_scale`` when it is not 1)."""
-    out = torch.einsum("...hmv,hve->...me", V, block.W_O.detach())
-    scale = block.cfg.branch_scale
-    return out if scale == 1 else scale * out
+    """``sum_h V_h W_O,h`` for ``V`` ``(..., H, m, d_v)``: ``(..., m, d)`` (``W_O`` times the
+    config's ``branch_scale``, as the forward pass applies it)."""
+    return torch.einsum("...hmv,hve->...me", V, _output_map(block))
 
 
 def _tracked(model, X) -> list[torch.Tensor]:

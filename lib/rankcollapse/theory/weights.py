@@ -83,6 +83,12 @@ def qk_matrices(model) -> torch.Tensor:
 
 
 @torch.no_grad()
+def _output_map(block) -> torch.Tensor:
+    """``W_O`` of ``block`` times the config's ``branch_scale`` (as the forward pass applies it)."""
+    scale = block.cfg.branch_scale
+    return block.W_O.detach() if scale == 1 else scale * block.W_O.detach()
+
+
 def value_matrices(model) -> torch.Tensor:
     """The value map :math:`W_h = W_{V,h} W_{O,h}` of every layer and head, shape ``(L, H, d, d)``.
 
@@ -93,9 +99,7 @@ def value_matrices(model) -> torch.Tensor:
     """
     check_san(model)
     cfg = model.config
-    mats = [b.W_V.detach() @ b.W_O.detach() for b in model.layers]
-    if cfg.branch_scale != 1:
-        mats = [cfg.branch_scale * W for W in mats]
+    mats = [b.W_V.detach() @ _output_map(b) for b in model.layers]
     if not mats:
         return torch.zeros(0, cfg.n_heads, cfg.d_model, cfg.d_model, dtype=cfg.dtype)
     return torch.stack(mats)
@@ -132,9 +136,7 @@ def _head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     for b in model.layers:
         if id(b) not in done:
             Q = (b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2)).abs()
-            W = (b.W_V.detach() @ b.W_O.detach()).abs()
-            if cfg.branch_scale != 1:  # the head's value map includes the branch scale
-                W = cfg.branch_scale * W
+            W = (b.W_V.detach() @ _output_map(b)).abs()
             done[id(b)] = torch.stack([Q.sum(-2).amax(-1), W.sum(-2).amax(-1), W.sum(-1).amax(-1)])
     norms = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
     model.__dict__["_head_norms_cache"] = (key, norms)

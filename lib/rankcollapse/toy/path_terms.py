@@ -75,7 +75,7 @@ def _path_terms(san, E):
                 torch.sub(terms, terms.mean(dim=-1, keepdim=True), out=out[0])
                 out[0].mul_(layer.inv_sigma * layer.gain)
                 if layer.alpha != 1:
-                    out[0].mul_(layer.alpha)
+                    out[0].mul_(layer.cfg.skip_weight(terms.ndim - 1))
             W_O = (layer.W_O - layer.W_O.mean(dim=-1, keepdim=True)) * layer.gain  # (H*dv, d)
             for h in range(H):
                 cols = slice(h * dv, (h + 1) * dv)
