@@ -74,7 +74,7 @@ def _check_config(config) -> SANConfig:
             "config must be pure attention (mlp=0, layernorm='none', bias=False, causal=False, "
             "attention='dot'): a lambda-skip layer is X + lambda SA(X)"
         )
-    return config.replace(skip=True)
+    return config.replace(skip=True, skip_strength=1.0)
 
 
 def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
@@ -82,7 +82,8 @@ def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
     skip connections on, the attention branch weighted by ``lam`` (``>= 0``; the config's
     ``branch_scale``). ``lam = 0`` is the identity.
 
-    ``config``: a pure-attention :class:`~rankcollapse.san.SANConfig` (its ``skip`` flag is set).
+    ``config``: a pure-attention :class:`~rankcollapse.san.SANConfig` (its ``skip`` flag and
+    ``skip_strength`` are set).
     The same ``seed`` gives the same ``W_Q, W_K, W_V`` and the same attention at every ``lam``.
     """
     cfg = _check_config(config)
@@ -92,9 +93,10 @@ def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
 
 def _check_lambda_model(model) -> SAN:
     cfg = check_san(model).config
-    if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
+    if not cfg.skip or cfg.skip_strength != 1 or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
         raise ValueError(
-            "model must be a lambda-skip network (skip=True, mlp=0, layernorm='none', bias=False), "
+            "model must be a lambda-skip network (skip=True, skip_strength=1, mlp=0, "
+            "layernorm='none', bias=False), "
             "as lambda_skip_san builds"
         )
     return model

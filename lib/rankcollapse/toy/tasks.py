@@ -13,7 +13,6 @@ from .model import ToyConfig
 
 __all__ = [
     "ToyTask",
-    "check_task",
     "task_data",
     "toy_config",
     "TASKS",
