@@ -1,4 +1,5 @@
-"""The self-attention network (SAN) of the paper, in one readable file.
+"""The self-attention network (SAN) of the paper, in one readable file (its switches, validated,
+in :mod:`rankcollapse.san_config`, re-exported here).
 
 One layer of the paper's model (Dong et al. 2021, Section 2, "The path decomposition"):
 
@@ -9,13 +10,14 @@ One layer of the paper's model (Dong et al. 2021, Section 2, "The path decomposi
 
 with ``P_h`` row-stochastic (``n x n``) and the softmax taken along each row. The paper writes
 :math:`W_h = W_{V,h} W_{O,h}`. A :class:`SANConfig` switches on what the theorems leave out:
-skip connections (``X + SA(X)``), an MLP after each attention layer, LayerNorm (``"post"`` as in
-BERT, ``"pre"`` as in GPT-2) and biases; ``shared=True`` reuses one layer's weights at every
-depth, as ALBERT does. The same switches describe real transformers (``rankcollapse.real``
-converts BERT, ALBERT, XLNet and GPT-2 weights into this network): a causal mask, a final
-LayerNorm, the LayerNorm's ``eps``, the activation, and XLNet's relative-position attention
-(``attention="relative"``, :meth:`Block.scores`). Whatever the switches, every layer's attention
-matrices ``P_h`` are returned, so the path decomposition and the theory read them as they are.
+skip connections (``X + SA(X)``, weighted by ``skip_strength`` and ``branch_scale``), an MLP
+after each attention layer, LayerNorm (``"post"`` as in BERT, ``"pre"`` as in GPT-2) and biases;
+``shared=True`` reuses one layer's weights at every depth, as ALBERT does. The same switches
+describe real transformers (``rankcollapse.real`` converts BERT, ALBERT, XLNet and GPT-2 weights
+into this network): a causal mask, a final LayerNorm, the LayerNorm's ``eps``, the activation, and
+XLNet's relative-position attention (``attention="relative"``, :meth:`Block.scores`). Whatever the
+switches, every layer's attention matrices ``P_h`` are returned, so the path decomposition and the
+theory read them as they are.
 
 Shapes: input ``X`` is ``(n, d_model)`` or batched ``(..., n, d_model)``; attention matrices
 are ``(..., H, n, n)``; a key mask or segment ids are ``(..., n)``. Book: chapter "The path
