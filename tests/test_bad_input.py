@@ -1869,7 +1869,7 @@ ROWS += [
     ("forward_cost shape 1-D", lambda: OPS.forward_cost(CFG, (4,)), Raises(ValueError, "shape")),
     (
         "layer_norm eps negative",
-        lambda: OPS.layer_norm(
+        lambda: OPS.layer_norm_sigma(
             X, torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64), -1.0
         ),
         Raises(ValueError, "eps"),
@@ -2609,7 +2609,7 @@ ROWS += [
     ),
     (
         "layer_norm (ops) Y a list",
-        lambda: OPS.layer_norm([[1.0, 2.0], [3.0, 4.0]], torch.ones(2), torch.zeros(2)),
+        lambda: OPS.layer_norm_sigma([[1.0, 2.0], [3.0, 4.0]], torch.ones(2), torch.zeros(2)),
         Raises(TypeError, "Y", "torch.Tensor"),
     ),
     (

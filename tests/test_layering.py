@@ -21,6 +21,7 @@ CORE = [
     "ops",
     "residual",
     "san",
+    "san_config",
     "paths",
     "theory",
 ]  # a name is a module or a subpackage

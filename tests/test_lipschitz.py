@@ -159,7 +159,7 @@ def test_mlp_inputs_are_what_the_forward_pass_feeds_the_mlp(layernorm, skip, gen
         M = block.mlp(Z)
         Y = Y + M if skip else M
         if layernorm == "post":
-            Y = rc.san.layer_norm(Y, block.ln2_gain, block.ln2_shift)[0]
+            Y = rc.ops.layer_norm_sigma(Y, block.ln2_gain, block.ln2_shift)[0]
         assert torch.allclose(Y, out.hidden_states[l + 1], atol=1e-12)
     if layernorm == "pre":  # the MLP sees LN(Y), not Y
         Y0 = model.layers[0].attention_sublayer(X)[0]

@@ -59,7 +59,7 @@ def test_matches_plain_formula_single_layer(gen):
 def test_layernorm_matches_torch(gen):
     Y = random_tokens(gen, 4, 6)
     g, s = random_tokens(gen, 6), random_tokens(gen, 6)
-    ours, sigma = rc.san.layer_norm(Y, g, s)
+    ours, sigma = rc.ops.layer_norm_sigma(Y, g, s)
     ref = torch.nn.functional.layer_norm(Y, (6,), g, s, eps=rc.san.LN_EPS)
     assert torch.allclose(ours, ref, atol=1e-12)
     assert sigma.shape == (4,)
@@ -73,6 +73,48 @@ def test_skip_and_layernorm_wiring(gen):
     post = rc.san.SAN(small(n_layers=1, skip=True, layernorm="post"), seed=1)
     ln = torch.nn.functional.layer_norm(X + base(X).last_hidden_state, (8,), eps=rc.san.LN_EPS)
     assert torch.allclose(post(X).last_hidden_state, ln, atol=1e-12)
+
+
+def test_skip_strength_and_branch_scale_weight_the_residual_sum(gen):
+    X = random_tokens(gen, 5, 8)
+    base = rc.san.SAN(small(n_layers=1), seed=1)
+    A = base(X).last_hidden_state
+    m = rc.san.SAN(small(n_layers=1, skip=True, skip_strength=0.5, branch_scale=0.25), seed=1)
+    assert torch.allclose(m(X).last_hidden_state, 0.5 * X + 0.25 * A, atol=1e-14)
+    pure = rc.san.SAN(small(n_layers=1, branch_scale=3.0), seed=1)
+    assert torch.allclose(pure(X).last_hidden_state, 3.0 * A, atol=1e-14)
+    # the defaults are the usual skip, exactly; replace() shares the weights under a new config
+    usual = rc.san.SAN(small(n_layers=2, skip=True), seed=1)
+    same = usual.replace(skip_strength=1.0, branch_scale=1.0)
+    assert torch.equal(same(X).last_hidden_state, usual(X).last_hidden_state)
+    assert same.layers[0].W_Q is usual.layers[0].W_Q
+    assert torch.allclose(
+        usual.replace(branch_scale=0.0)(X).last_hidden_state, X, atol=0
+    )  # X + 0 * SA(X)
+    with pytest.raises(ValueError, match="W_Q"):
+        usual.replace(n_heads=4)
+    # the path decomposition and the value maps follow the weights
+    for ln in ("none", "pre", "post"):
+        cfg = small(n_layers=2, skip=True, layernorm=ln, bias=True, skip_strength=0.6)
+        net = rc.san.SAN(cfg.replace(branch_scale=0.3), seed=2)
+        terms, const = rc.paths.decompose_by_length(net, X, with_constant=True)
+        y = net(X).last_hidden_state
+        assert torch.allclose(terms.sum(0) + const, y, atol=1e-12)
+    # a tuple of strengths: one network per entry of the first batch dimension
+    sweep = usual.replace(skip_strength=(0.0, 0.5, 2.0))
+    batch = X.expand(3, 5, 8)
+    swept = sweep(batch).last_hidden_state
+    for i, a in enumerate((0.0, 0.5, 2.0)):
+        alone = usual.replace(skip_strength=a)(batch).last_hidden_state[i]
+        assert torch.equal(swept[i], alone)
+    with pytest.raises(ValueError, match="skip strengths"):
+        sweep(X)
+    terms = rc.paths.decompose_by_length(sweep, batch)
+    assert torch.allclose(terms.sum(0), swept, atol=1e-12)
+    scaled = usual.replace(branch_scale=0.5)
+    assert torch.allclose(
+        rc.theory.value_matrices(scaled), 0.5 * rc.theory.value_matrices(usual), atol=0
+    )
 
 
 def test_shared_weights():
@@ -114,6 +156,13 @@ def test_scale_weights(gen):
         (dict(init_scale=float("nan")), ValueError, "init_scale"),
         (dict(dtype=torch.float16), ValueError, "dtype"),
         (dict(n_heads=True), TypeError, "n_heads"),
+        (dict(skip=True, skip_strength=-0.5), ValueError, "skip_strength"),
+        (dict(skip=True, skip_strength=float("inf")), ValueError, "skip_strength"),
+        (dict(skip_strength=0.5), ValueError, "skip_strength"),
+        (dict(branch_scale=-1), ValueError, "branch_scale"),
+        (dict(branch_scale="1"), TypeError, "branch_scale"),
+        (dict(skip=True, skip_strength=()), ValueError, "skip_strength"),
+        (dict(skip=True, skip_strength=(1.0, -1.0)), ValueError, r"skip_strength\[1\]"),
     ],
 )
 def test_config_validation(kw, err, name):
@@ -216,7 +265,7 @@ def test_causal_first_token_never_depends_on_later_tokens(gen):
 
 def test_layernorm_eps_activations_and_final_layernorm(gen):
     Y = random_tokens(gen, 4, 6)
-    ours = rc.san.layer_norm(
+    ours = rc.ops.layer_norm_sigma(
         Y, torch.ones(6, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), 1e-12
     )[0]
     assert torch.allclose(ours, torch.nn.functional.layer_norm(Y, (6,), eps=1e-12), atol=1e-13)

@@ -376,7 +376,8 @@ def test_the_checkpoint_key_follows_the_code_not_its_comments(tmp_path):
     assert rc.toy.code_version(a) == rc.toy.code_version(b) == rc.toy.code_version(d)
     assert rc.toy.code_version(a) != rc.toy.code_version(c)
     assert rc.toy.code_version(a, c) != rc.toy.code_version(c, a)
-    assert len(rc.toy.TRAINING_CODE_VERSION) == 12
+    assert rc.toy.training_code_hash() == rc.toy.code_version(*rc.toy.TRAINING_FILES)
+    assert len(rc.toy.training_code_hash()) == 12
 
 
 def test_standardise_and_task_data_check_their_arguments_and_give_what_they_gave():

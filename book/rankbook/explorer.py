@@ -13,8 +13,9 @@ as it reads the chapters.
 
 The skip strength :math:`\\alpha` scales the skip branch of every layer,
 :math:`X_{l+1} = \\alpha X_l + \\operatorname{SA}(X_l)`: :math:`\\alpha = 0` is the pure attention
-of the theorems, :math:`\\alpha = 1` the usual skip connection. (:class:`~rankcollapse.san.SAN`
-has skips on or off; :func:`scaled_skip_states` runs its layers with the skip scaled.)
+of the theorems, :math:`\\alpha = 1` the usual skip connection
+(:class:`~rankcollapse.san.SANConfig`'s ``skip_strength``; :func:`scaled_skip_states` runs a
+network's layers with the skip scaled).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rankcollapse._validate import MAX_LAYERS, check_int, check_seed, derive_seed
+from rankcollapse._validate import (
+    MAX_LAYERS,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from rankcollapse.residual import composite_norm, res
 from rankcollapse.san import SAN, SANConfig, check_san
 from rankcollapse.theory import collapse_bound, tracked_residual, unit_residual_tokens
@@ -64,22 +71,18 @@ def scaled_skip_states(model, X, strength: float) -> list[torch.Tensor]:
     :math:`X_{l+1} = \\alpha X_l + \\operatorname{SA}_l(X_l)`, ``alpha = strength``.
 
     ``model``: a pure-attention :class:`~rankcollapse.san.SAN` (no MLP, no LayerNorm; its
-    ``skip`` flag is ignored, the strength replaces it). ``X``: ``(..., n, d)``.
+    ``skip`` flag is ignored, the strength replaces it: the same weights run with
+    ``skip=True, skip_strength=strength``, :meth:`~rankcollapse.san.SAN.replace`). ``X``:
+    ``(..., n, d)``.
     """
     model = check_san(model)
     cfg = model.config
     if cfg.mlp or cfg.layernorm != "none":
         raise ValueError("scaled_skip_states needs a pure-attention SAN (mlp=0, layernorm='none')")
-    strength = float(strength)
-    if not np.isfinite(strength) or strength < 0:
-        raise ValueError(f"strength must be a finite number >= 0, got {strength!r}")
-    X = model.check_input(X)
-    states = [X]
-    for block in model.layers:
-        A, _ = block.attention(X)
-        X = strength * X + A
-        states.append(X)
-    return states
+    scaled = model.replace(
+        skip=True, skip_strength=check_positive_float("strength", strength, allow_zero=True)
+    )
+    return scaled(X).hidden_states
 
 
 def _log10_ratio(states) -> np.ndarray:

@@ -21,9 +21,9 @@ import random
 import numpy as np
 import torch
 
-from rankcollapse._env import threads_from_env
+from rankcollapse._env import set_torch_threads, threads_from_env
 from rankcollapse._validate import check_figure as _check_fig
-from rankcollapse._validate import check_int, check_seed
+from rankcollapse._validate import check_int
 from rankcollapse.residual import (
     UNDERFLOW_LOG10,  # the science library's threshold; the page writes it
 )
@@ -47,8 +47,8 @@ __all__ = [
 
 
 def _seed_globally(seed: int) -> None:
-    """Seed Python's, numpy's and torch's global generators (only :func:`start` calls this)."""
-    seed = check_seed("seed", seed)
+    """Seed Python's, numpy's and torch's global generators (only :func:`start` calls this, with
+    the seed ``rc.presets.get`` has checked)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -70,10 +70,8 @@ def start(chapter: str, mode: str = "full", seed: int = 0):
 
     got = get(chapter, mode, seed)
     run = ChapterRun(got.chapter, got.mode, got.seed, got.as_dict())
-    threads = threads_from_env()
+    set_torch_threads(threads_from_env())  # checked before anything is seeded
     _seed_globally(run.seed)
-    if threads is not None:
-        torch.set_num_threads(threads)
     use_book_style()
     return run
 

@@ -8,9 +8,12 @@ them and states, beside them, the claims they decide):
 - :func:`depth_study`: the residual against depth, forward pass, tracked and bounded;
 - :func:`regime_study`: the relative residual after ``L`` layers against the layer constants,
   over weight scales (where the condition holds and where it fails), and how hard the attention is;
-- :func:`delay_study`: the networks that kept their residual, run deeper: the layer where each collapses;
+- :func:`delay_study`: the networks that kept their residual, run deeper: the layer where each
+  collapses;
 - :func:`tightness_study`: how far the bound lies above the tracked residual on random instances;
 - :func:`centre_study`: the mean-centred against the optimal residual, and the bound in each centre.
+
+(the last two in :mod:`.bound_tightness`, re-exported here).
 
 The cubic rate itself (one layer's two powers, and the rate through depth) is measured in
 :mod:`.cubic_rate`.
@@ -26,20 +29,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from ._validate import check_index, check_int, check_positive_float, check_seed, derive_seed
-from .centering import optimal_center
+from .bound_tightness import (  # noqa: F401  (the studies and their results re-exported)
+    CentreStudy,
+    Tightness,
+    _generator,
+    _pure,
+    centre_study,
+    tightness_study,
+)
 from .ops import check_runs
-from .residual import UNDERFLOW_LOG10, composite_norm, res
-from .san import SAN, SANConfig
+from .residual import UNDERFLOW_LOG10
+from .san import SAN
 from .theory import (
     attention_hardness,
-    bound_gaps,
-    collapse_bound,
     depth_profile,
     layer_constants,
-    random_instances,
     tracked_relative_residual,
     unit_residual_tokens,
 )
@@ -60,18 +66,6 @@ __all__ = [
 UNDERFLOW = 10.0**UNDERFLOW_LOG10  # a tracked residual below this has underflowed
 
 
-def _generator(generator) -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
-        )
-    return generator
-
-
-def _pure(n_layers, n_heads, d_model, init_scale) -> SANConfig:
-    return SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, init_scale=init_scale)
-
-
 @dataclass
 class DepthStudy:
     """Residual against depth (section 3): ``curves[H]`` maps ``"size"``, ``"forward"``,
@@ -90,7 +84,8 @@ class DepthStudy:
                 c["relative"] = c["tracked"] - c["size"]
 
     def median(self, H: int, key: str, layer: int) -> float:
-        """``10**`` the median over networks of curve ``key`` at ``layer`` (``H`` heads; ``0 <= layer <= L``,
+        """``10**`` the median over networks of curve ``key`` at ``layer`` (``H`` heads; ``0 <=
+        layer <= L``,
         a negative layer is refused, not read from the end)."""
         if H not in self.curves:
             raise ValueError(
@@ -305,9 +300,10 @@ def delay_study(
     seed: int,
     generator,
 ) -> DelayStudy:
-    """Every network of ``regime`` (built by :func:`regime_study` with ``samples`` networks per scale,
-    seeded ``seed + s``) whose relative residual stayed above ``10**RegimeStudy.KEPT``, rebuilt with
-    the same scale and seed at ``depth`` layers and run on a fresh unit-residual input: the layers at
+    """Every network of ``regime`` (built by :func:`regime_study` with ``samples`` networks per
+    scale, seeded ``seed + s``) whose relative residual stayed above ``10**RegimeStudy.KEPT``,
+    rebuilt with the same scale and seed at ``depth`` layers and run on a fresh unit-residual input:
+    the layers at
     which its tracked relative residual first falls below ``10**KEPT`` and ``10**COLLAPSED``."""
     if not isinstance(regime, RegimeStudy):
         raise TypeError(f"regime must be a RegimeStudy (regime_study), got {type(regime).__name__}")
@@ -347,108 +343,3 @@ def delay_study(
         ]
         rows.append((scale, L, *first))
     return DelayStudy(np.array(rows).reshape(-1, 4), regime.n_layers)
-
-
-@dataclass
-class Tightness:
-    """How loose the bound is (section 6): ``gaps[form]`` holds :math:`\\log_{10}` (bound /
-    tracked residual) over every layer ``l >= 1`` of ``instances`` random instances
-    (:func:`rankcollapse.theory.bound_gaps`); ``violations`` counts gaps below ``-1e-9``."""
-
-    gaps: dict
-    instances: int
-    violations: int
-
-    def bins(self, count: int = 40) -> np.ndarray:
-        """Histogram edges from 0 to the paper form's 95th percentile (the figure's range)."""
-        return np.linspace(
-            0, np.percentile(self.gaps["paper"], 95), check_int("count", count, minimum=2)
-        )
-
-    def numbers(self) -> dict:
-        """Instances, violations, and per form (``<form>_...``) the closest factor (``min``: 10 to
-        the smallest gap), the median and the 90th percentile gap (decades)."""
-        out = {"instances": self.instances, "violations": self.violations}
-        for form, g in self.gaps.items():
-            out[f"{form}_min"] = float(10 ** g.min())
-            out[f"{form}_median"] = float(np.median(g))
-            out[f"{form}_p90"] = float(np.percentile(g, 90))
-        return out
-
-
-def tightness_study(count: int, *, seed: int) -> Tightness:
-    """The bound's three forms against the tracked residual on ``count`` random instances
-    (:func:`rankcollapse.theory.random_instances` with ``seed``)."""
-    count = check_int("count", count)
-    # random_instances' defaults: a model per 10 inputs, each at most 4 layers of 3 heads, 12 tokens of width 12
-    check_runs(
-        SANConfig(n_layers=4, n_heads=3, d_model=12), (10, 12, 12), -(-count // 10), name="count"
-    )
-    gaps = {"paper": [], "layerwise": [], "step": []}
-    violations, instances = 0, 0
-    for model, X in random_instances(count, seed=seed):
-        instances += X.shape[0]
-        for form, gap in bound_gaps(model, X, tuple(gaps)).items():
-            violations += int((gap < -1e-9).sum())
-            gaps[form] += gap.tolist()
-    return Tightness({k: np.array(v) for k, v in gaps.items()}, instances, violations)
-
-
-@dataclass
-class CentreStudy:
-    """Mean-centred against optimal residual (section 7): ``rows`` is ``(count, 5)``, each
-    ``(layer, mean-centred residual, optimal residual, layerwise bound with the mean centre
-    throughout, the same with the optimal centre throughout)``."""
-
-    rows: np.ndarray
-    n_tokens: int
-    d_model: int
-
-    @property
-    def ratio(self) -> np.ndarray:
-        """Optimal over mean-centred residual, per row (between 1/2 and 1)."""
-        return self.rows[:, 2] / self.rows[:, 1]
-
-    def numbers(self) -> dict:
-        """Counts and sizes, the ratio's range and median, the optimal residual's violations of
-        either bound, and how the optimal-centre bound compares (layers after the input)."""
-        r, ratio, later = self.rows, self.ratio, self.rows[:, 0] > 0
-        return {
-            "count": len(r),
-            "n": self.n_tokens,
-            "d": self.d_model,
-            "ratio_min": float(ratio.min()),
-            "ratio_max": float(ratio.max()),
-            "ratio_median": float(np.median(ratio)),
-            "violations": int(np.sum(r[:, 2] > r[:, 3] * (1 + 1e-9))),
-            "violations_opt": int(np.sum(r[:, 2] > r[:, 4] * (1 + 1e-9))),
-            "bound_ratio_median": float(np.median(r[later, 4] / r[later, 3])),
-            "bound_smaller": float(np.mean(r[later, 4] < r[later, 3])),
-        }
-
-
-def centre_study(
-    *, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int, seed: int, generator
-) -> CentreStudy:
-    """``samples`` small networks at the usual initialisation (seeds ``seed + s``) on standard
-    normal tokens: every layer's residual in both centres and the layerwise bound in each
-    (the optimal centre is a linear programme: keep ``n_tokens`` and ``d_model`` small)."""
-    samples, seed, generator = (
-        check_int("samples", samples),
-        check_seed("seed", seed),
-        _generator(generator),
-    )
-    n_tokens, d_model = check_int("n_tokens", n_tokens), check_int("d_model", d_model)
-    # every layer solves linear programmes (the optimal centre, twice): about ten layer passes' Python time
-    check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples, per_layer=10)
-    rows = []
-    for s in range(samples):
-        model = SAN(_pure(n_layers, n_heads, d_model, 1.0), seed=derive_seed(seed, s))
-        X = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
-        bound = collapse_bound(model, X, "layerwise")
-        bound_opt = collapse_bound(model, X, "layerwise", center=optimal_center)
-        for l, h in enumerate(model(X).hidden_states):
-            r_mean = composite_norm(res(h, center="mean")).item()
-            r_opt = composite_norm(res(h, center=optimal_center)).item()
-            rows.append((l, r_mean, r_opt, bound[l].item(), bound_opt[l].item()))
-    return CentreStudy(np.array(rows), n_tokens, d_model)

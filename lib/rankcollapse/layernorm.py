@@ -5,15 +5,16 @@ LayerNorm acts on each token (row) ``y_i`` of ``Y`` (``n x d``):
 standard deviation (plus ``eps``). As matrices (chapter "LayerNorm's rank argument"):
 
 .. math::  \\LN(Y) = S^{-1}\\, Y\\, C\\, G + \\mathbf 1\\, \\mathrm{shift}^\\top,
-           \\qquad C = I - \\tfrac1d \\mathbf 1\\mathbf 1^\\top,\\; G = \\operatorname{diag}(\\mathrm{gain}),
-           \\; S = \\operatorname{diag}(\\sigma_1, \\dots, \\sigma_n):
+           \\qquad C = I - \\tfrac1d \\mathbf 1\\mathbf 1^\\top,\\; G =
+           \\operatorname{diag}(\\mathrm{gain}), \\; S = \\operatorname{diag}(\\sigma_1, \\dots,
+           \\sigma_n):
 
 the centring ``C`` and the gain ``G`` multiply on the right, the per-token scale ``S^{-1}`` on
-the left. The paper, as the reading note gives it, writes ``LN(SA(X)) = sum_h P_h X W_h D^{-1} + 1 b~^T``, a right
-multiplication only; that is exact when every token has the same ``sigma`` and otherwise an
-approximation, whose size :func:`rewriting_discrepancy` measures.
+the left. The paper, as the reading note gives it, writes ``LN(SA(X)) = sum_h P_h X W_h D^{-1} + 1
+b~^T``, a right multiplication only; that is exact when every token has the same ``sigma`` and
+otherwise an approximation, whose size :func:`rewriting_discrepancy` measures.
 
-Reuses :func:`rankcollapse.san.layer_norm` (the forward map) and
+Reuses :func:`rankcollapse.ops.layer_norm_sigma` (the forward map) and
 :class:`rankcollapse.paths.FrozenLayer` (the layer with frozen attention and frozen scales).
 """
 
@@ -33,10 +34,10 @@ from ._validate import (
     check_positive_float,
     check_seed,
 )
+from .ops import layer_norm_sigma
 from .paths import FrozenLayer
 from .residual import composite_norm, matrix_norm, relative_residual, res, rescaled
 from .san import SAN, check_san
-from .san import layer_norm as _san_layer_norm
 
 __all__ = [
     "numerical_rank",
@@ -113,13 +114,14 @@ def _gain_shift(Y, gain, shift):
 
 
 def layer_norm(Y, gain=None, shift=None) -> torch.Tensor:
-    """LayerNorm over features, ``(..., n, d) -> (..., n, d)`` (:func:`rankcollapse.san.layer_norm`).
+    """LayerNorm over features, ``(..., n, d) -> (..., n, d)``
+    (:func:`rankcollapse.ops.layer_norm_sigma`).
 
     ``gain`` defaults to ones and ``shift`` to zeros (LayerNorm at initialisation).
     """
     Y = as_tokens("Y", Y)
     gain, shift = _gain_shift(Y, gain, shift)
-    return _san_layer_norm(Y, gain, shift)[0]
+    return layer_norm_sigma(Y, gain, shift)[0]
 
 
 @dataclass
@@ -141,7 +143,7 @@ def ln_factors(Y, gain=None, shift=None) -> LNFactors:
     Y = as_tokens("Y", Y)
     gain, shift = _gain_shift(Y, gain, shift)
     d = Y.shape[-1]
-    _, sigma = _san_layer_norm(Y, gain, shift)
+    _, sigma = layer_norm_sigma(Y, gain, shift)
     C = torch.eye(d, dtype=Y.dtype) - torch.full((d, d), 1.0 / d, dtype=Y.dtype)
     return LNFactors(1.0 / sigma, C, torch.diag(gain), shift)
 
@@ -158,11 +160,13 @@ def ln_from_factors(Y, factors: LNFactors) -> torch.Tensor:
 
 
 def common_scale(Z, inv_sigma, how: str = "best") -> torch.Tensor:
-    """One scale ``c`` (shape ``(...)``) to stand in for every token's ``1/sigma_i`` in ``S^{-1} Z``.
+    """One scale ``c`` (shape ``(...)``) to stand in for every token's ``1/sigma_i`` in ``S^{-1}
+    Z``.
 
-    ``how="best"``: the least-squares choice :math:`c = \\sum_i \\lVert z_i\\rVert^2/\\sigma_i \\,/\\,
-    \\sum_i \\lVert z_i\\rVert^2`, which minimises :math:`\\lVert S^{-1}Z - cZ\\rVert_F` (the choice
-    most favourable to the paper's rewriting); ``how="mean"``: the mean of ``1/sigma_i``.
+    ``how="best"``: the least-squares choice :math:`c = \\sum_i \\lVert z_i\\rVert^2/\\sigma_i
+    \\,/\\, \\sum_i \\lVert z_i\\rVert^2`, which minimises :math:`\\lVert S^{-1}Z - cZ\\rVert_F`
+    (the choice most favourable to the paper's rewriting); ``how="mean"``: the mean of
+    ``1/sigma_i``.
     """
     check_choice("how", how, ("best", "mean"))
     Z = as_tokens("Z", Z)
@@ -222,7 +226,8 @@ def exact_rewriting(model: SAN, X, layer: int = 0) -> torch.Tensor:
 
 @torch.no_grad()
 def paper_rewriting(model: SAN, X, layer: int = 0, how: str = "best") -> torch.Tensor:
-    """The paper's form :math:`\\sum_h P_h X_l \\tilde W_h + \\mathbf 1\\tilde b^\\top`, :math:`\\tilde W_h = W_h C G c`.
+    """The paper's form :math:`\\sum_h P_h X_l \\tilde W_h + \\mathbf 1\\tilde b^\\top`,
+    :math:`\\tilde W_h = W_h C G c`.
 
     Every token's ``1/sigma_i`` is replaced by one common scale ``c`` (:func:`common_scale`), so
     that LayerNorm becomes a right multiplication, ``D^{-1} = c\\,C G``, as the paper writes it.
@@ -269,10 +274,12 @@ def _scales(name, s, shape=None, dtype=None) -> torch.Tensor:
 
 
 def scale_spread(sigma) -> torch.Tensor:
-    """Coefficient of variation (std / mean) of per-token scales ``sigma`` of shape ``(..., n)``; 0 iff all equal.
+    """Coefficient of variation (std / mean) of per-token scales ``sigma`` of shape ``(..., n)``; 0
+    iff all equal.
 
-    ``sigma`` must be finite and positive (LayerNorm's ``sqrt(var + eps)`` always is). Scale-free at any
-    magnitude: rows beyond ``2**±500`` are first rescaled by an exact power of two (others are untouched).
+    ``sigma`` must be finite and positive (LayerNorm's ``sqrt(var + eps)`` always is). Scale-free at
+    any magnitude: rows beyond ``2**±500`` are first rescaled by an exact power of two (others are
+    untouched).
     """
     sigma = rescaled(_scales("sigma", sigma), dims=(-1,))
     return sigma.std(dim=-1, unbiased=False) / sigma.mean(dim=-1)
@@ -290,7 +297,8 @@ def _check_size(n, d):
 def near_uniform_along_ones(
     n: int, d: int, eps: float, *, seed: int, level: float = 1.0, dtype=torch.float64
 ) -> torch.Tensor:
-    """``Y = level * 1 1_d^T + eps * E``: every token almost the same, and that common token along ``1_d``.
+    """``Y = level * 1 1_d^T + eps * E``: every token almost the same, and that common token along
+    ``1_d``.
 
     ``E`` is ``(n, d)`` Gaussian. Its relative residual is of order ``eps``; LayerNorm's centring
     removes the common part ``level * 1 1_d^T`` exactly, and what is left, ``eps * E C``, already
@@ -314,7 +322,8 @@ def near_uniform_along_ones(
 def balanced_tokens(
     n: int, d: int, *, seed: int, noise: float = 0.0, dtype=torch.float64
 ) -> torch.Tensor:
-    """Rank-one tokens ``X = s v^T`` with balanced signs ``s`` (half ``+1``, half ``-1``), plus optional noise.
+    """Rank-one tokens ``X = s v^T`` with balanced signs ``s`` (half ``+1``, half ``-1``), plus
+    optional noise.
 
     The mean token is zero, so ``res(X) = X`` with the mean centre: as far from ``1 x^T`` as a
     matrix of its norm can be, yet of rank one. Attention keeps the form ``s w^T`` (every token
@@ -340,9 +349,10 @@ def balanced_tokens(
 
 
 def residual_profile(model: SAN, X, rtol: float | None = None) -> dict:
-    """Per layer (``L + 1`` entries) of the forward pass on ``X``: ``"absolute"`` ``||res||_{1,inf}``,
-    ``"relative"`` residual, numerical ``"rank"`` (with ``rtol``, see :func:`numerical_rank`) and
-    ``"rank_one"``, the :func:`rank_one_deviation` (needs at least 2 tokens and 2 features),
+    """Per layer (``L + 1`` entries) of the forward pass on ``X``: ``"absolute"``
+    ``||res||_{1,inf}``, ``"relative"`` residual, numerical ``"rank"`` (with ``rtol``, see
+    :func:`numerical_rank`) and ``"rank_one"``, the :func:`rank_one_deviation` (needs at least 2
+    tokens and 2 features),
     each a tensor of shape ``(L+1, ...)``."""
     check_san(model)
     if rtol is not None:

@@ -1,8 +1,9 @@
 """The MLP's Lipschitz constant, and the price of a large one: sensitivity and gradient variance.
 
 With an MLP ``f`` after each attention layer, the paper's collapse bound gains the MLP's
-Lipschitz constant :math:`\\lambda`: the factor becomes :math:`4\\gamma\\beta H\\lambda/\\sqrt{d_{qk}}`
-(Dong et al. 2021, Section 3, "SAN with MLP"). The norm is the paper's composite norm
+Lipschitz constant :math:`\\lambda`: the factor becomes :math:`4\\gamma\\beta
+H\\lambda/\\sqrt{d_{qk}}` (Dong et al. 2021, Section 3, "SAN with MLP"). The norm is the paper's
+composite norm
 :math:`\\lVert X\\rVert_{1,\\infty} = \\sqrt{\\lVert X\\rVert_1\\lVert X\\rVert_\\infty}` on the
 ``n x d`` token matrix, and ``f`` acts on every token (row) separately:
 
@@ -11,19 +12,20 @@ Lipschitz constant :math:`\\lambda`: the factor becomes :math:`4\\gamma\\beta H\
 
 This module brackets :math:`\\lambda` from both sides:
 
-- :func:`lipschitz_upper_bound`, from the weights: :math:`\\lambda \\le \\lVert B\\rVert_{1,\\infty}`
-  with ``B`` the entrywise envelope of every Jacobian :math:`W_1 D W_2` the MLP can have
-  (:func:`jacobian_envelope`; at most :math:`c\\,|W_1|\\,|W_2|` with ``c`` the largest slope of
-  the activation); valid for every ``n``.
+- :func:`lipschitz_upper_bound`, from the weights: :math:`\\lambda \\le \\lVert
+  B\\rVert_{1,\\infty}` with ``B`` the entrywise envelope of every Jacobian :math:`W_1 D W_2` the
+  MLP can have (:func:`jacobian_envelope`; at most :math:`c\\,|W_1|\\,|W_2|` with ``c`` the largest
+  slope of the activation); valid for every ``n``.
 - :func:`lipschitz_lower_bound`, from data: the largest ratio
-  :math:`\\lVert f(X + \\Delta) - f(X)\\rVert_{1,\\infty} / \\lVert\\Delta\\rVert_{1,\\infty}` measured on
-  actual pairs, at ``X`` built from the tokens the MLP sees, with :math:`\\Delta` first built from
-  the local Jacobian and then improved by gradient ascent. Every pair evaluated is a witness, so
-  the result is a true lower bound on :math:`\\lambda` for matrices with that ``n``.
+  :math:`\\lVert f(X + \\Delta) - f(X)\\rVert_{1,\\infty} / \\lVert\\Delta\\rVert_{1,\\infty}`
+  measured on actual pairs, at ``X`` built from the tokens the MLP sees, with :math:`\\Delta` first
+  built from the local Jacobian and then improved by gradient ascent. Every pair evaluated is a
+  witness, so the result is a true lower bound on :math:`\\lambda` for matrices with that ``n``.
 
 and measures what a larger :math:`\\lambda` costs: :func:`perturbation_gain` (output change over
 input change along random directions) and :func:`gradient_variance` (the spread of per-example
-gradients, hence of mini-batch gradients).
+gradients, hence of mini-batch gradients), both in :mod:`rankcollapse.mlp_price` and re-exported
+here.
 
 Book: chapter "The MLP trade-off".
 """
@@ -41,13 +43,19 @@ from ._validate import (
     as_tokens,
     check_choice,
     check_cost,
-    check_elements,
     check_int,
     check_positive_float,
     check_seed,
     derive_seed,
 )
-from .residual import composite_norm, matrix_norm
+from .mlp_price import (  # noqa: F401  (re-exported)
+    GradientNoise,
+    gradient_variance,
+    memorization_task,
+    per_example_gradients,
+    perturbation_gain,
+)
+from .residual import composite_norm
 from .san import ACTIVATIONS, SAN, activation, check_san
 
 __all__ = [
@@ -99,15 +107,17 @@ def _tanh_gelu_slopes() -> tuple[float, float]:
 def jacobian_envelope(
     W_1: torch.Tensor, W_2: torch.Tensor, slopes: tuple[float, float]
 ) -> torch.Tensor:
-    """Entrywise bound ``B`` with :math:`|W_1 D W_2| \\le B` for every diagonal ``D`` with entries in ``slopes``.
+    """Entrywise bound ``B`` with :math:`|W_1 D W_2| \\le B` for every diagonal ``D`` with entries
+    in ``slopes``.
 
-    :math:`B_{kj} = \\max_{D}\\,|\\sum_m W_{1,km} D_m W_{2,mj}|`, attained with each ``D_m`` at an end
-    of its interval: the larger of the sum of the terms' largest values and minus the sum of their
-    smallest. Shapes: ``W_1`` ``(d, m)``, ``W_2`` ``(m, d')``; returns ``(d, d')``.
+    :math:`B_{kj} = \\max_{D}\\,|\\sum_m W_{1,km} D_m W_{2,mj}|`, attained with each ``D_m`` at an
+    end of its interval: the larger of the sum of the terms' largest values and minus the sum of
+    their smallest. Shapes: ``W_1`` ``(d, m)``, ``W_2`` ``(m, d')``; returns ``(d, d')``.
     """
     if W_1.ndim != 2 or W_2.ndim != 2 or W_1.shape[1] != W_2.shape[0]:
         raise ValueError(
-            f"W_1 (d_in, m) and W_2 (m, d_out) must share m, got W_1 {tuple(W_1.shape)} and W_2 {tuple(W_2.shape)}"
+            f"W_1 (d_in, m) and W_2 (m, d_out) must share m, got W_1 {tuple(W_1.shape)} and W_2 "
+            f"{tuple(W_2.shape)}"
         )
     lo, hi = slopes
     terms = W_1.unsqueeze(-1) * W_2.unsqueeze(0)  # (d, m, d'): W1_km W2_mj
@@ -125,7 +135,8 @@ def _check_mlp_model(model) -> None:
 
 
 def mlp_map(model: SAN, layer: int):
-    """The row-wise MLP of ``layer`` as a function ``(..., n, d) -> (..., n, d)`` (no skip, no LayerNorm)."""
+    """The row-wise MLP of ``layer`` as a function ``(..., n, d) -> (..., n, d)`` (no skip, no
+    LayerNorm)."""
     _check_mlp_model(model)
     layer = check_int("layer", layer, minimum=0, maximum=len(model.layers) - 1)
     return model.layers[layer].mlp
@@ -133,12 +144,14 @@ def mlp_map(model: SAN, layer: int):
 
 @torch.no_grad()
 def mlp_inputs(model: SAN, X, *, key_mask=None) -> list[torch.Tensor]:
-    """The matrices the MLP of each layer receives in the forward pass on ``X``: ``L`` tensors ``(..., n, d)``.
+    """The matrices the MLP of each layer receives in the forward pass on ``X``: ``L`` tensors
+    ``(..., n, d)``.
 
     For the paper's model (no skip, no LayerNorm) this is the attention output ``SA(X_{l-1})``;
     with skips or LayerNorm it is what :meth:`rankcollapse.san.Block.mlp_input` makes of the
     attention sub-layer's output (:meth:`~rankcollapse.san.Block.attention_sublayer`), the same
-    calls the forward pass makes. ``key_mask`` ``(..., n)``: as :meth:`rankcollapse.san.SAN.forward`.
+    calls the forward pass makes. ``key_mask`` ``(..., n)``: as
+    :meth:`rankcollapse.san.SAN.forward`.
     """
     _check_mlp_model(model)
     X = model.check_input(X)
@@ -158,11 +171,13 @@ def lipschitz_upper_bound(model: SAN) -> torch.Tensor:
     :math:`\\lambda_l \\le \\lVert B \\rVert_{1,\\infty}` with ``B`` the
     :func:`jacobian_envelope` of the layer's weights (never larger than
     :math:`c\\,|W_1|\\,|W_2|`, ``c`` the largest slope). Proof (chapter "The MLP trade-off",
-    proposition on the weight bound): token ``i`` of :math:`f(X) - f(Y)` is :math:`(x_i - y_i) A_i` with
+    proposition on the weight bound): token ``i`` of :math:`f(X) - f(Y)` is :math:`(x_i - y_i) A_i`
+    with
     :math:`A_i = \\int_0^1 W_1 D_i(t) W_2\\,dt`, the slopes on ``D_i(t)``'s diagonal inside the
-    activation's slope range, so :math:`|A_i| \\le B` entrywise. Then the largest row sum of the difference is
-    at most :math:`\\lVert B\\rVert_\\infty \\lVert X - Y\\rVert_\\infty` and the largest column sum at
-    most :math:`\\lVert B\\rVert_1 \\lVert X - Y\\rVert_1`. Biases do not enter. Valid for every ``n``.
+    activation's slope range, so :math:`|A_i| \\le B` entrywise. Then the largest row sum of the
+    difference is at most :math:`\\lVert B\\rVert_\\infty \\lVert X - Y\\rVert_\\infty` and the
+    largest column sum at most :math:`\\lVert B\\rVert_1 \\lVert X - Y\\rVert_1`. Biases do not
+    enter. Valid for every ``n``.
     """
     _check_mlp_model(model)
     slopes = activation_slope(model.config.activation)
@@ -172,7 +187,8 @@ def lipschitz_upper_bound(model: SAN) -> torch.Tensor:
 
 
 def _row_jacobians(f, T: torch.Tensor) -> torch.Tensor:
-    """``M[k] = d f(t_k) / d t_k`` in the row convention (``delta f = delta t @ M``): shape ``(K, d, d)``."""
+    """``M[k] = d f(t_k) / d t_k`` in the row convention (``delta f = delta t @ M``): shape ``(K, d,
+    d)``."""
     J = torch.func.vmap(torch.func.jacrev(lambda t: f(t.unsqueeze(0))[0]))(
         T
     )  # J[k, j, i] = df_j/dt_i
@@ -180,7 +196,8 @@ def _row_jacobians(f, T: torch.Tensor) -> torch.Tensor:
 
 
 def _structured_directions(M: torch.Tensor, n: int, ts) -> list[torch.Tensor]:
-    """Perturbations ``(n, d)`` that nearly attain ``||M||_{1,inf}`` for the linear row map ``x -> x M``.
+    """Perturbations ``(n, d)`` that nearly attain ``||M||_{1,inf}`` for the linear row map ``x -> x
+    M``.
 
     One token moves along the row of ``M`` with the largest absolute sum (this makes the largest
     row sum of the output large); the other ``n - 1`` move by ``t`` along the sign pattern of
@@ -203,7 +220,8 @@ def _structured_directions(M: torch.Tensor, n: int, ts) -> list[torch.Tensor]:
 
 
 def _ratio(f, X, D, eps):
-    """``||f(X + eps D) - f(X)|| / ||eps D||`` in the composite norm (an exact difference quotient)."""
+    """``||f(X + eps D) - f(X)|| / ||eps D||`` in the composite norm (an exact difference
+    quotient)."""
     step = eps * D
     return composite_norm(f(X + step) - f(X)) / composite_norm(step)
 
@@ -211,11 +229,13 @@ def _ratio(f, X, D, eps):
 def lipschitz_lower_bound(
     f, Z, *, steps: int = 50, points: int = 4, eps: float = 1e-5, seed: int = 0
 ) -> float:
-    """Lower bound on the composite-norm Lipschitz constant of a row-wise map ``f``, from data ``Z``.
+    """Lower bound on the composite-norm Lipschitz constant of a row-wise map ``f``, from data
+    ``Z``.
 
     ``Z``: tokens the map sees, ``(n, d)`` or ``(..., n, d)``; ``n`` is the number of tokens of the
     matrices compared. Returns the largest measured ratio
-    :math:`\\lVert f(X + \\varepsilon\\Delta) - f(X)\\rVert_{1,\\infty} / \\lVert\\varepsilon\\Delta\\rVert_{1,\\infty}`:
+    :math:`\\lVert f(X + \\varepsilon\\Delta) - f(X)\\rVert_{1,\\infty} /
+    \\lVert\\varepsilon\\Delta\\rVert_{1,\\infty}`:
 
     1. the ``points`` tokens ``x`` of ``Z`` with the largest local gain
        :math:`\\lVert M(x)\\rVert_{1,\\infty}` (``M`` the token Jacobian) are taken as base points,
@@ -223,7 +243,8 @@ def lipschitz_lower_bound(
     2. at each, structured perturbations that nearly attain :math:`\\lVert M(x)\\rVert_{1,\\infty}`
        for large ``n`` are tried;
     3. the best is improved by ``steps`` steps of gradient ascent (Adam) on the ratio, over the
-       perturbation and the base point together (at most ``rankcollapse._validate.MAX_LOOP`` = 10**5).
+       perturbation and the base point together (at most ``rankcollapse._validate.MAX_LOOP`` =
+       10**5).
 
     Each ratio is an exact difference quotient of an actual pair of matrices, so the result never
     exceeds the true constant (for this ``n``), whatever the optimiser does. ``eps`` is the step
@@ -298,7 +319,8 @@ class LipschitzEstimate:
 def mlp_lipschitz(
     model: SAN, X, *, steps: int = 50, points: int = 4, seed: int = 0
 ) -> LipschitzEstimate:
-    """Both bounds on every layer's MLP Lipschitz constant, the lower one from the MLP's inputs on ``X``.
+    """Both bounds on every layer's MLP Lipschitz constant, the lower one from the MLP's inputs on
+    ``X``.
 
     ``X``: ``(n, d)`` or ``(..., n, d)`` inputs of the network; the lower bound of layer ``l``
     searches at the tokens the MLP of layer ``l`` receives (see :func:`lipschitz_lower_bound`).
@@ -325,148 +347,3 @@ def mlp_lipschitz(
             )
         )
     return LipschitzEstimate(torch.tensor(lower, dtype=upper.dtype), upper, NORM, X.shape[-2])
-
-
-@torch.no_grad()
-def perturbation_gain(
-    model: SAN,
-    X,
-    *,
-    eps: float = 1e-4,
-    directions: int = 8,
-    seed: int = 0,
-    relative: bool = True,
-    norm: str = "fro",
-) -> torch.Tensor:
-    """Sensitivity to small input perturbations: output change over input change, per random direction.
-
-    For each input ``X`` (``(n, d)`` or ``(b, n, d)``) and each of ``directions`` Gaussian
-    directions ``U`` scaled so that ``||Delta|| = eps ||X||``, returns
-
-    - ``relative=True``: :math:`\\dfrac{\\lVert f(X+\\Delta) - f(X)\\rVert / \\lVert f(X)\\rVert}{\\lVert\\Delta\\rVert / \\lVert X\\rVert}`,
-      the amplification of a *relative* perturbation (scale-free: multiplying the output by a
-      constant does not change it);
-    - ``relative=False``: :math:`\\lVert f(X+\\Delta) - f(X)\\rVert / \\lVert\\Delta\\rVert`, which grows
-      with any rescaling of the output.
-
-    ``f`` is the whole network's last hidden state; ``norm``: ``"fro"`` (default) or ``"l1inf"``.
-    Shape ``(directions,)`` or ``(b, directions)``. Chapter "The MLP trade-off", section "The price".
-    A zero input is refused (``||Delta|| = eps ||X||`` would be 0: the gain is 0 / 0), and with
-    ``relative=True`` so is an input whose output is zero (a relative change of a zero output).
-    """
-    check_san(model)
-    X = as_tokens("X", X, d=model.config.d_model, dtype=model.config.dtype, max_batch_dims=1)
-    eps = check_positive_float("eps", eps)
-    directions = check_int("directions", directions)
-    seed = check_seed("seed", seed)
-    if not isinstance(relative, bool):
-        raise TypeError(f"relative must be True or False, got {relative!r}")
-    check_choice("norm", norm, ("fro", "l1inf"))
-    batched = X.ndim == 3
-    Xb = X if batched else X.unsqueeze(0)
-    gen = torch.Generator().manual_seed(seed)
-    U = torch.randn((Xb.shape[0], directions) + Xb.shape[1:], generator=gen, dtype=Xb.dtype)
-    xn = matrix_norm(Xb, norm)[:, None]
-    if bool((xn == 0).any()):
-        raise ValueError(
-            "X is zero (an input of norm 0): the perturbation eps * ||X|| is 0 and the gain 0 / 0; "
-            "pass a non-zero input, or relative=False with a perturbation of your own size"
-        )
-    U = U * (eps * xn / matrix_norm(U, norm))[..., None, None]
-    Y = model(Xb).last_hidden_state
-    if relative and bool((matrix_norm(Y, norm) == 0).any()):
-        raise ValueError(
-            "the model's output on X is zero: a relative change of it is undefined (use relative=False)"
-        )
-    Yp = model(Xb[:, None] + U).last_hidden_state
-    dY = matrix_norm(Yp - Y[:, None], norm)
-    dX = matrix_norm(U, norm)
-    gain = dY / dX
-    if relative:
-        gain = gain * xn / matrix_norm(Y, norm)[:, None]
-    return gain if batched else gain[0]
-
-
-def memorization_task(samples: int, n: int, d: int, *, seed: int, dtype=torch.float64):
-    """A per-token memorisation task: ``(X, targets, readout)``.
-
-    ``X``: ``(samples, n, d)`` Gaussian tokens; ``targets``: ``(samples, n)`` random signs, one per
-    token; ``readout``: a unit vector ``(d,)``. The loss of one sample is
-    :math:`\\tfrac12\\,\\mathrm{mean}_i\\,(y_i^\\top r - t_i)^2` with ``y_i`` the network's output
-    tokens: telling tokens apart is the whole task, so a collapsed output cannot solve it.
-    """
-    samples, n, d = check_int("samples", samples), check_int("n", n), check_int("d", d)
-    check_elements(
-        "samples * n * d", samples * n * d, alternative="draw fewer samples or smaller (n, d)"
-    )
-    seed = check_seed("seed", seed)
-    gen = torch.Generator().manual_seed(seed)
-    X = torch.randn(samples, n, d, generator=gen, dtype=dtype)
-    targets = torch.sign(torch.randn(samples, n, generator=gen, dtype=dtype))
-    targets[targets == 0] = 1.0
-    r = torch.randn(d, generator=gen, dtype=dtype)
-    return X, targets, r / r.norm()
-
-
-def per_example_gradients(model: SAN, X, targets, readout) -> torch.Tensor:
-    """Gradients of the :func:`memorization_task` loss, one per sample, flattened: shape ``(samples, P)``.
-
-    ``P`` counts every parameter of ``model`` (shared weights once). The model's own ``.grad``
-    fields are left untouched.
-    """
-    check_san(model)
-    X = as_tokens("X", X, d=model.config.d_model, dtype=model.config.dtype, max_batch_dims=1)
-    if X.ndim == 2:
-        X = X.unsqueeze(0)
-    targets = torch.as_tensor(targets, dtype=X.dtype)
-    if targets.shape != X.shape[:2]:
-        raise ValueError(
-            f"targets must have shape {tuple(X.shape[:2])} (samples, n), got {tuple(targets.shape)}"
-        )
-    readout = torch.as_tensor(readout, dtype=X.dtype)
-    if readout.shape != (X.shape[-1],):
-        raise ValueError(f"readout must have shape ({X.shape[-1]},), got {tuple(readout.shape)}")
-    params = list(model.parameters())
-    rows = []
-    for x, t in zip(X, targets):
-        loss = 0.5 * ((model(x).last_hidden_state @ readout - t) ** 2).mean()
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        rows.append(
-            torch.cat(
-                [
-                    (g if g is not None else torch.zeros_like(p)).reshape(-1)
-                    for g, p in zip(grads, params)
-                ]
-            )
-        )
-    return torch.stack(rows)
-
-
-@dataclass
-class GradientNoise:
-    """Spread of per-example gradients ``g_i`` (``samples`` of them).
-
-    variance: :math:`\\mathbb E\\lVert g_i - \\bar g\\rVert^2`, the trace of their covariance; a
-    mini-batch of ``B`` samples has gradient variance ``variance / B``. mean_sq_norm:
-    :math:`\\lVert\\bar g\\rVert^2`. noise_to_signal: ``variance / mean_sq_norm``, unchanged if the
-    loss is rescaled.
-    """
-
-    variance: float
-    mean_sq_norm: float
-
-    @property
-    def noise_to_signal(self) -> float:
-        return self.variance / self.mean_sq_norm if self.mean_sq_norm > 0 else math.inf
-
-
-def gradient_variance(model: SAN, X, targets, readout) -> GradientNoise:
-    """The spread of the :func:`memorization_task` gradients over samples (hence over mini-batches).
-
-    Chapter "The MLP trade-off", section "The price".
-    """
-    G = per_example_gradients(model, X, targets, readout)
-    mean = G.mean(dim=0)
-    # unbiased: E||g - mean||^2 estimated with samples - 1 degrees of freedom
-    var = ((G - mean) ** 2).sum(dim=1).sum() / max(G.shape[0] - 1, 1)
-    return GradientNoise(float(var), float(mean.pow(2).sum()))

@@ -12,14 +12,16 @@ bound with skip connections"), with numbers and tensors only:
   mean-centred residual in the row-sum norm, ``b_l = ||res(X_l)||_inf``, satisfies
   ``1/b_L^2 <= max(1/b_0^2, 3 k_max/(1 - 2 Omega_max)^2) + (15/4) k_max L`` for every input and
   every depth (:func:`depth_bound`, :func:`lower_bound` for a core ``SAN``);
-- the one-layer lemma in its a-posteriori form, ``b_{l+1} >= b_l (1 - sum_h 2 omega_h tanh 2 eps_h)``
-  with the forward pass's ``eps_h = max_ij |R W_QK,h R^T|_ij / sqrt(d_qk)`` (:func:`one_layer_bound`);
+- the one-layer lemma in its a-posteriori form, ``b_{l+1} >= b_l (1 - sum_h 2 omega_h tanh 2
+  eps_h)`` with the forward pass's ``eps_h = max_ij |R W_QK,h R^T|_ij / sqrt(d_qk)``
+  (:func:`one_layer_bound`);
 - networks of one shape with batched weights (:class:`Stack`), the construction that reaches the
   rate (``W_QK = q I``, ``W_h = -omega I`` on a regular simplex of tokens, :func:`construction`,
   :func:`simplex_tokens`, :func:`simplex_log10_ratios`), random networks in the regime
   (:func:`random_networks`) and the bound checked on them (:func:`bound_check`).
 
-The adversarial search over the weights lives in :mod:`rankcollapse.lower_bound_search`.
+The theorem's functions live in :mod:`rankcollapse.lower_bound_theorem` (re-exported here), the
+adversarial search over the weights in :mod:`rankcollapse.lower_bound_search`.
 Core dependencies only (torch, numpy, the core modules). Book: chapter "A lower bound with skip
 connections".
 """
@@ -40,11 +42,21 @@ from ._validate import (
     check_int,
     check_positive_float,
     check_seed,
-    check_tensor_kind,
 )
-from .residual import norm_inf, res
-from .san import SAN, SANConfig, check_san
-from .theory import qk_matrices, value_matrices
+from .lower_bound_theorem import (  # noqa: F401  (re-exported)
+    OMEGA_LIMIT,
+    STEP,
+    THRESHOLD,
+    _depth_grid,
+    _float64,
+    _head_constants,
+    depth_bound,
+    layer_constants,
+    lower_bound,
+    one_layer_bound,
+    residual_inf,
+)
+from .san import SAN, SANConfig
 
 __all__ = [
     "STEP",
@@ -64,174 +76,15 @@ __all__ = [
     "bound_check",
 ]
 
-#: ``K`` of the theorem: ``(1 - x)^-2 <= 1 + K x`` for ``0 <= x <= THRESHOLD``.
-STEP = 15 / 4
-#: The largest ``k b^2`` at which a layer is treated as small (the theorem's ``x_0 = 1/3``).
-THRESHOLD = 1 / 3
-#: The theorem needs ``Omega < 1/2`` in every layer.
-OMEGA_LIMIT = 0.5
-
-
-def residual_inf(X) -> torch.Tensor:
-    """``b = ||res(X)||_inf``, the largest row l1 norm of the mean-centred residual; ``(..., n, d) -> (...)``."""
-    return norm_inf(res(X))
-
-
-def _head_constants(QK: torch.Tensor, W: torch.Tensor, d_qk: int):
-    """``(k, Omega)`` of layers whose heads are ``QK, W`` ``(..., H, d, d)``: each ``(...)``."""
-    A = QK.abs()
-    q = torch.minimum(A.sum(-2).amax(-1), A.sum(-1).amax(-1))  # min(||.||_1, ||.||_inf)
-    omega = W.abs().sum(-1).amax(-1)  # ||W_h||_inf, the largest row sum
-    return 4 / math.sqrt(d_qk) * (q * omega).sum(-1), omega.sum(-1)
-
-
-def layer_constants(model) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(k_l, Omega_l)`` of every layer of a core ``SAN``, each ``(L,)`` (see the module docstring)."""
-    model = _check_skip_attention(model)
-    return _head_constants(qk_matrices(model), value_matrices(model), model.config.d_qk)
-
-
-def depth_bound(b0, k, omega, depths) -> torch.Tensor:
-    """The theorem's lower bound on ``b_L = ||res(X_L)||_inf`` at each depth of ``depths``.
-
-    ``b0``: the input's ``||res(X)||_inf``; ``k``, ``omega``: bounds on every layer's constants
-    (:func:`layer_constants`; ``omega < 1/2``, else ``ValueError``: the theorem does not apply);
-    all three broadcast together (tensors or numbers). Returns
-    ``b~ / sqrt(1 + (15/4) k b~^2 L)`` with ``b~ = min(b0, (1 - 2 omega)/sqrt(3 k))``, shaped
-    ``(..., len(depths))``, float64. Book: chapter "A lower bound with skip connections", section 3.
-    """
-    b0, k, omega = (_float64(name, v) for name, v in (("b0", b0), ("k", k), ("omega", omega)))
-    if (
-        (b0 < 0).any()
-        or (k < 0).any()
-        or (omega < 0).any()
-        or not all(torch.isfinite(v).all() for v in (b0, k, omega))
-    ):
-        raise ValueError("b0, k and omega must be finite and non-negative")
-    if (omega >= OMEGA_LIMIT).any():
-        raise ValueError(
-            f"omega must be below 1/2 in every layer (the theorem's regime), got max {omega.max():.4g}"
-        )
-    L = torch.as_tensor(
-        [check_int("depths", x, minimum=0) for x in _depth_grid(depths)], dtype=torch.float64
-    )
-    with torch.no_grad():
-        cap = torch.where(
-            k > 0,
-            (1 - 2 * omega) / torch.sqrt(3 * torch.where(k > 0, k, torch.ones_like(k))),
-            torch.full_like(k, math.inf),
-        )
-        b = torch.minimum(b0, cap).unsqueeze(-1)
-        return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b**2 * L)
-
-
-def _float64(name: str, value) -> torch.Tensor:
-    """``value`` (a number, or a tensor, array or sequence of numbers) as a float64 tensor; a ``TypeError``
-    naming ``name`` for anything else (a string, ``None``, a complex or bool tensor)."""
-    if isinstance(value, torch.Tensor):
-        check_tensor_kind(name, value)
-    elif isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(
-            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}"
-        )
-    try:
-        return torch.as_tensor(value, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        raise TypeError(
-            f"{name} must be a number or a tensor of numbers, got {type(value).__name__} {value!r:.40}"
-        ) from None
-
-
-def _depth_grid(depths) -> list:
-    if not isinstance(depths, (np.ndarray, torch.Tensor)) and hasattr(depths, "__len__"):
-        # a range or a sequence: its length is known before it is turned into an array
-        check_elements(
-            "depths", len(depths), alternative="evaluate the bound on a coarser grid of depths"
-        )
-    depths = np.atleast_1d(np.asarray(depths))
-    if depths.ndim != 1 or depths.size == 0:
-        raise ValueError(
-            f"depths must be a non-empty 1-D sequence of depths, got shape {depths.shape}"
-        )
-    check_elements(
-        "depths", depths.size, alternative="evaluate the bound on a coarser grid of depths"
-    )
-    return [int(x) if float(x) == int(x) else x for x in depths.tolist()]
-
-
-def _check_skip_attention(model) -> SAN:
-    cfg = check_san(model).config
-    why = [
-        s
-        for s, bad in (
-            ("skip=True", not cfg.skip),
-            ("mlp=0", cfg.mlp),
-            ("layernorm='none'", cfg.layernorm != "none"),
-            ("bias=False", cfg.bias),
-            ("final_layernorm=False", cfg.final_layernorm),
-            ("causal=False", cfg.causal),
-            ("window=0", cfg.window),
-            ("attention='dot'", cfg.attention != "dot"),
-        )
-        if bad
-    ]
-    if why:
-        raise ValueError(
-            "model must be self-attention with skip connections and nothing else, which is all the "
-            f"theorem covers: it needs {', '.join(why)}"
-        )
-    return model
-
-
-def lower_bound(model, X) -> torch.Tensor:
-    """The theorem's bound for a core ``SAN`` with skips on ``X`` ``(n, d)`` or ``(..., n, d)``: ``(L+1, ...)``.
-
-    Entry ``l`` bounds ``||res(X_l)||_inf`` from below, with ``k`` and ``Omega`` the largest over
-    the first ``l`` layers. Refused (``ValueError``) outside the theorem: a network with an MLP,
-    LayerNorm, biases, a mask or relative attention, or with ``Omega >= 1/2`` in some layer.
-    """
-    X = _check_skip_attention(model).check_input(X)
-    k, omega = layer_constants(model)
-    if (omega >= OMEGA_LIMIT).any():
-        raise ValueError(
-            f"model has Omega = sum_h ||W_h||_inf = {omega.max():.4g} >= 1/2 in some layer: "
-            "outside the theorem's regime"
-        )
-    b0 = residual_inf(X)
-    out = [b0]
-    for l in range(1, model.config.n_layers + 1):
-        out.append(depth_bound(b0, k[:l].max(), omega[:l].max(), [l])[..., 0])
-    return torch.stack(out)
-
-
-@torch.no_grad()
-def one_layer_bound(model, X) -> torch.Tensor:
-    """The one-layer lemma, a posteriori: ``b_l (1 - sum_h 2 omega_h tanh(2 eps_h))`` for ``l = 0..L-1``, ``(L, ...)``.
-
-    ``b_l`` and ``eps_h = max_ij |(R W_QK,h R^T)_ij| / sqrt(d_qk)`` (``R = res(X_l)``) come from the
-    forward pass of ``model`` (a core ``SAN`` with skips and nothing else) on ``X``; entry ``l``
-    bounds ``b_{l+1}`` from below, whatever the weights (no condition on ``Omega``).
-    """
-    X = _check_skip_attention(model).check_input(X)
-    hidden = model(X).hidden_states
-    QK, W = qk_matrices(model), value_matrices(model)
-    omega = W.abs().sum(-1).amax(-1)  # (L, H)
-    out = []
-    for l, Xl in enumerate(hidden[:-1]):
-        R = res(Xl)
-        E = torch.einsum("...nd,hde,...me->...hnm", R, QK[l], R) / math.sqrt(model.config.d_qk)
-        eps = E.abs().amax(dim=(-1, -2))  # (..., H)
-        out.append(residual_inf(Xl) * (1 - (2 * omega[l] * torch.tanh(2 * eps)).sum(-1)))
-    return torch.stack(out) if out else torch.zeros((0,) + X.shape[:-2], dtype=X.dtype)
-
 
 @dataclass(frozen=True)
 class Stack:
     """``B`` self-attention networks of one shape with skips (or without), weights batched.
 
-    ``QK`` ``(B, L, H, d, d)``: each head's ``W_QK = W_Q W_K^T``; ``W`` ``(B, L, H, d, d)``: its value
-    map ``W_V W_O``; logits ``X W_QK X^T / sqrt(d_qk)``. :meth:`san` builds network ``i`` as a core
-    ``SAN`` (``W_Q = W_QK``, ``W_K = I``, ``W_V = W_h``, ``W_O = I``, ``d_qk`` as given), the same network.
+    ``QK`` ``(B, L, H, d, d)``: each head's ``W_QK = W_Q W_K^T``; ``W`` ``(B, L, H, d, d)``: its
+    value map ``W_V W_O``; logits ``X W_QK X^T / sqrt(d_qk)``. :meth:`san` builds network ``i`` as a
+    core ``SAN`` (``W_Q = W_QK``, ``W_K = I``, ``W_V = W_h``, ``W_O = I``, ``d_qk`` as given), the
+    same network.
     """
 
     QK: torch.Tensor
@@ -256,7 +109,8 @@ class Stack:
         return k.amax(-1), omega.amax(-1)
 
     def hidden(self, X, skip: bool = True) -> list[torch.Tensor]:
-        """``X_0 .. X_L`` of every network on its input ``X`` ``(B, n, d)`` (or one ``(n, d)`` for all)."""
+        """``X_0 .. X_L`` of every network on its input ``X`` ``(B, n, d)`` (or one ``(n, d)`` for
+        all)."""
         B, d = self.QK.shape[0], self.QK.shape[-1]
         if (
             not isinstance(X, torch.Tensor)
@@ -309,7 +163,8 @@ class Stack:
 
 
 def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> Stack:
-    """One network of depth ``L``: every head ``W_QK = q I``, ``W_h = s_l omega I`` (``s_l = -1``, or ``signs``).
+    """One network of depth ``L``: every head ``W_QK = q I``, ``W_h = s_l omega I`` (``s_l = -1``,
+    or ``signs``).
 
     With ``signs`` all ``-1`` it is the construction of chapter "A lower bound with skip
     connections", section 4 (``Omega = H omega``, ``k = 4 H q omega / sqrt(d)``); ``+1`` layers grow
@@ -345,11 +200,13 @@ def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> 
 
 
 def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
-    """``n`` tokens at the vertices of a regular simplex centred at 0, ``(n, d)`` with ``||res||_inf = b0``.
+    """``n`` tokens at the vertices of a regular simplex centred at 0, ``(n, d)`` with ``||res||_inf
+    = b0``.
 
     ``d >= n - 1``. Every token has the same norm and every pair the same inner product
     (``-|r|^2/(n-1)``), so attention with ``W_QK = q I`` is symmetric and doubly stochastic.
-    Sizes whose ``(n, n)`` SVD would exceed the library's memory or work caps are refused before it runs.
+    Sizes whose ``(n, n)`` SVD would exceed the library's memory or work caps are refused before it
+    runs.
     """
     n, d = check_int("n", n, minimum=2), check_int("d", d)
     if d < n - 1:
@@ -376,7 +233,8 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
 def simplex_log10_ratios(
     signs, n: int, d: int, H: int, q: float, omega: float, b0: float
 ) -> np.ndarray:
-    """``log10(b_l / b_0)``, ``l = 0..L``, of :func:`construction` (``signs``) on :func:`simplex_tokens`, exactly.
+    """``log10(b_l / b_0)``, ``l = 0..L``, of :func:`construction` (``signs``) on
+    :func:`simplex_tokens`, exactly.
 
     The tokens stay a regular simplex: each layer multiplies the residual by ``1 + s_l H omega a``
     with ``a = (e^g - 1)/(e^g + n - 1)``, ``g = q rho^2 n / ((n-1) sqrt(d))`` and ``rho`` a token's
@@ -435,8 +293,8 @@ def random_networks(
 ):
     """Random networks with skips in the theorem's regime, ``(Stack, X)`` in batches of ``batch``.
 
-    Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H`` heads,
-    depth in ``1..max_L``; per network: ``W_QK`` Gaussian times a scale log-uniform in
+    Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H``
+    heads, depth in ``1..max_L``; per network: ``W_QK`` Gaussian times a scale log-uniform in
     ``[1e-2, 1e2]`` (half of them ``q I`` plus noise), value maps Gaussian (half ``-I`` plus noise)
     rescaled to ``Omega`` in ``(0, 1/2)``, most near ``1/2``; inputs Gaussian with a residual scale
     and a mean log-uniform in ``[1e-2, 1e2]`` (a tenth of them regular simplices).
@@ -482,8 +340,9 @@ def random_networks(
 
 @dataclass
 class BoundCheck:
-    """The bound against the measured residual: ``networks`` checked, ``pairs`` (network, depth) compared,
-    ``violations`` (measured below the bound by more than ``1e-9`` relative), ``worst``: the smallest
+    """The bound against the measured residual: ``networks`` checked, ``pairs`` (network, depth)
+    compared, ``violations`` (measured below the bound by more than ``1e-9`` relative), ``worst``:
+    the smallest
     measured / bound over every pair."""
 
     networks: int
@@ -501,8 +360,10 @@ class BoundCheck:
 
 
 def bound_check(stack: Stack, X) -> BoundCheck:
-    """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``), against
-    the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over layers)."""
+    """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``),
+    against
+    the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over
+    layers)."""
     if not isinstance(stack, Stack):
         raise TypeError(
             f"stack must be a rankcollapse.lower_bound.Stack, got {type(stack).__name__}"

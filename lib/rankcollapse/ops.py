@@ -31,7 +31,7 @@ from ._validate import (
 __all__ = [
     "LN_EPS",
     "ACTIVATIONS",
-    "layer_norm",
+    "layer_norm_sigma",
     "activation",
     "relative_positions",
     "allowed_keys",
@@ -50,8 +50,9 @@ LN_EPS = 1e-5
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
 
-def layer_norm(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = LN_EPS):
-    """LayerNorm over features, returning ``(LN(Y), sigma)`` with ``sigma`` of shape ``(..., n)``.
+def layer_norm_sigma(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = LN_EPS):
+    """LayerNorm over features, returning ``(LN(Y), sigma)`` with ``sigma`` of shape ``(..., n)``
+    (the network's form; :func:`rankcollapse.layernorm.layer_norm` is the reader's, ``LN(Y)`` only).
 
     ``LN(Y) = (Y - mean(Y) 1^T) / sigma * gain + shift`` row by row, ``sigma = sqrt(var + eps)``
     (biased variance, ``eps = 1e-5`` by default, as ``torch.nn.LayerNorm``).
@@ -127,7 +128,8 @@ def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: in
 
 
 def set_weights(module: nn.Module, given: dict, where: str, names=None) -> None:
-    """Replace ``module``'s parameters (or those in ``names``) by the tensors (or NumPy arrays) ``given``,
+    """Replace ``module``'s parameters (or those in ``names``) by the tensors (or NumPy arrays)
+    ``given``,
     checking each."""
     expected = {k: v for k, v in module.named_parameters() if names is None or k in names}
     missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
@@ -169,7 +171,8 @@ def check_key_mask(key_mask, shape) -> torch.Tensor | None:
         )
     if key_mask.shape != tuple(shape):
         raise ValueError(
-            f"key_mask must have shape {tuple(shape)} (the tokens of X), got {tuple(key_mask.shape)}"
+            f"key_mask must have shape {tuple(shape)} (the tokens of X), got "
+            f"{tuple(key_mask.shape)}"
         )
     if key_mask.dtype != torch.bool:
         if ((key_mask != 0) & (key_mask != 1)).any():
@@ -183,7 +186,8 @@ def check_key_mask(key_mask, shape) -> torch.Tensor | None:
 
 
 def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> torch.Tensor:
-    """XLNet's attention logits times ``sqrt(d_qk)``, ``(..., H, n, n)``, for a block with ``attention="relative"``.
+    """XLNet's attention logits times ``sqrt(d_qk)``, ``(..., H, n, n)``, for a block with
+    ``attention="relative"``.
 
     ``(q_i + u) k_j^T + (q_i + v) r_{i-j}^T [+ (q_i + s) e_{ij}^T]``: ``u, v, s`` the block's
     ``r_w_bias, r_r_bias, r_s_bias`` ``(H, d_qk)``; ``r_{i-j}`` row ``n - i + j`` of
@@ -262,7 +266,8 @@ def forward_cost(config, shape) -> tuple[int, int]:
 
 
 def check_forward(config, shape) -> None:
-    """Refuse a forward pass on tokens of ``shape`` whose :func:`forward_cost` exceeds the library's caps."""
+    """Refuse a forward pass on tokens of ``shape`` whose :func:`forward_cost` exceeds the library's
+    caps."""
     n_bytes, work = forward_cost(config, shape)
     alternative = "use fewer tokens (n), a smaller batch, or fewer layers or heads"
     check_cost(f"X (shape {tuple(shape)})", n_bytes, _CALL_BYTES, alternative=alternative)
@@ -272,14 +277,16 @@ def check_forward(config, shape) -> None:
 
 
 def check_runs(config, shape, runs: int, *, name: str = "samples", per_layer: int = 1) -> None:
-    """Refuse, before any work, a study that builds ``runs`` networks of ``config`` and runs each forward
-    on tokens of ``shape`` ``(..., n, d)`` (``runs`` = samples times the settings studied).
+    """Refuse, before any work, a study that builds ``runs`` networks of ``config`` and runs each
+    forward on tokens of ``shape`` ``(..., n, d)`` (``runs`` = samples times the settings studied).
 
-    Checked in turn: the network itself (:func:`check_size`) and one forward pass (:func:`check_forward`);
-    the total arithmetic, ``runs x`` (a forward pass and the products of the weights, per layer), against
+    Checked in turn: the network itself (:func:`check_size`) and one forward pass
+    (:func:`check_forward`); the total arithmetic, ``runs x`` (a forward pass and the products of
+    the weights, per layer), against
     :data:`rankcollapse._validate.MAX_WORK` multiply-adds; and the Python-level layer passes,
-    ``runs x (n_layers + 1) x per_layer`` (``per_layer``: passes' worth of Python work a layer costs,
-    e.g. the linear programmes of the optimal centre), against :data:`rankcollapse._validate.MAX_LOOP`.
+    ``runs x (n_layers + 1) x per_layer`` (``per_layer``: passes' worth of Python work a layer
+    costs, e.g. the linear programmes of the optimal centre), against
+    :data:`rankcollapse._validate.MAX_LOOP`.
     The last two name ``name`` (the argument counting the networks)."""
     runs = check_int(name, runs, minimum=0)
     check_size(config)
@@ -317,8 +324,11 @@ def check_size(config, max_bytes: int = MAX_BYTES) -> None:
     n_bytes = weight_count(config) * torch.finfo(config.dtype).bits // 8
     if n_bytes > max_bytes:
         raise ValueError(
-            f"a SAN with n_layers={config.n_layers}, n_heads={config.n_heads}, d_model={config.d_model}, "
-            f"d_qk={config.d_qk}, d_v={config.d_v}, mlp={config.mlp} would hold {n_bytes / 2**30:.3g} GiB of "
-            f"weights, more than the {max_bytes / 2**30:.3g} GiB rankcollapse.san.MAX_BYTES allows: "
+            f"a SAN with n_layers={config.n_layers}, n_heads={config.n_heads}, "
+            f"d_model={config.d_model}, "
+            f"d_qk={config.d_qk}, d_v={config.d_v}, mlp={config.mlp} would hold "
+            f"{n_bytes / 2**30:.3g} GiB of "
+            f"weights, more than the {max_bytes / 2**30:.3g} GiB rankcollapse.san.MAX_BYTES "
+            "allows: "
             "make it smaller (or raise rankcollapse.san.MAX_BYTES)"
         )

@@ -1,4 +1,5 @@
-"""The self-attention network (SAN) of the paper, in one readable file.
+"""The self-attention network (SAN) of the paper, in one readable file (its switches, validated,
+in :mod:`rankcollapse.san_config`, re-exported here).
 
 One layer of the paper's model (Dong et al. 2021, Section 2, "The path decomposition"):
 
@@ -9,13 +10,14 @@ One layer of the paper's model (Dong et al. 2021, Section 2, "The path decomposi
 
 with ``P_h`` row-stochastic (``n x n``) and the softmax taken along each row. The paper writes
 :math:`W_h = W_{V,h} W_{O,h}`. A :class:`SANConfig` switches on what the theorems leave out:
-skip connections (``X + SA(X)``), an MLP after each attention layer, LayerNorm (``"post"`` as in
-BERT, ``"pre"`` as in GPT-2) and biases; ``shared=True`` reuses one layer's weights at every
-depth, as ALBERT does. The same switches describe real transformers (``rankcollapse.real``
-converts BERT, ALBERT, XLNet and GPT-2 weights into this network): a causal mask, a final
-LayerNorm, the LayerNorm's ``eps``, the activation, and XLNet's relative-position attention
-(``attention="relative"``, :meth:`Block.scores`). Whatever the switches, every layer's attention
-matrices ``P_h`` are returned, so the path decomposition and the theory read them as they are.
+skip connections (``X + SA(X)``, weighted by ``skip_strength`` and ``branch_scale``), an MLP
+after each attention layer, LayerNorm (``"post"`` as in BERT, ``"pre"`` as in GPT-2) and biases;
+``shared=True`` reuses one layer's weights at every depth, as ALBERT does. The same switches
+describe real transformers (``rankcollapse.real`` converts BERT, ALBERT, XLNet and GPT-2 weights
+into this network): a causal mask, a final LayerNorm, the LayerNorm's ``eps``, the activation, and
+XLNet's relative-position attention (``attention="relative"``, :meth:`Block.scores`). Whatever the
+switches, every layer's attention matrices ``P_h`` are returned, so the path decomposition and the
+theory read them as they are.
 
 Shapes: input ``X`` is ``(n, d_model)`` or batched ``(..., n, d_model)``; attention matrices
 are ``(..., H, n, n)``; a key mask or segment ids are ``(..., n)``. Book: chapter "The path
@@ -25,19 +27,12 @@ decomposition" (the model) and every later chapter.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ._validate import (
-    as_tokens,
-    check_choice,
-    check_dtype,
-    check_int,
-    check_positive_float,
-    check_seed,
-)
+from ._validate import as_tokens, check_choice, check_positive_float, check_seed
 from .ops import (  # noqa: F401  (re-exported)
     ACTIVATIONS,
     LN_EPS,
@@ -47,12 +42,13 @@ from .ops import (  # noqa: F401  (re-exported)
     check_forward,
     check_key_mask,
     check_size,
-    layer_norm,
+    layer_norm_sigma,
     relative_positions,
     relative_scores,
     weight_count,
 )
 from .ops import set_weights as _set_weights
+from .san_config import ATTENTIONS, LAYERNORMS, SANConfig
 
 __all__ = [
     "SANConfig",
@@ -63,7 +59,7 @@ __all__ = [
     "ACTIVATIONS",
     "ATTENTIONS",
     "check_san",
-    "layer_norm",
+    "layer_norm_sigma",
     "activation",
     "relative_positions",
     "MAX_BYTES",
@@ -71,104 +67,7 @@ __all__ = [
     "check_size",
 ]
 
-LAYERNORMS = ("none", "post", "pre")
-ATTENTIONS = ("dot", "relative")
 _NO_INIT = object()  # SAN(config, seed=_NO_INIT): empty weights, for SAN.from_weights
-
-
-@dataclass(frozen=True)
-class SANConfig:
-    """Hyper-parameters of a :class:`SAN`.
-
-    n_layers: depth ``L``. n_heads: heads per layer ``H``. d_model: token width ``d``.
-    d_qk: query/key width per head (default ``d_model // n_heads``; the theorems' ``d_qk``).
-    d_v: value width per head (default ``d_model // n_heads``).
-    skip: skip connections around every sub-layer. mlp: hidden width of the MLP after each
-    attention layer (0 = no MLP, the theorems' pure attention). mlp_skip: the skip connection
-    around the MLP alone (``None``: as ``skip``; the official code's "SAN + MLP" kept it while
-    removing the attention's). activation: ``"relu"``, ``"gelu"`` (exact, with the normal CDF) or
-    ``"gelu_tanh"`` (its tanh approximation, transformers' ``"gelu_new"``, used by ALBERT and
-    GPT-2). layernorm: ``"none"``, ``"post"`` (``LN(X + SA(X))``) or ``"pre"``
-    (``X + SA(LN(X))``). ln_eps: the ``eps`` inside every LayerNorm's square root.
-    final_layernorm: one more LayerNorm on the last layer's output (GPT-2's ``ln_f``).
-    bias: biases in the query, key, value, output and MLP maps. shared: one set of weights for
-    all layers. causal: token ``i`` attends to tokens ``j <= i`` only (a decoder). window: a
-    sliding-window (local) mask, token ``i`` attends to tokens with ``|i - j| < window`` (with
-    ``causal``: the ``window`` tokens ``i - window < j <= i``); 0 (default) is no window, and a
-    window of ``n`` or more is full attention (:func:`rankcollapse.ops.allowed_keys`).
-    attention: ``"dot"`` (the paper's) or ``"relative"`` (XLNet's content stream: the scores gain
-    a term in the relative position ``i - j`` and one in whether ``i`` and ``j`` share a segment,
-    see :meth:`Block.scores`). clamp_len: relative positions beyond it are clamped (0: none).
-    position_dtype: the dtype the relative positions' sinusoids are computed in before the cast
-    to ``dtype`` (``None``: ``dtype``; transformers computes XLNet's in float32).
-    init_scale: multiplies the attention weights at initialisation (standard deviation
-    ``init_scale / sqrt(fan_in)``); mlp_scale does the same for the MLP. dtype:
-    ``torch.float64`` (default, to see the collapse's tail) or ``torch.float32``.
-    """
-
-    n_layers: int = 6
-    n_heads: int = 1
-    d_model: int = 32
-    d_qk: int | None = None
-    d_v: int | None = None
-    skip: bool = False
-    mlp: int = 0
-    activation: str = "relu"
-    layernorm: str = "none"
-    bias: bool = False
-    shared: bool = False
-    init_scale: float = 1.0
-    mlp_scale: float = 1.0
-    dtype: torch.dtype = field(default=torch.float64)
-    mlp_skip: bool | None = None
-    ln_eps: float = LN_EPS
-    final_layernorm: bool = False
-    causal: bool = False
-    attention: str = "dot"
-    clamp_len: int = 0
-    position_dtype: torch.dtype | None = None
-    window: int = 0
-
-    def __post_init__(self):
-        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
-        set_("n_layers", check_int("n_layers", self.n_layers, minimum=0))
-        set_("n_heads", check_int("n_heads", self.n_heads))
-        set_("d_model", check_int("d_model", self.d_model))
-        default_width = max(1, self.d_model // self.n_heads)
-        set_("d_qk", check_int("d_qk", default_width if self.d_qk is None else self.d_qk))
-        set_("d_v", check_int("d_v", default_width if self.d_v is None else self.d_v))
-        set_("mlp", check_int("mlp", self.mlp, minimum=0))
-        for flag in ("skip", "bias", "shared", "final_layernorm", "causal"):
-            if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        if self.mlp_skip is not None and not isinstance(self.mlp_skip, bool):
-            raise TypeError(
-                f"mlp_skip must be True, False or None (as skip), got {self.mlp_skip!r}"
-            )
-        check_choice("layernorm", self.layernorm, LAYERNORMS)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        check_choice("attention", self.attention, ATTENTIONS)
-        if self.attention == "relative" and self.d_qk != self.d_v:
-            raise ValueError(
-                f"attention='relative' needs d_qk == d_v, got {self.d_qk} and {self.d_v}"
-            )
-        set_("clamp_len", check_int("clamp_len", self.clamp_len, minimum=0))
-        set_("window", check_int("window", self.window, minimum=0))
-        set_("init_scale", check_positive_float("init_scale", self.init_scale, allow_zero=True))
-        set_("mlp_scale", check_positive_float("mlp_scale", self.mlp_scale, allow_zero=True))
-        set_("ln_eps", check_positive_float("ln_eps", self.ln_eps))
-        set_("dtype", check_dtype("dtype", self.dtype))
-        if self.position_dtype is not None:
-            set_("position_dtype", check_dtype("position_dtype", self.position_dtype))
-
-    @property
-    def skip_mlp(self) -> bool:
-        """Whether the MLP has its skip connection (``mlp_skip``, or ``skip`` when it is ``None``)."""
-        return self.skip if self.mlp_skip is None else self.mlp_skip
-
-    def replace(self, **changes) -> SANConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
 
 
 @dataclass
@@ -176,8 +75,8 @@ class SANOutput:
     """What a forward pass returns.
 
     hidden_states: ``L + 1`` tensors ``(..., n, d)``, the input and the output of every layer
-    (with ``final_layernorm`` the last one is after the final LayerNorm, as transformers reports it).
-    attentions: ``L`` tensors ``(..., H, n, n)``, every layer's attention matrices ``P_h``.
+    (with ``final_layernorm`` the last one is after the final LayerNorm, as transformers reports
+    it). attentions: ``L`` tensors ``(..., H, n, n)``, every layer's attention matrices ``P_h``.
     ln_scales: ``L`` tensors ``(..., n)`` (or ``None`` without LayerNorm): the per-token
     standard deviation that the attention sub-layer's LayerNorm divided by. Holding these and
     the attentions fixed makes the network linear in its input (chapter "The path decomposition").
@@ -193,7 +92,8 @@ class SANOutput:
 
 
 class Block(nn.Module):
-    """One layer: multi-head self-attention, then (optionally) an MLP; skips and LayerNorm per config.
+    """One layer: multi-head self-attention, then (optionally) an MLP; skips and LayerNorm per
+    config.
 
     ``Block(cfg, gen)`` draws the weights from ``gen``; ``Block(cfg, None)`` leaves them empty for
     :meth:`SAN.from_weights` to set; :meth:`weights` lists them by name.
@@ -254,8 +154,9 @@ class Block(nn.Module):
         Yang et al. 2019, Section 2.5, after Transformer-XL): :math:`[(q_i + u) k_j^\\top +
         (q_i + v) r_{i-j}^\\top + (q_i + s) e_{ij}^\\top] / \\sqrt{d_{qk}}` with ``u, v, s`` the
         biases ``r_w_bias, r_r_bias, r_s_bias``, :math:`r_{i-j}` the head's map ``W_R`` of the
-        sinusoidal embedding of ``i - j`` (:func:`rankcollapse.ops.relative_scores`) and :math:`e_{ij}` the
-        segment embedding of "same segment" or "different segment" (only when ``segments`` are given).
+        sinusoidal embedding of ``i - j`` (:func:`rankcollapse.ops.relative_scores`) and
+        :math:`e_{ij}` the segment embedding of "same segment" or "different segment" (only when
+        ``segments`` are given).
         """
         cfg = self.cfg
         if cfg.attention == "dot":
@@ -263,11 +164,12 @@ class Block(nn.Module):
         return relative_scores(self, q, k, segments) / math.sqrt(cfg.d_qk)
 
     def attention(self, X: torch.Tensor, key_mask=None, segments=None):
-        """``SA(X)`` and the attention matrices ``P`` of shape ``(..., H, n, n)``.
+        """``SA(X)`` (times the config's ``branch_scale``, folded into ``W_O`` and ``b_O`` as a
+        scaled output projection would be) and the attention matrices ``P`` ``(..., H, n, n)``.
 
         ``key_mask`` ``(..., n)``: ``True`` on real tokens; padded keys get weight 0 (see
-        :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(..., n)``:
-        segment ids for the relative attention's segment term.
+        :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(...,
+        n)``: segment ids for the relative attention's segment term.
         """
         cfg = self.cfg
         q = torch.einsum("...nd,hde->...hne", X, self.W_Q)
@@ -280,9 +182,11 @@ class Block(nn.Module):
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
         P = torch.softmax(scores, dim=-1)
-        out = torch.einsum("...hne,hed->...nd", P @ v, self.W_O)
+        lam = cfg.branch_scale  # folded into W_O (and b_O): the branch lam SA(X)
+        W_O = self.W_O if lam == 1 else lam * self.W_O
+        out = torch.einsum("...hne,hed->...nd", P @ v, W_O)
         if cfg.bias:
-            out = out + self.b_O
+            out = out + (self.b_O if lam == 1 else lam * self.b_O)
         return out, P
 
     def attention_sublayer(self, X: torch.Tensor, key_mask=None, segments=None):
@@ -292,13 +196,22 @@ class Block(nn.Module):
         ln = self.cfg.layernorm
         Z, sigma = self.ln1(X) if ln == "pre" else (X, None)
         A, P = self.attention(Z, key_mask, segments)
-        Y = X + A if self.cfg.skip else A
+        Y = self.residual(X, A)
         if ln == "post":
             Y, sigma = self.ln1(Y)
         return Y, P, sigma
 
+    def residual(self, X: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+        """The attention sub-layer's residual sum ``skip_strength * X + A``, ``A`` the branch
+        :meth:`attention` returns (``branch_scale`` already in it); ``A`` alone without skip. A
+        strength of 1 is not multiplied (the usual skip exactly)."""
+        cfg = self.cfg
+        if not cfg.skip:
+            return A
+        return (X if cfg.skip_strength == 1 else cfg.skip_weight(X.ndim) * X) + A
+
     def ln1(self, Y):
-        return layer_norm(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
+        return layer_norm_sigma(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
 
     # --------------------------------------------------------------------------- MLP sub-layer
 
@@ -309,9 +222,10 @@ class Block(nn.Module):
         return act(h) @ self.W_2 + (self.b_2 if self.cfg.bias else 0)
 
     def mlp_input(self, Y: torch.Tensor) -> torch.Tensor:
-        """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if pre-LN)."""
+        """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if
+        pre-LN)."""
         if self.cfg.layernorm == "pre":
-            return layer_norm(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
+            return layer_norm_sigma(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
         return Y
 
     def mlp_sublayer(self, Y: torch.Tensor) -> torch.Tensor:
@@ -322,7 +236,7 @@ class Block(nn.Module):
         M = self.mlp(self.mlp_input(Y))
         out = Y + M if cfg.skip_mlp else M
         if cfg.layernorm == "post":
-            out = layer_norm(out, self.ln2_gain, self.ln2_shift, cfg.ln_eps)[0]
+            out = layer_norm_sigma(out, self.ln2_gain, self.ln2_shift, cfg.ln_eps)[0]
         return out
 
     def forward(self, X: torch.Tensor, key_mask=None, segments=None):
@@ -363,7 +277,8 @@ class SAN(nn.Module):
         any missing, extra or misshapen one); with ``shared=True`` give one mapping. Tensors of
         ``config.dtype`` that are ``nn.Parameter`` are used as they are, so two networks built from
         the same parameters share them; other tensors are cast and wrapped. ``final``:
-        ``{"gain": (d,), "shift": (d,)}`` of the final LayerNorm (required with ``final_layernorm``).
+        ``{"gain": (d,), "shift": (d,)}`` of the final LayerNorm (required with
+        ``final_layernorm``).
         """
         if not isinstance(config, SANConfig):
             raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
@@ -392,12 +307,25 @@ class SAN(nn.Module):
             raise ValueError("final was given but config.final_layernorm is False")
         return model
 
+    def replace(self, **changes) -> SAN:
+        """The same network (its parameters shared, not copied) under ``config.replace(**changes)``:
+        e.g. ``model.replace(skip=True, skip_strength=0.5)``. Changes that alter a weight's shape
+        are refused (by :meth:`from_weights`, naming the weight)."""
+        config = self.config.replace(**changes)
+        layers = [block.weights() for block in dict.fromkeys(self.layers)]
+        final = None
+        if config.final_layernorm and self.config.final_layernorm:
+            final = {"gain": self.lnf_gain, "shift": self.lnf_shift}
+        return SAN.from_weights(config, layers, final)
+
     def check_input(self, X) -> torch.Tensor:
-        """``X`` as a tensor of the model's dtype, after checking its shape ``(..., n, d_model)``."""
+        """``X`` as a tensor of the model's dtype, after checking its shape ``(..., n,
+        d_model)``."""
         return as_tokens("X", X, d=self.config.d_model, dtype=self.config.dtype)
 
     def check_key_mask(self, key_mask, X: torch.Tensor) -> torch.Tensor | None:
-        """``key_mask`` as a boolean ``(..., n)`` matching ``X`` (:func:`rankcollapse.ops.check_key_mask`)."""
+        """``key_mask`` as a boolean ``(..., n)`` matching ``X``
+        (:func:`rankcollapse.ops.check_key_mask`)."""
         return check_key_mask(key_mask, X.shape[:-1])
 
     def forward(self, X, key_mask=None, segments=None) -> SANOutput:
@@ -406,6 +334,12 @@ class SAN(nn.Module):
         segment term. Returns a :class:`SANOutput`."""
         X = self.check_input(X)
         check_forward(self.config, X.shape)
+        strengths = self.config.skip_strength
+        if isinstance(strengths, tuple) and (X.ndim < 3 or X.shape[0] != len(strengths)):
+            raise ValueError(
+                f"X must have shape ({len(strengths)}, ..., n, d) for the {len(strengths)} skip "
+                f"strengths of the config (one network each), got {tuple(X.shape)}"
+            )
         key_mask = self.check_key_mask(key_mask, X)
         if segments is not None:
             segments = torch.as_tensor(segments)
@@ -420,14 +354,15 @@ class SAN(nn.Module):
             attentions.append(P)
             scales.append(sigma)
         if self.config.final_layernorm:
-            hidden[-1] = layer_norm(hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps)[
-                0
-            ]
+            hidden[-1] = layer_norm_sigma(
+                hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps
+            )[0]
         return SANOutput(hidden_states=hidden, attentions=attentions, ln_scales=scales)
 
     @torch.no_grad()
     def scale_weights(self, factor: float, which: str = "attention") -> SAN:
-        """Multiply the attention (or ``which="mlp"``) weight matrices by ``factor`` in place; returns self."""
+        """Multiply the attention (or ``which="mlp"``) weight matrices by ``factor`` in place;
+        returns self."""
         factor = check_positive_float("factor", factor, allow_zero=True)
         check_choice("which", which, ("attention", "mlp", "value"))
         names = {

@@ -5,7 +5,8 @@ The paper (Dong, Cordonnier and Loukas 2021, Section 2) measures how far a token
 
 .. math::  \\operatorname{res}(X) = X - \\mathbf 1 x^\\top, \\qquad
            x = \\arg\\min_x \\lVert X - \\mathbf 1 x^\\top \\rVert_{1,\\infty},
-           \\qquad \\lVert A\\rVert_{1,\\infty} = \\sqrt{\\lVert A\\rVert_1 \\lVert A\\rVert_\\infty},
+           \\qquad \\lVert A\\rVert_{1,\\infty} = \\sqrt{\\lVert A\\rVert_1 \\lVert
+           A\\rVert_\\infty},
 
 where :math:`\\lVert A\\rVert_1` is the largest absolute column sum and
 :math:`\\lVert A\\rVert_\\infty` the largest absolute row sum. The column mean (used by the
@@ -61,44 +62,11 @@ def optimal_center(X) -> torch.Tensor:
     product :math:`a b = c a - m a^2` is concave in ``a``, so the minimum of ``ab`` over ``S``
     is attained at a *vertex* of the frontier.
 
-    The vertices are enumerated exactly by non-inferior set estimation (Eisner and
-    Severance): for two known frontier vertices :math:`(a_1, b_1), (a_2, b_2)` the linear
-    programme :math:`\\min w_1 f + w_2 g` with :math:`(w_1, w_2) = (b_1 - b_2, a_2 - a_1)`, the
-    normal of their chord, either attains the chord's value (the chord is an edge of the
-    frontier) or returns a new vertex, and the two new chords are examined in turn. Every LP
-    is solved with HiGHS (``scipy.optimize.linprog(method="highs")``); ``f`` and ``g`` of each
-    returned ``x`` are re-evaluated exactly in float64 and the ``x`` with the smallest ``f g``
-    is returned. The following exact reductions keep this fast:
-
-    * **Bounds.** :math:`f \\ge f^* = \\max_j \\min_t \\sum_i |X_{ij} - t|` (column medians) and,
-      by weak duality, :math:`g \\ge g_{lo} = \\sum_j \\min_t \\sum_i \\lambda_i |X_{ij} - t|`
-      for any probability vector :math:`\\lambda` (uniform, then the LPs' row duals). A point
-      beats the best product ``p`` found so far only if ``f <= a_cap = p / g_lo`` and
-      ``g <= b_cap = p / f*``. As ``f(x) <= a`` iff every ``x_j`` lies in the interval
-      :math:`\\{t : \\sum_i |X_{ij} - t| \\le a\\}`, the first cap is a box on ``x``.
-    * **Ends.** Instead of the two lexicographic extremes (min ``f`` then ``g``, and vice
-      versa) the search starts from the solutions :math:`v_1` of :math:`\\min f + \\delta g`
-      and :math:`v_2` of :math:`\\min \\varepsilon f + g` with :math:`\\delta = f^*/b_{cap}`,
-      :math:`\\varepsilon = g_{lo}/a_{cap}`. Left of :math:`v_1` the frontier lies above the
-      line of slope :math:`-1/\\delta` through :math:`v_1`; the product along that line is
-      concave in ``a`` and at ``a = f*`` it is :math:`f^*(b_1 + (a_1 - f^*)/\\delta) \\ge a_1
-      b_1` because :math:`f^*/\\delta = b_{cap} \\ge b_1`, so nothing left of :math:`v_1`
-      beats it; symmetrically right of :math:`v_2`. Often :math:`v_1 = v_2` and two LPs
-      settle the question.
-    * **Pruning.** A chord is skipped when the triangle it forms with the supporting lines
-      at its two ends cannot contain a point with a smaller product (``ab`` is quasi-concave
-      on the positive quadrant, so its minimum over the triangle is at a corner).
-    * **LP formulation.** Between consecutive entries of column ``j`` every
-      :math:`|X_{ij} - x_j|` is linear in :math:`x_j`, so :math:`x_j` is written as a lower
-      end plus one bounded increment per such interval (exact for an LP: filling the
-      intervals out of order can only over-estimate). This needs about ``n + 2 d`` rows
-      instead of the ``2 n d`` of the textbook formulation with one variable per entry.
-    * **Column generation.** Each LP is first solved with every :math:`x_j` restricted to a
-      window of a few intervals around nearby known solutions. The optimal duals
-      (:math:`\\lambda` for the rows of ``g``, :math:`\\mu` for those of ``f``) split the
-      Lagrangian into convex :math:`h_j(t) = \\sum_i (\\lambda_i + \\mu_j) |X_{ij} - t|`; when
-      no :math:`h_j` decreases on leaving its window the windowed solution is optimal for the
-      whole box (KKT conditions), otherwise the windows are widened and the LP solved again.
+    The vertices are enumerated exactly (non-inferior set estimation, with exact bounds, a
+    pruning rule and the search's two ends: :mod:`rankcollapse.centering.frontier`), each by a
+    linear programme solved with HiGHS (its formulation and column generation:
+    :mod:`rankcollapse.centering.lp`); ``f`` and ``g`` of each returned ``x`` are re-evaluated
+    exactly in float64 and the ``x`` with the smallest ``f g`` is returned.
 
     Exactness is up to HiGHS's tolerances (``1e-9`` on the data centred and scaled to a
     largest entry of 1): the objective is typically within ``1e-12`` (relative) of the optimum.

@@ -1,4 +1,35 @@
-"""The vertex enumeration of the Pareto frontier of ``(f, g)`` (see :func:`rankcollapse.centering.optimal_center`)."""
+"""The vertex enumeration of the Pareto frontier of ``(f, g)`` for
+:func:`rankcollapse.centering.optimal_center` (whose docstring states the problem: minimise
+``f g``, attained at a vertex of the frontier).
+
+The vertices are enumerated exactly by non-inferior set estimation (Eisner and
+Severance): for two known frontier vertices :math:`(a_1, b_1), (a_2, b_2)` the linear
+programme :math:`\\min w_1 f + w_2 g` with :math:`(w_1, w_2) = (b_1 - b_2, a_2 - a_1)`, the
+normal of their chord, either attains the chord's value (the chord is an edge of the
+frontier) or returns a new vertex, and the two new chords are examined in turn. Every LP
+is solved with HiGHS (``scipy.optimize.linprog(method="highs")``); ``f`` and ``g`` of each
+returned ``x`` are re-evaluated exactly in float64 and the ``x`` with the smallest ``f g``
+is returned. The following exact reductions keep this fast (the LP itself: :mod:`.lp`):
+
+* **Bounds.** :math:`f \\ge f^* = \\max_j \\min_t \\sum_i |X_{ij} - t|` (column medians) and,
+  by weak duality, :math:`g \\ge g_{lo} = \\sum_j \\min_t \\sum_i \\lambda_i |X_{ij} - t|`
+  for any probability vector :math:`\\lambda` (uniform, then the LPs' row duals). A point
+  beats the best product ``p`` found so far only if ``f <= a_cap = p / g_lo`` and
+  ``g <= b_cap = p / f*``. As ``f(x) <= a`` iff every ``x_j`` lies in the interval
+  :math:`\\{t : \\sum_i |X_{ij} - t| \\le a\\}`, the first cap is a box on ``x``.
+* **Ends.** Instead of the two lexicographic extremes (min ``f`` then ``g``, and vice
+  versa) the search starts from the solutions :math:`v_1` of :math:`\\min f + \\delta g`
+  and :math:`v_2` of :math:`\\min \\varepsilon f + g` with :math:`\\delta = f^*/b_{cap}`,
+  :math:`\\varepsilon = g_{lo}/a_{cap}`. Left of :math:`v_1` the frontier lies above the
+  line of slope :math:`-1/\\delta` through :math:`v_1`; the product along that line is
+  concave in ``a`` and at ``a = f*`` it is :math:`f^*(b_1 + (a_1 - f^*)/\\delta) \\ge a_1
+  b_1` because :math:`f^*/\\delta = b_{cap} \\ge b_1`, so nothing left of :math:`v_1`
+  beats it; symmetrically right of :math:`v_2`. Often :math:`v_1 = v_2` and two LPs
+  settle the question.
+* **Pruning.** A chord is skipped when the triangle it forms with the supporting lines
+  at its two ends cannot contain a point with a smaller product (``ab`` is quasi-concave
+  on the positive quadrant, so its minimum over the triangle is at a corner).
+"""
 
 from __future__ import annotations
 
@@ -52,7 +83,8 @@ class FrontierSearch:
         return f, g, x
 
     def _g_lower_bound(self, lam) -> float:
-        """Weak duality: ``min g >= sum_j min_t sum_i lam_i |Y_ij - t|`` for a probability ``lam``."""
+        """Weak duality: ``min g >= sum_j min_t sum_i lam_i |Y_ij - t|`` for a probability
+        ``lam``."""
         lam = np.clip(np.asarray(lam, dtype=np.float64), 0.0, None)
         if not lam.sum() > 0:
             return 0.0
@@ -189,7 +221,8 @@ class FrontierSearch:
             w1, w2 = w1 / (w1 + w2), w2 / (w1 + w2)
             if self.stats["lps"] >= _MAX_LPS:
                 warnings.warn(
-                    f"optimal_center: stopped after {_MAX_LPS} linear programmes; the result may be "
+                    f"optimal_center: stopped after {_MAX_LPS} linear programmes; the result may "
+                    "be "
                     "slightly suboptimal",
                     RuntimeWarning,
                     stacklevel=4,

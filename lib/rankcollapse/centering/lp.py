@@ -1,6 +1,18 @@
-"""The linear programme of one weighted objective ``min w1 f + w2 g`` over a box, solved with HiGHS.
+"""The linear programme of one weighted objective ``min w1 f + w2 g`` over a box, solved with
+HiGHS, for the frontier search of :mod:`rankcollapse.centering.frontier`
+(:func:`rankcollapse.centering.optimal_center`).
 
-See :func:`rankcollapse.centering.optimal_center` (the LP formulation and the column generation).
+* **LP formulation.** Between consecutive entries of column ``j`` every
+  :math:`|X_{ij} - x_j|` is linear in :math:`x_j`, so :math:`x_j` is written as a lower
+  end plus one bounded increment per such interval (exact for an LP: filling the
+  intervals out of order can only over-estimate). This needs about ``n + 2 d`` rows
+  instead of the ``2 n d`` of the textbook formulation with one variable per entry.
+* **Column generation.** Each LP is first solved with every :math:`x_j` restricted to a
+  window of a few intervals around nearby known solutions. The optimal duals
+  (:math:`\\lambda` for the rows of ``g``, :math:`\\mu` for those of ``f``) split the
+  Lagrangian into convex :math:`h_j(t) = \\sum_i (\\lambda_i + \\mu_j) |X_{ij} - t|`; when
+  no :math:`h_j` decreases on leaving its window the windowed solution is optimal for the
+  whole box (KKT conditions), otherwise the windows are widened and the LP solved again.
 """
 
 from __future__ import annotations
@@ -17,7 +29,8 @@ LP_TOL = 1e-9
 
 
 class WeightedLP:
-    """``min w1 a + w2 b`` s.t. ``F_j(x_j) <= a``, ``g_i(x) <= b <= b_max``, ``lo <= x <= hi``, ``a >= fstar``.
+    """``min w1 a + w2 b`` s.t. ``F_j(x_j) <= a``, ``g_i(x) <= b <= b_max``, ``lo <= x <= hi``,
+    ``a >= fstar``.
 
     ``x_j = lo_j + sum_k delta_jk`` with one increment ``0 <= delta_jk <= len_jk`` per interval
     between consecutive entries of column ``j`` inside ``[lo_j, hi_j]``. On interval ``k`` the
@@ -26,7 +39,8 @@ class WeightedLP:
 
         |Y_ij - x_j| = |Y_ij - lo_j| + sum_{k >= q_ij} delta_jk - sum_{k < q_ij} delta_jk      (1)
                      = |Y_ij - lo_j| + X_j - 2 sum_{k < q_ij} delta_jk
-                     = |Y_ij - lo_j| - X_j + 2 sum_{k >= q_ij} delta_jk,                          (2)
+                     = |Y_ij - lo_j| - X_j + 2 sum_{k >= q_ij} delta_jk,
+                     (2)
 
     with ``X_j = sum_k delta_jk``. Columns with few intervals use (1); the others use the
     shorter sum of (2) and an auxiliary variable ``X_j`` defined by an equality row. The row

@@ -1,4 +1,5 @@
-"""Rank collapse starves the queries and keys of gradient (Noci et al. 2022), measured at initialisation.
+"""Rank collapse starves the queries and keys of gradient (Noci et al. 2022), measured at
+initialisation.
 
 Noci et al. ("Signal propagation in transformers: theoretical perspectives and the role of rank
 collapse", NeurIPS 2022) state in their abstract that rank collapse of the tokens at
@@ -14,7 +15,8 @@ to every layer's ``W_Q``, ``W_K`` and ``W_V`` in three networks built from one
 
 - ``"pure"``: :math:`X_{l+1} = \\mathrm{SA}_l(X_l)` (the paper's collapse);
 - ``"skip"``: :math:`X_{l+1} = X_l + \\mathrm{SA}_l(X_l)`;
-- ``"scaled"``: :math:`X_{l+1} = X_l + L^{-1/2}\\,\\mathrm{SA}_l(X_l)`, the residual branch scaled by
+- ``"scaled"``: :math:`X_{l+1} = X_l + L^{-1/2}\\,\\mathrm{SA}_l(X_l)`, the residual branch scaled
+  by
   :math:`1/\\sqrt{L}`. The abstract says "depth-dependent scaling"; :math:`1/\\sqrt{L}` is the
   book's choice of one (the scaling that keeps the sum of ``L`` independent branches of bounded
   variance), not a constant read from the paper.
@@ -82,26 +84,22 @@ def _check_pure(model) -> SAN:
 
 
 def branch_states(model, X, *, skip: bool, branch_scale: float = 1.0):
-    """The token matrices of ``model``'s attention layers run as :math:`X_{l+1} = X_l + a\\,\\mathrm{SA}_l(X_l)`
-    (``skip=True``, ``a = branch_scale``) or :math:`X_{l+1} = \\mathrm{SA}_l(X_l)` (``skip=False``,
-    ``branch_scale`` ignored), with autograd kept. Returns ``(hidden, attentions)``: ``L + 1``
-    tensors ``(..., n, d)`` and ``L`` tensors ``(..., H, n, n)``.
+    """The token matrices of ``model``'s attention layers run as
+    :math:`X_{l+1} = X_l + a\\,\\mathrm{SA}_l(X_l)` (``skip=True``, ``a = branch_scale``) or
+    :math:`X_{l+1} = \\mathrm{SA}_l(X_l)` (``skip=False``, ``branch_scale`` ignored), with autograd
+    kept. Returns ``(hidden, attentions)``: ``L + 1`` tensors ``(..., n, d)`` and ``L`` tensors
+    ``(..., H, n, n)``.
 
     ``model``: an attention-only :class:`~rankcollapse.san.SAN` (its ``skip`` flag is ignored,
-    ``skip`` replaces it); ``X``: ``(..., n, d)``. With ``branch_scale=1`` this is the SAN with
-    ``skip=True``; scaling the branch by ``a`` equals scaling every ``W_O`` by ``a``.
+    ``skip`` replaces it); ``X``: ``(..., n, d)``. The same weights run under the config's
+    ``skip`` and ``branch_scale`` (:meth:`~rankcollapse.san.SAN.replace`); scaling the branch by
+    ``a`` equals scaling every ``W_O`` by ``a``.
     """
     model = _check_pure(model)
     skip = check_bool("skip", skip)
     a = check_positive_float("branch_scale", branch_scale, allow_zero=True)
-    Z = model.check_input(X)
-    hidden, attentions = [Z], []
-    for block in model.layers:
-        A, P = block.attention(Z)
-        Z = Z + a * A if skip else A
-        hidden.append(Z)
-        attentions.append(P)
-    return hidden, attentions
+    out = model.replace(skip=skip, skip_strength=1.0, branch_scale=a if skip else 1.0)(X)
+    return out.hidden_states, out.attentions
 
 
 def layer_gradients(model, X, G, *, skip: bool, branch_scale: float = 1.0) -> dict:
@@ -121,7 +119,8 @@ def layer_gradients(model, X, G, *, skip: bool, branch_scale: float = 1.0) -> di
         raise ValueError(f"G must have the shape of X {tuple(X.shape)}, got {tuple(G.shape)}")
     if model.config.n_layers == 0:
         raise ValueError(
-            "model must have at least one layer (n_layers >= 1): a network of depth 0 has no weights"
+            "model must have at least one layer (n_layers >= 1): a network of depth 0 has no "
+            "weights"
         )
     hidden, attentions = branch_states(model, X, skip=skip, branch_scale=branch_scale)
     loss = (G * hidden[-1]).sum()
@@ -214,9 +213,11 @@ class GradientStudy:
 def gradient_study(
     *, n_layers: int, n_heads: int, d_model: int, n_tokens: int, samples: int, seed: int, generator
 ) -> GradientStudy:
-    """``samples`` networks (seeds ``seed + s``, the usual initialisation) of depth ``n_layers``, each
-    run as the three :data:`ARCHITECTURES` on the same input ``X`` and loss direction ``G`` (standard
-    normal ``(n_tokens, d_model)``, drawn from ``generator``, a chapter's ``run.stream().generator``)."""
+    """``samples`` networks (seeds ``seed + s``, the usual initialisation) of depth ``n_layers``,
+    each run as the three :data:`ARCHITECTURES` on the same input ``X`` and loss direction ``G``
+    (standard
+    normal ``(n_tokens, d_model)``, drawn from ``generator``, a chapter's
+    ``run.stream().generator``)."""
     n_layers, n_heads, d_model = (
         check_int("n_layers", n_layers),
         check_int("n_heads", n_heads),
@@ -229,7 +230,8 @@ def gradient_study(
     )
     if not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+            "generator must be a torch.Generator (run.stream().generator), got "
+            f"{type(generator).__name__}"
         )
     cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model)
     rows = {a: [] for a in ARCHITECTURES}

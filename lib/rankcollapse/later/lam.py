@@ -6,10 +6,11 @@ happen. Their exact condition (stated with LayerNorm) could not be read offline;
 measures the book's own version: networks ``X_{l+1} = X_l + lambda SA(X_l)`` (pure attention and a
 skip, nothing else) and the book's sufficient condition below.
 
-A lambda-skip layer is a core :class:`~rankcollapse.san.SAN` with ``skip=True`` whose output
-projections ``W_O`` are multiplied by ``lambda`` (:func:`lambda_skip_san`): the attention matrices
-``P_h`` depend on ``W_Q, W_K`` only, so ``lambda SA(X)`` is exactly ``SA`` with value maps
-``lambda W_h``. ``lambda = 0`` is the identity; ``lambda = 1`` the usual skip connection.
+A lambda-skip layer is a core :class:`~rankcollapse.san.SAN` with ``skip=True`` and
+``branch_scale=lambda`` (:func:`lambda_skip_san`): the attention matrices ``P_h`` depend on
+``W_Q, W_K`` only, so ``lambda SA(X)`` is ``SA`` with value maps ``lambda W_h``
+(:func:`~rankcollapse.theory.value_matrices` includes the branch scale). ``lambda = 0`` is the
+identity; ``lambda = 1`` the usual skip connection.
 
 **The book's condition** (chapter "After the paper", section 3). With :math:`C = I - \\mathbf 1
 \\mathbf 1^\\top/n` and :math:`R_l = C X_l` (the mean-centred residual, the exact minimiser in the
@@ -26,8 +27,8 @@ W_h`, hence
 :math:`\\rho_L \\ge \\rho_0\\prod_l (1 - g_l)_+/(1 + c_l)`. If every :math:`g_l < 1` the residual
 cannot vanish at any depth and falls at most geometrically: no doubly exponential collapse.
 Since :math:`g_l` is proportional to ``lambda`` (up to the attention's change), the condition holds
-below a threshold :math:`\\lambda^*` where :math:`\\max_l g_l = 1` (:func:`lambda_study` finds it); a
-deeper network has more layers whose constant may reach 1, so the threshold depends on the depth
+below a threshold :math:`\\lambda^*` where :math:`\\max_l g_l = 1` (:func:`lambda_study` finds it);
+a deeper network has more layers whose constant may reach 1, so the threshold depends on the depth
 (:meth:`LambdaResult.thresholds`). The result object returns numbers; the sentences that state
 them are the chapter's.
 """
@@ -73,30 +74,29 @@ def _check_config(config) -> SANConfig:
             "config must be pure attention (mlp=0, layernorm='none', bias=False, causal=False, "
             "attention='dot'): a lambda-skip layer is X + lambda SA(X)"
         )
-    return config.replace(skip=True)
+    return config.replace(skip=True, skip_strength=1.0)
 
 
-@torch.no_grad()
 def lambda_skip_san(config: SANConfig, lam: float, *, seed: int) -> SAN:
     """The network ``X_{l+1} = X_l + lam SA_l(X_l)``: ``config``'s weights (drawn from ``seed``),
-    skip connections on, every ``W_O`` multiplied by ``lam`` (``>= 0``). ``lam = 0`` is the identity.
+    skip connections on, the attention branch weighted by ``lam`` (``>= 0``; the config's
+    ``branch_scale``). ``lam = 0`` is the identity.
 
-    ``config``: a pure-attention :class:`~rankcollapse.san.SANConfig` (its ``skip`` flag is set).
+    ``config``: a pure-attention :class:`~rankcollapse.san.SANConfig` (its ``skip`` flag and
+    ``skip_strength`` are set).
     The same ``seed`` gives the same ``W_Q, W_K, W_V`` and the same attention at every ``lam``.
     """
     cfg = _check_config(config)
     lam = check_positive_float("lam", lam, allow_zero=True)
-    model = SAN(cfg, seed=check_seed("seed", seed))
-    for block in dict.fromkeys(model.layers):
-        block.W_O.mul_(lam)
-    return model
+    return SAN(cfg.replace(branch_scale=lam), seed=seed)
 
 
 def _check_lambda_model(model) -> SAN:
     cfg = check_san(model).config
-    if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
+    if not cfg.skip or cfg.skip_strength != 1 or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
         raise ValueError(
-            "model must be a lambda-skip network (skip=True, mlp=0, layernorm='none', bias=False), "
+            "model must be a lambda-skip network (skip=True, skip_strength=1, mlp=0, "
+            "layernorm='none', bias=False), "
             "as lambda_skip_san builds"
         )
     return model
@@ -104,7 +104,8 @@ def _check_lambda_model(model) -> SAN:
 
 @torch.no_grad()
 def layer_constants(model, X) -> dict:
-    """The book's per-layer constants ``g_l`` and ``c_l`` (module docstring) on the forward pass of ``X``.
+    """The book's per-layer constants ``g_l`` and ``c_l`` (module docstring) on the forward pass of
+    ``X``.
 
     ``X``: ``(n, d)`` or ``(..., n, d)``. Returns ``{"g": (L, ...), "c": (L, ...)}`` tensors (the
     attention ``P_h`` is the one the network computes on ``X``; ``W_h`` includes ``lambda``).
@@ -150,7 +151,8 @@ def _bound(X, k) -> torch.Tensor:
 
 def _threshold(lams, gmax) -> float:
     """The ``lambda`` where ``max_l g_l`` crosses 1, interpolated in log-log between grid points
-    (``inf`` if it never does, ``nan`` if it already exceeds 1 at the smallest positive ``lambda``)."""
+    (``inf`` if it never does, ``nan`` if it already exceeds 1 at the smallest positive
+    ``lambda``)."""
     pos = [(a, g) for a, g in zip(lams, gmax) if a > 0]
     for (a0, g0), (a1, g1) in zip(pos, pos[1:]):
         if g0 < 1 <= g1:
@@ -184,7 +186,8 @@ class LambdaResult:
         return np.median(getattr(self, which), axis=0)
 
     def gmax(self, depth=None) -> np.ndarray:
-        """``(samples, len(lambdas))``: the largest ``g_l`` over the first ``depth`` layers (all by default)."""
+        """``(samples, len(lambdas))``: the largest ``g_l`` over the first ``depth`` layers (all by
+        default)."""
         return self.g[..., : self._depth(depth)].max(axis=-1)
 
     def thresholds(self, depth=None) -> np.ndarray:
@@ -249,7 +252,8 @@ def lambda_study(
     seed: int,
     generator,
 ) -> LambdaResult:
-    """The relative residual of lambda-skip networks against ``lambda`` (chapter "After the paper", section 3).
+    """The relative residual of lambda-skip networks against ``lambda`` (chapter "After the paper",
+    section 3).
 
     ``samples`` networks (seeds ``seed + s``, ``n_heads`` heads, width ``d_model``, depth
     ``n_layers``) read inputs of ``n_tokens`` standard normal tokens drawn from ``generator``; the
@@ -258,7 +262,8 @@ def lambda_study(
     """
     if not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
+            "generator must be a torch.Generator (run.stream().generator), got "
+            f"{type(generator).__name__}"
         )
     L, H, d = (
         check_int("n_layers", n_layers),
@@ -284,7 +289,8 @@ def lambda_study(
     check_size(cfg)
     if samples * n * max(n * H, d) > MAX_ENTRIES:
         raise ValueError(
-            f"samples * n_tokens * max(n_tokens * n_heads, d_model) = {samples * n * max(n * H, d):,} "
+            "samples * n_tokens * max(n_tokens * n_heads, d_model) = "
+            f"{samples * n * max(n * H, d):,} "
             f"exceeds {MAX_ENTRIES:,}: make the study smaller"
         )
     X = as_tokens("X", torch.randn(samples, n, d, generator=generator, dtype=torch.float64))

@@ -27,19 +27,25 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from .._validate import (
     MAX_LAYERS,
     check_index,
     check_int,
     check_positive_float,
-    check_probability_matrix,
-    check_seed,
-    derive_seed,
 )
-from ..residual import relative_residual
-from ..san import SAN, SANConfig, check_san, check_size
+from .phase_grid import (  # noqa: F401  (re-exported)
+    ENTROPY_LEVEL,
+    MAX_ENTRIES,
+    PHASES,
+    RANK_LEVEL,
+    _grid,
+    _measure,
+    _setup,
+    attention_entropy,
+    post_ln_states,
+    scaled_qk_san,
+)
 
 __all__ = [
     "attention_entropy",
@@ -56,75 +62,14 @@ __all__ = [
     "MAX_ENTRIES",
 ]
 
-RANK_LEVEL = 0.05  # relative residual after L layers below this: rank collapse
-ENTROPY_LEVEL = 0.25  # mean attention entropy below this fraction of log n: entropy collapse
-PHASES = ("rank collapse", "entropy collapse", "both", "neither")
-MAX_ENTRIES = (
-    10**8
-)  # samples * strengths * n_tokens * max(n_tokens * n_heads, d_model): refused above
-
-
-def attention_entropy(P) -> torch.Tensor:
-    """The entropy of each row of the attention ``P`` (``(..., n, n)``, rows summing to 1), in
-    nats: :math:`H_i = -\\sum_j P_{ij} \\log P_{ij}` with ``0 log 0 = 0``. Shape ``(..., n)``."""
-    P = check_probability_matrix("P", P)
-    return -torch.special.xlogy(P, P).sum(dim=-1)
-
-
-@torch.no_grad()
-def scaled_qk_san(config: SANConfig, qk_scale: float, *, seed: int) -> SAN:
-    """``config``'s network (drawn from ``seed``, with post-LayerNorm) whose ``W_Q`` and ``W_K`` are
-    multiplied by ``qk_scale`` (``>= 0``): the same network at every scale, only the logits scaled
-    by ``qk_scale**2``. ``config`` must have no MLP, biases or masks; its ``skip`` is ignored
-    (:func:`post_ln_states` sets the skip strength)."""
-    if not isinstance(config, SANConfig):
-        raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
-    if config.mlp or config.bias or config.causal or config.attention != "dot":
-        raise ValueError(
-            "config must be attention only (mlp=0, bias=False, causal=False, attention='dot')"
-        )
-    qk_scale = check_positive_float("qk_scale", qk_scale, allow_zero=True)
-    model = SAN(config.replace(layernorm="post", skip=True), seed=check_seed("seed", seed))
-    for block in dict.fromkeys(model.layers):
-        block.W_Q.mul_(qk_scale)
-        block.W_K.mul_(qk_scale)
-    return model
-
-
-@torch.no_grad()
-def post_ln_states(model, X, strength: float):
-    """``(states, attentions)`` of ``X_{l+1} = LN(strength * X_l + SA_l(X_l))``, ``l = 0..L-1``.
-
-    ``model``: a :class:`~rankcollapse.san.SAN` with post-LayerNorm and no MLP (as
-    :func:`scaled_qk_san` builds). ``X``: ``(..., n, d)``. ``states``: ``L + 1`` tensors
-    ``(..., n, d)``; ``attentions``: ``L`` tensors ``(..., H, n, n)``.
-    """
-    cfg = check_san(model).config
-    if cfg.layernorm != "post" or cfg.mlp:
-        raise ValueError("model must have layernorm='post' and no MLP (as scaled_qk_san builds)")
-    strength = check_positive_float("strength", strength, allow_zero=True)
-    return _states(model, model.check_input(X), strength)
-
-
-@torch.no_grad()
-def _states(model, X, strength, n_layers=None):
-    """:func:`post_ln_states` unchecked, through the first ``n_layers`` layers (all by default);
-    ``strength`` a number or a tensor broadcasting with ``X``."""
-    states, attentions = [X], []
-    for block in model.layers[:n_layers]:
-        A, P = block.attention(X)
-        X = block.ln1(strength * X + A)[0]
-        states.append(X)
-        attentions.append(P)
-    return states, attentions
-
 
 @dataclass
 class PhaseResult:
     """Both collapses on one grid (section 4). ``scales`` (query/key scale ``s``) by ``strengths``
     (``alpha``); ``entropy``: ``(len(scales), len(strengths))`` mean attention entropy over layers,
     heads, rows and samples, as a fraction of ``log n``; ``rho``: the median Frobenius relative
-    residual after ``n_layers`` layers, same shape; sizes ``n_layers``, ``n_tokens``, ``samples``."""
+    residual after ``n_layers`` layers, same shape; sizes ``n_layers``, ``n_tokens``,
+    ``samples``."""
 
     scales: np.ndarray
     strengths: np.ndarray
@@ -135,7 +80,8 @@ class PhaseResult:
     samples: int
 
     def phases(self) -> np.ndarray:
-        """``(len(scales), len(strengths))`` labels from :data:`PHASES` (thresholds :data:`RANK_LEVEL`, :data:`ENTROPY_LEVEL`)."""
+        """``(len(scales), len(strengths))`` labels from :data:`PHASES` (thresholds
+        :data:`RANK_LEVEL`, :data:`ENTROPY_LEVEL`)."""
         rank, ent = self.rho < RANK_LEVEL, self.entropy < ENTROPY_LEVEL
         out = np.full(self.rho.shape, "neither", dtype=object)
         out[rank & ~ent], out[ent & ~rank], out[rank & ent] = (
@@ -146,7 +92,8 @@ class PhaseResult:
         return out
 
     def critical_strength(self, scale_index: int = 0) -> float:
-        """The smallest ``alpha`` of the grid that avoids rank collapse at ``scales[scale_index]`` (``nan`` if none)."""
+        """The smallest ``alpha`` of the grid that avoids rank collapse at ``scales[scale_index]``
+        (``nan`` if none)."""
         scale_index = check_index(
             "scale_index", scale_index, len(self.scales), what="scales", allow_negative=True
         )
@@ -157,65 +104,6 @@ class PhaseResult:
         """The largest entropy fraction at the largest scale among strengths > 0 (with a skip)."""
         skip = self.strengths > 0
         return float(self.entropy[-1, skip].max()) if skip.any() else float("nan")
-
-
-def _grid(name, values) -> np.ndarray:
-    """``values`` as an increasing array of numbers ``>= 0`` (a grid), or a clear error naming ``name``."""
-    try:
-        vals = [check_positive_float(name, v, allow_zero=True) for v in values]
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a sequence of numbers >= 0, got {type(values).__name__}"
-        ) from None
-    if not vals or any(b <= a for a, b in zip(vals, vals[1:])):
-        raise ValueError(f"{name} must be a non-empty increasing sequence, got {vals}")
-    return np.array(vals)
-
-
-def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch):
-    """Checked sizes, the config and the inputs ``(samples, n, d)`` drawn from ``generator``."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
-        )
-    L, H, d = (
-        check_int("n_layers", n_layers),
-        check_int("n_heads", n_heads),
-        check_int("d_model", d_model),
-    )
-    n, samples, seed = (
-        check_int("n_tokens", n_tokens, minimum=2),
-        check_int("samples", samples),
-        check_seed("seed", seed),
-    )
-    cfg = SANConfig(n_layers=L, n_heads=H, d_model=d)
-    check_size(cfg)
-    size = samples * batch * n * max(n * H, d)
-    if size > MAX_ENTRIES:
-        raise ValueError(
-            f"samples * len(strengths) * n_tokens * max(n_tokens * n_heads, d_model) = {size:,} "
-            f"exceeds {MAX_ENTRIES:,}: make the study smaller"
-        )
-    return cfg, seed, torch.randn(samples, n, d, generator=generator, dtype=torch.float64)
-
-
-def _measure(cfg, scale, X, alphas, seed, depths):
-    """Median ``rho`` after each of ``depths`` layers and the mean entropy fraction over those layers,
-    ``(len(depths), len(alphas))`` each, for the networks ``seed + k`` (``k`` over ``X``'s samples)
-    at query/key ``scale``; every strength at once, a batch of ``len(alphas)`` inputs."""
-    n, d = X.shape[-2:]
-    a = torch.tensor(alphas, dtype=torch.float64).reshape(-1, 1, 1)
-    rhos, ents = [], []
-    for k, x in enumerate(X):
-        model = scaled_qk_san(cfg, scale, seed=derive_seed(seed, k))
-        states, atts = _states(model, x.expand(len(alphas), n, d), a, max(depths))
-        per_layer = torch.stack(
-            [attention_entropy(P).mean(dim=(-1, -2)) for P in atts]
-        )  # (L, len(alphas))
-        rhos.append(torch.stack([relative_residual(states[L], norm="fro") for L in depths]))
-        ents.append(torch.stack([per_layer[:L].mean(dim=0) for L in depths]))
-    rho = np.median(torch.stack(rhos).numpy(), axis=0)
-    return rho, torch.stack(ents).mean(dim=0).numpy() / math.log(n)
 
 
 def phase_study(
@@ -317,12 +205,13 @@ def depth_study(
     seed: int,
     generator,
 ) -> DepthResult:
-    """The relative residual after each of ``depths`` layers at the query/key ``scales``, for a fixed
-    skip strength ``alpha`` in ``strengths`` and for ``alpha = a sqrt(L)``, ``a`` in ``ratios``
-    (section 4). The networks (seeds ``seed + k``, ``k < samples``) and the inputs (``n_tokens``
-    standard normal tokens from ``generator``) are :func:`phase_study`'s with the same arguments:
-    the network of depth ``L`` is the first ``L`` layers of the deepest one. ``depths``: increasing
-    integers ``>= 1``; the grids: increasing numbers, ``scales >= 0``, ``strengths`` and ``ratios > 0``.
+    """The relative residual after each of ``depths`` layers at the query/key ``scales``, for a
+    fixed skip strength ``alpha`` in ``strengths`` and for ``alpha = a sqrt(L)``, ``a`` in
+    ``ratios`` (section 4). The networks (seeds ``seed + k``, ``k < samples``) and the inputs
+    (``n_tokens`` standard normal tokens from ``generator``) are :func:`phase_study`'s with the same
+    arguments: the network of depth ``L`` is the first ``L`` layers of the deepest one. ``depths``:
+    increasing integers ``>= 1``; the grids: increasing numbers, ``scales >= 0``, ``strengths`` and
+    ``ratios > 0``.
     """
     for L in list(depths):
         check_int("depths", L, maximum=MAX_LAYERS)

@@ -1,4 +1,5 @@
-"""The path decomposition of a self-attention network (Dong et al. 2021; chapter "The path decomposition").
+"""The path decomposition of a self-attention network (Dong et al. 2021; chapter "The path
+decomposition").
 
 Hold every attention matrix ``P_h`` at the value it takes in the forward pass. The network is
 then *linear* in its input, and expanding the product of layers gives

@@ -26,7 +26,8 @@ MAX_DRAWN = (
 
 
 def check_draws(name: str, count: int, per_path: int) -> None:
-    """Refuse, before drawing, ``count`` random paths of ``per_path`` entries each beyond :data:`MAX_PATHS`
+    """Refuse, before drawing, ``count`` random paths of ``per_path`` entries each beyond
+    :data:`MAX_PATHS`
     paths or :data:`MAX_DRAWN` entries (paths are drawn one by one in Python), naming ``name``."""
     alternative = (
         "draw fewer paths (path_count and length_distribution count them without drawing any)"
@@ -42,7 +43,8 @@ def check_draws(name: str, count: int, per_path: int) -> None:
 
 
 def too_many_paths(L: int, choices: int, cap: int) -> bool:
-    """``choices ** L > cap``, decided without building the integer when it is astronomically large."""
+    """``choices ** L > cap``, decided without building the integer when it is astronomically
+    large."""
     if choices <= 1:
         return choices > cap
     if L * math.log10(choices) > math.log10(cap) + 1:
@@ -138,7 +140,8 @@ def path_length(path) -> int:
     """
     if not isinstance(path, (tuple, list)):
         raise TypeError(
-            f"path must be a tuple of head indices or None, one per layer, got {type(path).__name__}"
+            "path must be a tuple of head indices or None, one per layer, got "
+            f"{type(path).__name__}"
         )
     for c in path:
         if c is not None:
@@ -155,7 +158,8 @@ def sample_paths(
     Each path as :func:`all_paths` writes it: a tuple with one entry per layer, a head index or
     ``None`` for a skip. The layers are a uniform ``length``-subset, each head uniform, from
     ``generator`` (a ``torch.Generator``). Book: chapter "The path decomposition", section 4.
-    More than 100,000 paths or ``count * L > 10**7`` (:func:`check_draws`) is refused before drawing.
+    More than 100,000 paths or ``count * L > 10**7`` (:func:`check_draws`) is refused before
+    drawing.
     """
     L, H = check_int("L", L, minimum=0), check_int("H", H)
     length = check_int("length", length, minimum=0, maximum=L)

@@ -63,10 +63,14 @@ def _check_enumeration(model: SAN, X, max_paths, max_bytes) -> torch.Tensor:
     max_paths = check_int("max_paths", max_paths)
     max_bytes = check_int("max_bytes", max_bytes)
     cfg = model.config
-    alternative = "decompose_by_length sums the terms of each length by dynamic programming without enumerating them"
+    alternative = (
+        "decompose_by_length sums the terms of each length by dynamic programming without "
+        "enumerating them"
+    )
     if too_many_paths(cfg.n_layers, cfg.n_heads + cfg.skip, max_paths):
         raise ValueError(
-            f"this model has {cfg.n_heads + cfg.skip}^{cfg.n_layers} paths, more than max_paths={max_paths}; "
+            f"this model has {cfg.n_heads + cfg.skip}^{cfg.n_layers} paths, more than "
+            f"max_paths={max_paths}; "
             f"{alternative} (or raise max_paths)"
         )
     count = (cfg.n_heads + cfg.skip) ** cfg.n_layers
@@ -74,15 +78,18 @@ def _check_enumeration(model: SAN, X, max_paths, max_bytes) -> torch.Tensor:
     held = count * X.numel() * X.element_size()
     if held > max_bytes:
         raise ValueError(
-            f"enumerating the {count} paths of this model on X of shape {tuple(X.shape)} would hold "
-            f"{held / 2**30:.3g} GiB of terms, more than max_bytes={max_bytes} ({max_bytes / 2**30:.3g} GiB); "
+            f"enumerating the {count} paths of this model on X of shape {tuple(X.shape)} would "
+            "hold "
+            f"{held / 2**30:.3g} GiB of terms, more than max_bytes={max_bytes} "
+            f"({max_bytes / 2**30:.3g} GiB); "
             f"{alternative} (or raise max_bytes)"
         )
     return X
 
 
 def _enumerate(layers, X, choices) -> dict:
-    """The path terms of frozen ``layers`` on ``X``, built as a tree (a prefix shared by its extensions)."""
+    """The path terms of frozen ``layers`` on ``X``, built as a tree (a prefix shared by its
+    extensions)."""
     paths = {(): X}
     for layer in layers:
         nxt = {}

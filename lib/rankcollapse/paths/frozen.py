@@ -15,7 +15,9 @@ class FrozenLayer:
 
     The layer is then an affine map ``F(Y) = skip(Y) + sum_h head(Y, h) + offset``; each
     method below applies one of those pieces to a stack of terms of shape ``(K, ..., n, d)``
-    (``K`` terms at once, e.g. one per path length).
+    (``K`` terms at once, e.g. one per path length). The config's ``skip_strength`` weights the
+    skip branch and its ``branch_scale`` every head and the offset's attention part, as in
+    :meth:`~rankcollapse.san.Block.residual` (``W_O`` here includes the branch scale).
     """
 
     def __init__(self, block, P: torch.Tensor, sigma: torch.Tensor | None):
@@ -25,6 +27,10 @@ class FrozenLayer:
         # value and output maps of all heads side by side: (d, H*dv) and (H*dv, d)
         self.W_V = block.W_V.detach().permute(1, 0, 2).reshape(cfg.d_model, -1)
         self.W_O = block.W_O.detach().reshape(-1, cfg.d_model)
+        if cfg.branch_scale != 1:
+            self.W_O = cfg.branch_scale * self.W_O
+        self.alpha = cfg.skip_strength  # a number, or a tuple: one per entry of the first batch dim
+        self.cfg = cfg
         if self.ln != "none":
             self.gain, self.shift = block.ln1_gain.detach(), block.ln1_shift.detach()
             self.inv_sigma = (1.0 / sigma).unsqueeze(-1)  # (..., n, 1): the left scaling S^{-1}
@@ -49,8 +55,13 @@ class FrozenLayer:
         return V.transpose(-2, -3).flatten(-2) @ self.W_O[cols, :]
 
     def skip(self, Y):
-        """The skip branch (the identity, or LayerNorm's linear part in a post-LN layer)."""
-        return self._post(Y)
+        """The skip branch (the identity times ``skip_strength``, or LayerNorm's linear part of
+        that in a post-LN layer)."""
+        if self.alpha == 1:
+            return self._post(Y)
+        # Y is (K, ..., n, d): the strengths line up with the first batch dimension after K
+        weight = self.cfg.skip_weight(Y.ndim - 1)
+        return self._post(weight * Y)
 
     def heads(self, Y):
         """All heads at once: ``sum_h head(Y, h)``."""
@@ -61,7 +72,8 @@ class FrozenLayer:
         return self._post(self._mix(self._pre(Y), slice(h, h + 1)))
 
     def offset(self, like: torch.Tensor):
-        """``F(0)``: the constant the layer adds (biases and LayerNorm's shift), shaped like ``like``."""
+        """``F(0)``: the constant the layer adds (biases and LayerNorm's shift), shaped like
+        ``like``."""
         b = self.block
         zero = torch.zeros_like(like)
         if self.ln == "pre":  # LN(0) = 1 shift^T enters the attention
@@ -71,13 +83,17 @@ class FrozenLayer:
         A = self._mix(Z.unsqueeze(0), slice(0, self.H))[0] if self.ln == "pre" else zero
         if b.cfg.bias:
             # value bias: P_h 1 b_V^T W_O = 1 b_V^T W_O since P_h is row-stochastic
-            A = A + (b.b_V.detach().reshape(-1) @ self.W_O) + b.b_O.detach()
+            b_O = b.b_O.detach()
+            if b.cfg.branch_scale != 1:
+                b_O = b.cfg.branch_scale * b_O
+            A = A + (b.b_V.detach().reshape(-1) @ self.W_O) + b_O
         if self.ln == "post":
             return self._norm(A) + self.shift
         return A
 
     def __call__(self, Y):
-        """The whole affine map ``F(Y)`` with frozen attention: equals the layer's forward output."""
+        """The whole affine map ``F(Y)`` with frozen attention: equals the layer's forward
+        output."""
         out = self.heads(Y.unsqueeze(0))[0] + self.offset(Y)
         return out + self.skip(Y) if self.skip_on else out
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .._validate import check_bool
-from ..ops import layer_norm
+from ..ops import layer_norm_sigma
 from ..san import SAN, SANConfig, check_san
 from .ablation import ablation_config, shared_san
 
@@ -45,7 +45,7 @@ class Embedding(nn.Module):
         if self.position is not None:
             x = x + self.position[: ids.shape[-1]]
         if self.ln is not None:
-            x = layer_norm(x, *self.ln)[0]
+            x = layer_norm_sigma(x, *self.ln)[0]
         if self.proj is not None:
             x = x @ self.proj[0] + self.proj[1]
         return x

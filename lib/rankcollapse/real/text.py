@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from importlib import resources
 
 import torch
 
 from .._validate import check_choice, check_int
+from ..corpus import corpus  # noqa: F401  (re-exported: rc.real.corpus)
 from .registry import minilm_path
 
 __all__ = [
@@ -33,25 +33,6 @@ __all__ = [
 
 CLS, SEP = 101, 102  # MiniLM's (uncased WordPiece) [CLS] and [SEP]
 TOO_LONG = ("error", "truncate")
-
-
-def corpus() -> list[str]:
-    """The book's English prose: a list of documents (``rankcollapse/data/*.txt``, one per file).
-
-    Written for the book (science and history, no third-party text), so it ships with the
-    package and needs no download. It stands in for the paper's wiki_bio sentences.
-    """
-    files = sorted(
-        p
-        for p in resources.files("rankcollapse").joinpath("data").iterdir()
-        if p.name.endswith(".txt")
-    )
-    docs = [" ".join(f.read_text(encoding="utf-8").split()) for f in files]
-    if not docs:
-        raise FileNotFoundError(
-            "rankcollapse/data/*.txt is missing: reinstall the package (pip install -e .)"
-        )
-    return docs
 
 
 @functools.lru_cache(maxsize=1)

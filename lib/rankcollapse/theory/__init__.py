@@ -9,24 +9,26 @@ Theorem 2.3) bound the residual of a *pure* self-attention network
     \\le \\Big(\\frac{4 \\gamma \\beta H}{\\sqrt{d_{qk}}}\\Big)^{\\frac{3^L-1}{2}}
          \\lVert \\operatorname{res}(X) \\rVert_{1,\\infty}^{3^L},
 
-where ``beta`` bounds :math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_{h}\\rVert_{1,\\infty}` in every layer
-and head, and ``gamma`` is a term depending on the attention entries (the reading note's words; the
-paper's definition of it was not available to this book). What this package computes is the *book's* bound of that form (chapter "Pure
-attention collapses", section 2, "The collapse bound with a computable constant (this book)"),
-with the book's own ``gamma``, derived from the proof of the one-layer lemma:
+where ``beta`` bounds :math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_{h}\\rVert_{1,\\infty}` in every
+layer and head, and ``gamma`` is a term depending on the attention entries (the reading note's
+words; the paper's definition of it was not available to this book). What this package computes is
+the *book's* bound of that form (chapter "Pure attention collapses", section 2, "The collapse bound
+with a computable constant (this book)"), with the book's own ``gamma``, derived from the proof of
+the one-layer lemma:
 
 .. math::
     \\gamma_l = \\frac{\\sinh(2\\varepsilon_l)}{2\\varepsilon_l}\\, e^{\\varepsilon_l}
                 \\sqrt{\\max_h \\lVert P^{(l)}_h \\rVert_1}\\;\\nu_l,
 
-with :math:`\\varepsilon_l = \\max_{h,i,j} |E_{h,ij}|`, :math:`E_h = R W_{QK,h} R^\\top/\\sqrt{d_{qk}}`,
+with :math:`\\varepsilon_l = \\max_{h,i,j} |E_{h,ij}|`, :math:`E_h = R W_{QK,h}
+R^\\top/\\sqrt{d_{qk}}`,
 :math:`R = X_{l} - \\mathbf 1 x^\\top` the input of layer ``l`` in the chosen centre;
 :math:`\\lVert P_h\\rVert_1` the largest column sum of head ``h``'s attention matrix (how much
 attention the most-attended token receives; 1 for uniform attention); and :math:`\\nu_l \\ge 1`
 a head-balance factor, exactly 1 for a single head. The lemma holds for any centre, so every
 function takes ``center`` (``"mean"``, the default everywhere, :data:`DEFAULT_CENTER`, or a
-centre function such as ``rc.centering.optimal_center``, the paper's) and uses it for every layer; a bound in either centre also bounds
-the optimal residual, the smallest of all.
+centre function such as ``rc.centering.optimal_center``, the paper's) and uses it for every layer; a
+bound in either centre also bounds the optimal residual, the smallest of all.
 
 The core of the library: imports torch and the core modules only. One job per module:
 

@@ -1,10 +1,12 @@
-"""The book's collapse bound (of the form of the paper's Theorem 2.2 and its multi-head form) and what it is made of.
+"""The book's collapse bound (of the form of the paper's Theorem 2.2 and its multi-head form) and
+what it is made of.
 
 See :mod:`rankcollapse.theory` for the statement. Everything here is computed from one forward
 pass of a pure attention network (:func:`rankcollapse.theory.weights.check_pure_attention`),
 in one centre (``center``: ``"mean"``, the default everywhere, or a centre function such as
-``rc.centering.optimal_center``, the paper's), the same for every layer. Book: chapter "Pure attention collapses", sections 2-3 (the one-layer lemma for any
-centre, and the theorem "The collapse bound with a computable constant (this book)").
+``rc.centering.optimal_center``, the paper's), the same for every layer. Book: chapter "Pure
+attention collapses", sections 2-3 (the one-layer lemma for any centre, and the theorem "The
+collapse bound with a computable constant (this book)").
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from .._validate import (
     check_int,
 )
 from ..residual import check_center, composite_norm, res
+from .tracked import (
+    attention_logits,
+    tracked_layers,
+    tracked_residual,  # noqa: F401  (re-exported)
+)
 from .weights import check_pure_attention, head_norms
 
 __all__ = [
@@ -49,7 +56,7 @@ def _layer_residuals(model, X, out, center: str) -> list[torch.Tensor]:
     centre function (``rc.centering.optimal_center``), the forward pass's hidden states centred
     by it."""
     if center == "mean":
-        return _tracked(model, X)
+        return tracked_layers(model, X)
     return [res(h, center=center) for h in out.hidden_states]
 
 
@@ -64,19 +71,20 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     layer, slow for large matrices). The attention matrices do not depend
     on the centre; ``eps``, and so ``gamma``, does. Returns tensors with a leading layer axis ``L``:
 
-    - ``"eps"`` ``(L, ...)``: :math:`\\varepsilon_l = \\max_{h,i,j}|E_{h,ij}|`, ``E_h = R W_QK,h R^T / sqrt(d_qk)``
-      with ``R`` the input of layer ``l`` in ``center``;
-    - ``"column_sum"`` ``(L, ...)``: :math:`\\max_h \\lVert P_h\\rVert_1`, the largest column sum of any
-      head's attention matrix;
+    - ``"eps"`` ``(L, ...)``: :math:`\\varepsilon_l = \\max_{h,i,j}|E_{h,ij}|`, ``E_h = R W_QK,h R^T
+      / sqrt(d_qk)`` with ``R`` the input of layer ``l`` in ``center``;
+    - ``"column_sum"`` ``(L, ...)``: :math:`\\max_h \\lVert P_h\\rVert_1`, the largest column sum of
+      any head's attention matrix;
     - ``"nu"`` ``(L,)``: the head-balance factor
-      :math:`\\sqrt{\\max_h q_h\\lVert W_h\\rVert_1 \\cdot \\max_h q_h\\lVert W_h\\rVert_\\infty} / \\beta_l`
-      with :math:`q_h = \\lVert W_{QK,h}\\rVert_1` (1 for one head);
-    - ``"kappa"`` ``(L, ...)``: :math:`\\sinh(2\\varepsilon)/(2\\varepsilon) \\cdot e^{\\varepsilon}`,
-      which tends to 1 as the input collapses;
+      :math:`\\sqrt{\\max_h q_h\\lVert W_h\\rVert_1 \\cdot \\max_h q_h\\lVert W_h\\rVert_\\infty} /
+      \\beta_l` with :math:`q_h = \\lVert W_{QK,h}\\rVert_1` (1 for one head);
+    - ``"kappa"`` ``(L, ...)``: :math:`\\sinh(2\\varepsilon)/(2\\varepsilon) \\cdot
+      e^{\\varepsilon}`, which tends to 1 as the input collapses;
     - ``"gamma"`` ``(L, ...)``: their product ``kappa * sqrt(column_sum) * nu``;
-    - ``"beta"`` ``(L,)``: :math:`\\beta_l = \\max_h \\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}`;
-    - ``"residual"`` ``(L+1, ...)``: :math:`\\lVert R_l\\rVert_{1,\\infty}`, the residual in ``center``
-      (for the mean, the tracked one);
+    - ``"beta"`` ``(L,)``: :math:`\\beta_l = \\max_h \\lVert W_{QK,h}\\rVert_1 \\lVert
+      W_h\\rVert_{1,\\infty}`;
+    - ``"residual"`` ``(L+1, ...)``: :math:`\\lVert R_l\\rVert_{1,\\infty}`, the residual in
+      ``center`` (for the mean, the tracked one);
     - ``"forward_residual"`` ``(L+1, ...)``: the same from the float forward pass (it stops at the
       dtype's rounding floor);
     - ``"size"`` ``(L+1, ...)``: :math:`\\lVert X_l\\rVert_{1,\\infty}`, the tokens' size in the
@@ -102,7 +110,7 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
     R_all = _layer_residuals(model, X, out, center)  # each layer's input, and the output
     eps, col = [], []
     for l, (R, P) in enumerate(zip(R_all[:-1], out.attentions)):
-        E = _logits(R, None, model.layers[l], cfg)[1]
+        E = attention_logits(R, None, model.layers[l], cfg)[1]
         eps.append(E.abs().amax(dim=(-1, -2, -3)))
         col.append(P.sum(dim=-2).amax(dim=(-1, -2)))
     resid = [composite_norm(R) for R in R_all]
@@ -131,7 +139,8 @@ def gamma_details(model, X, center: str = DEFAULT_CENTER) -> dict[str, torch.Ten
 
 
 def log_kappa(eps: torch.Tensor) -> torch.Tensor:
-    r""":math:`\log\kappa = \log(\sinh(2\varepsilon)/(2\varepsilon)) + \varepsilon`, finite where ``kappa`` overflows.
+    r""":math:`\log\kappa = \log(\sinh(2\varepsilon)/(2\varepsilon)) + \varepsilon`, finite where
+    ``kappa`` overflows.
 
     For ``2 eps >= 20``: :math:`\log\sinh t = t - \log 2 + \log(1 - e^{-2t})`.
     """
@@ -148,7 +157,8 @@ def log_kappa(eps: torch.Tensor) -> torch.Tensor:
 
 
 def _log_layer_constants(model, det) -> torch.Tensor:
-    r""":math:`\log c_l`, ``(L, ...)``: the log of the product where it is a finite float, else the sum
+    r""":math:`\log c_l`, ``(L, ...)``: the log of the product where it is a finite float, else the
+    sum
     of the factors' logs (``kappa`` overflows float64 once :math:`\varepsilon` passes about 236)."""
     cfg = model.config
     c = _layer_constants(model, det)
@@ -170,16 +180,17 @@ def _layer_constants(model, det) -> torch.Tensor:
 
 
 def gamma(model, X, center: str = DEFAULT_CENTER) -> torch.Tensor:
-    """The book's ``gamma`` of every layer, shape ``(L,)`` for ``X`` of shape ``(n, d)`` (``(L, ...)`` batched).
+    """The book's ``gamma`` of every layer, shape ``(L,)`` for ``X`` of shape ``(n, d)`` (``(L,
+    ...)`` batched).
 
     :math:`\\gamma_l = \\frac{\\sinh 2\\varepsilon_l}{2\\varepsilon_l} e^{\\varepsilon_l}
     \\sqrt{\\max_h\\lVert P^{(l)}_h\\rVert_1}\\,\\nu_l` (see :func:`gamma_details` for each factor),
     the constant for which the one-layer step
-    :math:`\\lVert\\operatorname{res}(X_{l+1})\\rVert \\le \\frac{4\\gamma_l\\beta_l H}{\\sqrt{d_{qk}}}
-    \\lVert\\operatorname{res}(X_l)\\rVert^3` is proved in chapter "Pure attention collapses",
-    section 2. It is computed from the forward pass of ``model`` on ``X`` (the attention entries
-    and the layer inputs, centred by ``center``, see :func:`gamma_details`). Only pure attention
-    networks are accepted.
+    :math:`\\lVert\\operatorname{res}(X_{l+1})\\rVert \\le \\frac{4\\gamma_l\\beta_l
+    H}{\\sqrt{d_{qk}}} \\lVert\\operatorname{res}(X_l)\\rVert^3` is proved in chapter "Pure
+    attention collapses", section 2. It is computed from the forward pass of ``model`` on ``X`` (the
+    attention entries and the layer inputs, centred by ``center``, see :func:`gamma_details`). Only
+    pure attention networks are accepted.
     """
     return gamma_details(model, X, center)["gamma"]
 
@@ -204,7 +215,8 @@ def layer_constants(model, X, center: str = DEFAULT_CENTER, log10: bool = False)
 def unit_residual_tokens(
     n: int, d: int, *, generator: torch.Generator, dtype=torch.float64
 ) -> torch.Tensor:
-    r"""Standard normal tokens ``(n, d)`` scaled so that :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
+    r"""Standard normal tokens ``(n, d)`` scaled so that
+    :math:`\lVert\operatorname{res}(X)\rVert_{1,\infty} = 1`.
 
     The mean-centred residual; the theorems' condition is stated for inputs of this size.
     """
@@ -250,7 +262,8 @@ def _pow3(l: int, dtype) -> torch.Tensor:
 def collapse_bound(
     model, X, form: str = "paper", log10: bool = False, center: str = DEFAULT_CENTER
 ) -> torch.Tensor:
-    """The book's upper bound on :math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for every layer ``l = 0..L``.
+    """The book's upper bound on :math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for
+    every layer ``l = 0..L``.
 
     Shape ``(L+1,)`` for ``X`` of shape ``(n, d)`` (``(L+1, ...)`` batched); entry 0 is the input
     residual itself. One centre throughout (``center``, see :func:`gamma_details`): the residuals
@@ -273,12 +286,13 @@ def collapse_bound(
     bound of exactly 0 at every layer, as does a layer constant of 0 (``beta = 0``) from the next
     layer on, since tokens that are all the same stay the same; a zero residual wins over an
     infinite constant. (The tracked residual underflows to 0 below about ``1e-308``; the step form
-    then reads that 0 as exact. The paper and layerwise forms need only :math:`r_0`.) Computed in log space (the bound over- and underflows doubly
-    exponentially): ``log10=True`` returns :math:`\\log_{10}` of the bound, ``-inf`` for an exact
-    0, finite wherever the bound is a positive finite number even if float64 cannot hold it:
-    each constant :math:`c_l` enters as its log, taken factor by factor where :math:`c_l` itself
-    overflows (large :math:`\\varepsilon_l`). NaN only where the tracked residual itself is not
-    finite. Book: chapter "Pure attention collapses", sections 2-3.
+    then reads that 0 as exact. The paper and layerwise forms need only :math:`r_0`.) Computed in
+    log space (the bound over- and underflows doubly exponentially): ``log10=True`` returns
+    :math:`\\log_{10}` of the bound, ``-inf`` for an exact 0, finite wherever the bound is a
+    positive finite number even if float64 cannot hold it: each constant :math:`c_l` enters as its
+    log, taken factor by factor where :math:`c_l` itself overflows (large :math:`\\varepsilon_l`).
+    NaN only where the tracked residual itself is not finite. Book: chapter "Pure attention
+    collapses", sections 2-3.
     """
     check_choice("form", form, BOUND_FORMS)
     log10 = check_bool("log10", log10)
@@ -288,7 +302,8 @@ def collapse_bound(
 
 
 def _bound(logc: torch.Tensor, det: dict, form: str) -> torch.Tensor:
-    """The natural log of the bound of :func:`collapse_bound`, ``(L+1, ...)``, from ``log c_l`` and the residuals.
+    """The natural log of the bound of :func:`collapse_bound`, ``(L+1, ...)``, from ``log c_l`` and
+    the residuals.
 
     An exact zero (a residual or a constant whose log is ``-inf``) makes every later entry
     ``-inf``, whatever the other factors (``-inf + inf`` would otherwise give NaN).
@@ -314,95 +329,3 @@ def _bound(logc: torch.Tensor, det: dict, form: str) -> torch.Tensor:
                 value = value + _pow3(l - 1 - k, logc.dtype) * logc[k]
         out.append(torch.where(zero, neg_inf, value))
     return torch.stack(out)
-
-
-@torch.no_grad()
-def tracked_residual(model, X, log10: bool = False) -> torch.Tensor:
-    """:math:`\\lVert\\operatorname{res}(X_l)\\rVert_{1,\\infty}` for ``l = 0..L``, computed with *relative* accuracy.
-
-    A forward pass in float64 cannot see a residual below about ``1e-16`` of the tokens' common
-    part: the subtraction ``X - 1 x^T`` cancels. This function propagates the mean ``x_l`` and the
-    residual ``R_l = X_l - 1 x_l^T`` separately, using the identities of the proof (chapter "Pure
-    attention collapses", section 2): the logits are ``1 a^T + E`` up to row constants with
-    ``a = R W_QK^T x / sqrt(d_qk)``, ``E = R W_QK R^T / sqrt(d_qk)``; with ``s = softmax(a)`` and
-    ``rho_ij = exp(E_ij) / sum_k s_k exp(E_ik)`` (computed with ``expm1``/``log1p``),
-    ``R_{l+1} = sum_h (P_h - 1 pbar_h^T) R_l W_h`` where ``P_h - 1 pbar_h^T = s_j (rho_ij - mean_k rho_kj)``.
-    In exact arithmetic it equals the residual of the forward pass; in float64 it follows the
-    residual down to about ``1e-300`` (then it underflows to 0). Where a head's ``|E|`` reaches 1
-    (large weights, nothing cancels) the attention matrix is used directly: there the accuracy
-    is relative to the tokens' size, as in the forward pass, and hard attention that sends every
-    token to the same one can give an exact 0. Shape ``(L+1,)`` (``(L+1, ...)``
-    batched); ``log10=True`` returns :math:`\\log_{10}` (``-inf`` after underflow).
-    """
-    log10 = check_bool("log10", log10)
-    check_pure_attention(model)
-    X = model.check_input(X)
-    norms = []
-    for R in _tracked(model, X):
-        norm = composite_norm(R)
-        norms.append(
-            torch.where(
-                torch.isfinite(R).flatten(-2).all(dim=-1), norm, torch.full_like(norm, math.nan)
-            )
-        )
-    out = torch.stack(norms)
-    return torch.log10(out) if log10 else out
-
-
-def _logits(R, x, block, cfg):
-    """``(a, E)`` of Step 1 for one layer, each head's factors applied in turn (never the ``d x d``
-    products, which cost ``d / d_qk`` times more): ``E = (R W_Q)(R W_K)^T / sqrt(d_qk)``
-    ``(..., H, n, n)`` and, when ``x`` is given, ``a = (R W_K)(x W_Q)^T / sqrt(d_qk)`` ``(..., H, n)``,
-    i.e. ``a_j = r_j^T W_QK^T x``."""
-    scale = math.sqrt(cfg.d_qk)
-    k = torch.einsum("...nd,hde->...hne", R, block.W_K.detach())
-    E = torch.einsum("...nd,hde->...hne", R, block.W_Q.detach()) @ k.transpose(-1, -2) / scale
-    if x is None:
-        return None, E
-    qx = torch.einsum("...d,hde->...he", x, block.W_Q.detach())
-    return (k @ qx.unsqueeze(-1)).squeeze(-1) / scale, E
-
-
-def _values(R, block):
-    """``R W_V,h`` of every head, ``(..., H, n, d_v)`` for ``R`` ``(..., n, d)``."""
-    return torch.einsum("...nd,hdv->...hnv", R, block.W_V.detach())
-
-
-def _output(V, block):
-    """``sum_h V_h W_O,h`` for ``V`` ``(..., H, m, d_v)``: ``(..., m, d)``."""
-    return torch.einsum("...hmv,hve->...me", V, block.W_O.detach())
-
-
-def _tracked(model, X) -> list[torch.Tensor]:
-    """The mean-centred residuals ``R_0 .. R_L`` of :func:`tracked_residual` (``model`` and ``X`` checked).
-
-    Each layer's ``W_QK,h`` and ``W_h`` enter through their factors (:func:`_logits`,
-    :func:`_values`, :func:`_output`): the same numbers up to rounding, and ``d / d_qk`` times fewer operations
-    than with the ``d x d`` products of :func:`~.weights.qk_matrices` (what makes real models'
-    layers affordable)."""
-    cfg = model.config
-    x = X.mean(dim=-2)  # (..., d)
-    R = X - x.unsqueeze(-2)
-    out = [R]
-    for l in range(cfg.n_layers):
-        block = model.layers[l]
-        a, E = _logits(R, x, block, cfg)  # a_j = r_j^T W_QK^T x, E = R W_QK R^T (over sqrt(d_qk))
-        s = torch.softmax(a, dim=-1)  # (..., H, n)
-        # small E (the collapsing regime): rho - 1 with expm1/log1p, accurate to relative rounding
-        t = (s.unsqueeze(-2) * torch.expm1(E.clamp(max=1.0))).sum(dim=-1, keepdim=True)
-        rho_m1 = torch.expm1(E.clamp(max=1.0) - torch.log1p(t))
-        col_mean = rho_m1.mean(dim=-2, keepdim=True)
-        delta_small = s.unsqueeze(-2) * (rho_m1 - col_mean)  # P_h - 1 pbar_h^T, (..., H, n, n)
-        pbar_small = s * (1 + col_mean.squeeze(-2))  # (..., H, n)
-        # large E: nothing cancels, use the attention matrix itself
-        P = torch.softmax(a.unsqueeze(-2) + E, dim=-1)
-        delta_big, pbar_big = P - P.mean(dim=-2, keepdim=True), P.mean(dim=-2)
-        small = E.abs().amax(dim=(-1, -2)) < 1.0  # (..., H)
-        delta = torch.where(small[..., None, None], delta_small, delta_big)
-        pbar = torch.where(small[..., None], pbar_small, pbar_big)
-        V = _values(R, block)  # R W_V,h, (..., H, n, d_v)
-        xv = _values(x.unsqueeze(-2), block)  # x^T W_V,h, (..., H, 1, d_v)
-        x = _output(xv + pbar.unsqueeze(-2) @ V, block).squeeze(-2)  # sum_h (x + pbar_h^T R) W_h
-        R = _output(delta @ V, block)  # sum_h (P_h - 1 pbar_h^T) R W_h
-        out.append(R)
-    return out

@@ -26,7 +26,8 @@ __all__ = [
 
 @torch.no_grad()
 def tracked_relative_residual(model, X) -> torch.Tensor:
-    r""":math:`\lVert\operatorname{res}(X_l)\rVert_{1,\infty} / \lVert X_l\rVert_{1,\infty}` for ``l = 0..L``, the residual tracked.
+    r""":math:`\lVert\operatorname{res}(X_l)\rVert_{1,\infty} / \lVert X_l\rVert_{1,\infty}` for ``l
+    = 0..L``, the residual tracked.
 
     The residual is :func:`tracked_residual` (mean centre), the size :math:`\lVert X_l\rVert` the
     composite norm of the forward pass's hidden state, so the ratio stays accurate below the
@@ -42,7 +43,8 @@ def tracked_relative_residual(model, X) -> torch.Tensor:
 
 @torch.no_grad()
 def bound_gaps(model, X, forms=BOUND_FORMS, floor: float = -290.0) -> dict[str, torch.Tensor]:
-    r""":math:`\log_{10}` (bound / tracked residual) at every layer ``l >= 1`` where both are representable.
+    r""":math:`\log_{10}` (bound / tracked residual) at every layer ``l >= 1`` where both are
+    representable.
 
     For each form of :func:`collapse_bound` (mean centre), a 1-D tensor of the gaps at the layers
     (and, batched, the inputs, layer-major) where the bound and :func:`tracked_residual` are
@@ -93,7 +95,8 @@ def attention_hardness(model, X) -> dict[str, torch.Tensor]:
 
 
 def rank_one_distance(P, norm: str = "fro") -> torch.Tensor:
-    r"""How far row-stochastic matrices ``P`` ``(..., n, n)`` are from rank one: :math:`\lVert P - \mathbf 1\bar p^\top\rVert`.
+    r"""How far row-stochastic matrices ``P`` ``(..., n, n)`` are from rank one: :math:`\lVert P -
+    \mathbf 1\bar p^\top\rVert`.
 
     :math:`\bar p` is the column mean of ``P``, so :math:`P - \mathbf 1\bar p^\top` is the
     matrix :math:`\Delta` of Step 2 of the chapter "Pure attention collapses" (section 2), and the
@@ -101,9 +104,9 @@ def rank_one_distance(P, norm: str = "fro") -> torch.Tensor:
     the default) it is the distance to the nearest matrix of the form :math:`\mathbf 1 s^\top`
     (every row the same), and that nearest matrix, :math:`\mathbf 1\bar p^\top`, is itself
     row-stochastic; ``norm="l1inf"`` gives :math:`\lVert\Delta\rVert_{1,\infty}`, the norm the
-    chapter's Steps bound. Zero when every row of ``P`` is the same (up to the rounding of the column
-    mean), and only then. Shape ``(...)``. ``P`` that is not row-stochastic (square, non-negative, rows
-    summing to 1 within ``1e-6 n``) is refused with a ``ValueError``.
+    chapter's Steps bound. Zero when every row of ``P`` is the same (up to the rounding of the
+    column mean), and only then. Shape ``(...)``. ``P`` that is not row-stochastic (square,
+    non-negative, rows summing to 1 within ``1e-6 n``) is refused with a ``ValueError``.
     """
     check_choice("norm", norm, NORMS)
     P = check_probability_matrix("P", P)

@@ -1,4 +1,5 @@
-"""Random instances of the theorems' hypotheses, for the tests and for measuring the bound's tightness."""
+"""Random instances of the theorems' hypotheses, for the tests and for measuring the bound's
+tightness."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def random_instances(
     max_heads: int = 3,
     max_layers: int = 4,
 ):
-    """``count`` random pure-attention instances, yielded as ``(model, X)`` with ``batch`` inputs per model.
+    """``count`` random pure-attention instances, yielded as ``(model, X)`` with ``batch`` inputs
+    per model.
 
     ``ceil(count / batch)`` models; each but the last takes ``batch`` inputs, the last the rest,
     so exactly ``count`` inputs in all (``count=15, batch=10``: inputs of shape ``(10, n, d)``
@@ -46,7 +48,8 @@ def random_instances(
     )
     if batch * max_n * max_d > MAX_ELEMENTS:
         raise ValueError(
-            f"batch * max_n * max_d must be at most {MAX_ELEMENTS} (the input drawn for one model), "
+            f"batch * max_n * max_d must be at most {MAX_ELEMENTS} (the input drawn for one "
+            "model), "
             f"got {batch} * {max_n} * {max_d}"
         )
     return _draw(count, seed, batch, max_n, max_d, max_heads, max_layers)

@@ -59,8 +59,8 @@ def preserving_san(
     - ``"uniform_attention"``: ``W_Q = 0`` (``W_QK = 0``), value maps untouched (times ``scale``).
       Every ``P_h = 11^T/n``, so each layer adds the same row ``xbar^T W`` to every token:
       the residual is exactly preserved while the tokens move; ``beta = 0``.
-    - ``"reserved_subspace"``: the features split into the first ``d - reserved`` (*content*) and the last
-      ``reserved`` (*reserved*, default ``d // 2``) coordinates; every value map
+    - ``"reserved_subspace"``: the features split into the first ``d - reserved`` (*content*) and
+      the last ``reserved`` (*reserved*, default ``d // 2``) coordinates; every value map
       ``W_h = W_V,h W_O,h`` reads only content coordinates and writes only reserved ones
       (``W_V`` rows of reserved features and ``W_O`` columns of content features set to 0), then
       value maps are multiplied by ``scale``. Queries and keys are untouched, so attention is
@@ -73,13 +73,15 @@ def preserving_san(
     check_choice("family", family, PRESERVING_FAMILIES)
     if not isinstance(config, SANConfig):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
-    if not config.skip:
+    if not config.skip or config.skip_strength != 1:
         raise ValueError(
-            "config must have skip=True: without skip connections no family preserves the residual"
+            "config must have skip=True (and skip_strength=1): without the usual skip connection "
+            "no family preserves the residual"
         )
     if config.mlp or config.layernorm != "none" or config.bias:
         raise ValueError(
-            "config must have mlp=0, layernorm='none' and bias=False (the families are proved for these)"
+            "config must have mlp=0, layernorm='none' and bias=False (the families are proved for "
+            "these)"
         )
     scale = check_positive_float("scale", scale, allow_zero=True)
     seed = check_seed("seed", seed)
@@ -108,7 +110,8 @@ def preserving_san(
 
 
 def preserving_input(X, reserved: int | None = None) -> torch.Tensor:
-    """``X`` with its last ``reserved`` features (default ``d // 2``) set to zero, for ``"reserved_subspace"``.
+    """``X`` with its last ``reserved`` features (default ``d // 2``) set to zero, for
+    ``"reserved_subspace"``.
 
     ``X``: ``(n, d)`` or ``(..., n, d)``; returns a new float tensor of the same shape.
     """
@@ -124,7 +127,8 @@ def preserving_input(X, reserved: int | None = None) -> torch.Tensor:
 def search_smallest_ratio(
     config: SANConfig, X, *, steps: int, restarts: int, seed: int, lr: float = 0.15
 ) -> dict:
-    """Search the weights of a SAN with skip connections for the smallest ``||res(X_L)|| / ||res(X)||``.
+    """Search the weights of a SAN with skip connections for the smallest ``||res(X_L)|| /
+    ||res(X)||``.
 
     An *exploration*, not a proof (chapter "Skip connections", section 4): no tight lower bound on
     this ratio is known. ``restarts`` networks are drawn from ``config`` (which must have
@@ -134,11 +138,17 @@ def search_smallest_ratio(
     the fixed input ``X`` (``(n, d)``), with the *weight scale held fixed*: after every step each
     weight matrix is rescaled to the Frobenius norm it had at initialisation. Residuals are
     mean-centred, in the composite norm. At most ``10**5`` steps and ``10**3`` restarts
-    (:data:`MAX_STEPS`, :data:`MAX_RESTARTS`); seeds in ``0 .. 2**32 - 1``. Returns ``{"best": smallest ratio found, "initial":
-    the ratio of each restart at initialisation (list), "final": after the search (list)}``.
+    (:data:`MAX_STEPS`, :data:`MAX_RESTARTS`); seeds in ``0 .. 2**32 - 1``. Returns ``{"best":
+    smallest ratio found, "initial": the ratio of each restart at initialisation (list), "final":
+    after the search (list)}``.
     """
     if not isinstance(config, SANConfig):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
+    if config.skip_strength != 1:
+        raise ValueError(
+            f"config has skip_strength={config.skip_strength}: the search is over networks with "
+            "the usual skip X + SA(X) (skip_strength=1)"
+        )
     if not config.skip or config.mlp or config.layernorm != "none" or config.bias:
         raise ValueError("config must have skip=True, mlp=0, layernorm='none' and bias=False")
     steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
@@ -206,6 +216,11 @@ def _search(config, X, log_ratio, steps, restarts, seed, lr, initial, final):
 
 def _check_attention_with_skips(model) -> SAN:
     cfg = check_san(model).config
+    if cfg.skip_strength != 1:
+        raise ValueError(
+            f"model has skip_strength={cfg.skip_strength}: the bound is for the usual skip "
+            "X + SA(X) (skip_strength=1)"
+        )
     if not cfg.skip or cfg.mlp or cfg.layernorm != "none" or cfg.bias:
         raise ValueError(
             "model must be a self-attention network with skip connections and nothing else "
@@ -217,7 +232,8 @@ def _check_attention_with_skips(model) -> SAN:
 
 @torch.no_grad()
 def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> torch.Tensor:
-    r"""The book's upper bound on :math:`\lVert\operatorname{res}(X_l)\rVert_{1,\infty}` with skip connections, ``l = 0..L``.
+    r"""The book's upper bound on :math:`\lVert\operatorname{res}(X_l)\rVert_{1,\infty}` with skip
+    connections, ``l = 0..L``.
 
     Chapter "Skip connections", section 4, Proposition "A one-layer bound with skips (this book)":
     for a layer :math:`X_l = X_{l-1} + \sum_h P_h X_{l-1} W_h` whose input has residual ``r`` in
@@ -239,8 +255,9 @@ def skip_bound(model, X, log10: bool = False, center: str = DEFAULT_CENTER) -> t
     log space (:math:`\log(1 + a b^2)` as the softplus of :math:`\log a + 2\log b`):
     ``log10=True`` returns :math:`\log_{10}` of the bound, finite where the bound overflows
     float64. An input residual of exactly 0 gives exactly 0 at every layer (tokens that are all the
-    same stay the same), ``-inf`` in log; a network of depth 0 gives the input's residual. Shape ``(L+1,)`` for ``X`` ``(n, d)`` (``(L+1, ...)``
-    batched). The model must have ``skip=True`` and no MLP, LayerNorm or biases.
+    same stay the same), ``-inf`` in log; a network of depth 0 gives the input's residual. Shape
+    ``(L+1,)`` for ``X`` ``(n, d)`` (``(L+1, ...)`` batched). The model must have ``skip=True`` and
+    no MLP, LayerNorm or biases.
     """
     _check_attention_with_skips(model)
     center = check_center(center)

@@ -15,7 +15,8 @@ __all__ = ["check_pure_attention", "qk_matrices", "value_matrices", "beta"]
 
 
 def check_pure_attention(model) -> SAN:
-    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (the collapse bounds' hypothesis).
+    """Raise ``ValueError`` unless ``model`` is a pure self-attention network (the collapse bounds'
+    hypothesis).
 
     The theorems cover ``skip=False, mlp=0, layernorm="none", bias=False`` (and dot-product
     attention with no mask and no final LayerNorm) only; the error names
@@ -38,7 +39,8 @@ def check_pure_attention(model) -> SAN:
         )
     if cfg.bias:
         why.append(
-            "it has biases (bias=True): query/key biases change the attention logits the proof expands"
+            "it has biases (bias=True): query/key biases change the attention logits the proof "
+            "expands"
         )
     if cfg.final_layernorm:
         why.append(
@@ -81,15 +83,23 @@ def qk_matrices(model) -> torch.Tensor:
 
 
 @torch.no_grad()
+def output_map(block) -> torch.Tensor:
+    """``W_O`` of ``block`` times the config's ``branch_scale`` (as the forward pass applies it)."""
+    scale = block.cfg.branch_scale
+    return block.W_O.detach() if scale == 1 else scale * block.W_O.detach()
+
+
 def value_matrices(model) -> torch.Tensor:
     """The value map :math:`W_h = W_{V,h} W_{O,h}` of every layer and head, shape ``(L, H, d, d)``.
 
     ``W_{V,h}`` is head ``h``'s ``(d, d_v)`` value projection and ``W_{O,h}`` its ``(d_v, d)`` slice
     of the output projection: the head contributes :math:`P_h X W_{V,h} W_{O,h}` to the layer.
+    With a ``branch_scale`` other than 1 (:class:`~rankcollapse.san.SANConfig`) the map includes
+    it: the head contributes ``branch_scale`` times that.
     """
     check_san(model)
-    mats = [b.W_V.detach() @ b.W_O.detach() for b in model.layers]
     cfg = model.config
+    mats = [b.W_V.detach() @ output_map(b) for b in model.layers]
     if not mats:
         return torch.zeros(0, cfg.n_heads, cfg.d_model, cfg.d_model, dtype=cfg.dtype)
     return torch.stack(mats)
@@ -97,7 +107,8 @@ def value_matrices(model) -> torch.Tensor:
 
 @torch.no_grad()
 def head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r""":math:`\lVert W_{QK,h}\rVert_1`, :math:`\lVert W_h\rVert_1` and :math:`\lVert W_h\rVert_\infty`, each ``(L, H)``.
+    r""":math:`\lVert W_{QK,h}\rVert_1`, :math:`\lVert W_h\rVert_1` and :math:`\lVert
+    W_h\rVert_\infty`, each ``(L, H)``.
 
     The norms ``beta`` and ``nu`` are made of (:func:`~.bound.gamma_details`), one layer's ``d x d``
     products at a time (:func:`qk_matrices` holds all ``L H d^2`` entries at once;
@@ -125,7 +136,7 @@ def head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     for b in model.layers:
         if id(b) not in done:
             Q = (b.W_Q.detach() @ b.W_K.detach().transpose(-1, -2)).abs()
-            W = (b.W_V.detach() @ b.W_O.detach()).abs()
+            W = (b.W_V.detach() @ output_map(b)).abs()
             done[id(b)] = torch.stack([Q.sum(-2).amax(-1), W.sum(-2).amax(-1), W.sum(-1).amax(-1)])
     norms = torch.stack([done[id(b)] for b in model.layers]).unbind(1)
     model.__dict__["_head_norms_cache"] = (key, norms)
@@ -133,7 +144,8 @@ def head_norms(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def beta(model) -> torch.Tensor:
-    """:math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}` per layer and head, shape ``(L, H)``.
+    """:math:`\\lVert W_{QK,h}\\rVert_1 \\lVert W_h\\rVert_{1,\\infty}` per layer and head, shape
+    ``(L, H)``.
 
     ``W_QK,h = W_Q,h W_K,h^T`` (``d x d``, see :func:`qk_matrices`) and ``W_h = W_V,h W_O,h``
     (``d x d``, the head's value map including its slice of the output projection, see

@@ -1,12 +1,12 @@
 """The paper's toy tasks, trained, and every path of the trained networks evaluated exactly.
 
 Above the core: ``data`` (seeded task generators), ``model`` (embedding, ``rc.san.SAN``,
-readout), ``train`` (deterministic CPU training with cached checkpoints), ``evaluate``
-(path-restricted accuracy: every single path, the sum of each length, the paper's sampled
-estimate), ``circle`` (the circle toy's rollouts), ``dynamics`` (weight stable ranks and token
-residuals at kept epochs of one training run, with and without skips) and ``landscape``
-(filter-normalised loss slices). Book: chapter "Which paths do trained
-networks use?".
+readout), ``tasks`` (the tasks' settings), ``train`` (deterministic CPU training with cached
+checkpoints), ``path_terms`` (every path term of a network) and ``evaluate`` (path-restricted
+accuracy: every single path, the sum of each length, the paper's sampled estimate), ``circle`` (the
+circle toy's rollouts), ``dynamics`` (weight stable ranks and token residuals at kept epochs of one
+training run, with and without skips) and ``landscape`` (filter-normalised loss slices). Book:
+chapter "Which paths do trained networks use?".
 """
 
 from . import data, dynamics, landscape
@@ -37,7 +37,7 @@ from .train import (
     OFFICIAL_LINES,
     OFFICIAL_MEMORIZATION_TOKENS,
     TASKS,
-    TRAINING_CODE_VERSION,
+    TRAINING_FILES,
     ToyTask,
     Trained,
     cache_dir,
@@ -49,6 +49,7 @@ from .train import (
     toy_config,
     train,
     train_all,
+    training_code_hash,
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]

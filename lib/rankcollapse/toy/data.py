@@ -19,7 +19,6 @@ for a training set and an evaluation set. Settings follow the official code
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import torch
@@ -32,6 +31,7 @@ from .._validate import (
     check_positive_float,
     check_seed,
 )
+from ..corpus import words
 
 __all__ = [
     "TaskData",
@@ -68,7 +68,8 @@ def _gen(seed):
 
 
 def sorting(n_train: int, n_eval: int, seq_len: int = 8, vocab: int = 10, *, seed: int) -> TaskData:
-    """Sorting: ``X`` uniform integers in ``[0, vocab)``, shape ``(N, seq_len)``; ``y = sort(X)``."""
+    """Sorting: ``X`` uniform integers in ``[0, vocab)``, shape ``(N, seq_len)``; ``y =
+    sort(X)``."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len, vocab = check_int("seq_len", seq_len), check_int("vocab", vocab, minimum=2)
     check_elements(
@@ -116,7 +117,8 @@ def _hull_labels(points: torch.Tensor) -> torch.Tensor:
 
 
 def convex_hull(n_train: int, n_eval: int, seq_len: int = 10, *, seed: int) -> TaskData:
-    """Convex hull: ``X`` float64 ``(N, seq_len, 2)``, ``y`` 1 on hull vertices (:func:`hull_labels`)."""
+    """Convex hull: ``X`` float64 ``(N, seq_len, 2)``, ``y`` 1 on hull vertices
+    (:func:`hull_labels`)."""
     n_train, n_eval = check_int("n_train", n_train), check_int("n_eval", n_eval)
     seq_len = check_int("seq_len", seq_len, minimum=3)
     check_cost(
@@ -132,13 +134,6 @@ def convex_hull(n_train: int, n_eval: int, seq_len: int = 10, *, seed: int) -> T
     X = X + torch.randn(N, 1, 2, generator=g, dtype=torch.float64) * 3.3
     y = torch.stack([_hull_labels(x) for x in X])
     return TaskData(X[:n_train], y[:n_train], X[n_train:], y[n_train:], 2, 0)
-
-
-def words() -> list[str]:
-    """The book's prose (``rc.real.text.corpus()``, every document in order) as lower-case words."""
-    from ..real.text import corpus
-
-    return [w for doc in corpus() for w in re.findall(r"[a-z0-9]+", doc.lower())]
 
 
 def memorization(n_seq: int, seq_len: int = 128, *, seed: int) -> TaskData:

@@ -30,13 +30,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._env import torch_threads
 from .._validate import check_bool, check_int, check_seed
 from ..residual import through_depth
 from ..stats import geometric_mean
 from . import data as _data
 from .model import ToyModel
 from .train import (
-    TRAINING_CODE_VERSION,
     ToyTask,
     cache_dir,
     check_task,
@@ -44,6 +44,7 @@ from .train import (
     fit,
     task_data,
     toy_config,
+    training_code_hash,
 )
 
 __all__ = [
@@ -64,7 +65,8 @@ FLOOR = 1e-300  # a relative residual below this counts as this (an exact zero)
 
 
 def stable_rank(W) -> torch.Tensor:
-    """Stable rank :math:`\\lVert W\\rVert_F^2 / \\lVert W\\rVert_2^2` of each matrix of ``W`` ``(..., m, k)``.
+    """Stable rank :math:`\\lVert W\\rVert_F^2 / \\lVert W\\rVert_2^2` of each matrix of ``W``
+    ``(..., m, k)``.
 
     Between 1 (one singular value carries everything) and the rank (all non-zero singular
     values equal); shape ``(...)``. A numpy array is taken as a tensor. A zero matrix has none: it
@@ -103,7 +105,7 @@ def _key(task: ToyTask, seed: int, skip: bool, epochs: tuple) -> str:
             "seed": seed,
             "skip": skip,
             "epochs": list(epochs),
-            "version": TRAINING_CODE_VERSION,
+            "code": training_code_hash(),
             "dynamics": DYNAMICS_VERSION,
         },
         sort_keys=True,
@@ -145,7 +147,8 @@ class TrainingRun:
     from_cache: bool
 
     def model_at(self, k: int, dtype: torch.dtype = torch.float64) -> ToyModel:
-        """The network with the weights of checkpoint ``k`` (an index into ``epochs``), in ``dtype``."""
+        """The network with the weights of checkpoint ``k`` (an index into ``epochs``), in
+        ``dtype``."""
         k = check_int("k", k, minimum=-len(self.states), maximum=len(self.states) - 1)
         config = replace(toy_config(self.task, self.data), skip=self.skip)
         model = ToyModel(config, seed=0, dtype=dtype)
@@ -158,7 +161,8 @@ class TrainingRun:
         held-out sequences of the relative residual (mean centre, composite norm) of each layer's
         output, index 0 the SAN's input; ``accuracy`` on all held-out sequences; ``qk_norm``, the
         largest :math:`\\lVert W_Q W_K^\\top\\rVert_2 / \\sqrt{d_{head}}` over layers and heads;
-        ``constant``, the fraction of held-out sequences on which it predicts one value at every position."""
+        ``constant``, the fraction of held-out sequences on which it predicts one value at every
+        position."""
         n_probe = check_int("n_probe", n_probe, maximum=len(self.data.X_eval))
         model = self.model_at(k)
         W = weight_matrices(model)
@@ -185,7 +189,8 @@ class TrainingRun:
     ) -> np.ndarray:
         """Relative sensitivity of the SAN at checkpoint ``k`` to small random perturbations of its
         input tokens (``rc.lipschitz.perturbation_gain`` on the first ``n_probe`` held-out
-        sequences' embeddings): ``(n_probe, directions)``. Chapter "The MLP trade-off", section 4."""
+        sequences' embeddings): ``(n_probe, directions)``. Chapter "The MLP trade-off", section
+        4."""
         from ..lipschitz import perturbation_gain
 
         n_probe = check_int("n_probe", n_probe, maximum=len(self.data.X_eval))
@@ -205,7 +210,8 @@ def training_run(
     progress: bool = False,
 ) -> TrainingRun:
     """Train ``task``'s network from ``seed`` (skip connections on or off), keeping its weights at
-    ``checkpoints`` epochs (an int: evenly spaced from 0 to ``task.epochs``; or a sequence of epochs).
+    ``checkpoints`` epochs (an int: evenly spaced from 0 to ``task.epochs``; or a sequence of
+    epochs).
 
     The loop is ``rc.toy.train``'s; with ``skip=True`` the last kept weights at ``task.epochs``
     are those ``rc.toy.train(task, seed)`` returns. Cached under ``rc.toy.cache_dir()``
@@ -237,13 +243,9 @@ def training_run(
         if epoch in epochs:
             kept[epoch] = {name: t.detach().clone() for name, t in m.state_dict().items()}
 
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)  # as rc.toy.train: results independent of the thread count
-    try:
+    with torch_threads(1):  # as rc.toy.train: results independent of the thread count
         model.train()
         log = fit(task, model, data, progress, on_epoch=keep)
-    finally:
-        torch.set_num_threads(prev)
     states = [kept[e] for e in epochs]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -327,7 +329,8 @@ def dynamics_study(
 ) -> DynamicsStudy:
     """Train ``task``'s network with and without skip connections (:func:`training_run`) and, at
     every kept epoch, measure the stable ranks of its attention weights and the relative residual
-    of its tokens through depth, both from that checkpoint's weights (:meth:`TrainingRun.measure`)."""
+    of its tokens through depth, both from that checkpoint's weights
+    (:meth:`TrainingRun.measure`)."""
     check_task(task)
     n_eval = (
         task.n_train if task.task == "memorization" else task.n_eval

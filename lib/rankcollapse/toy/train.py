@@ -1,9 +1,9 @@
 """Training the toy networks on CPU, deterministically, with checkpoints cached on disk.
 
 ``rc.toy.train(task, seed)`` trains the network of a :class:`ToyTask` (or loads it: the
-checkpoint of the same settings, seed and :data:`TRAINING_CODE_VERSION` is reused), showing a
-tqdm progress bar on stderr and returning a :class:`Trained` whose ``log`` is the same whether
-the model was trained now or loaded. The cache folder is ``~/.cache/rankcollapse/toy/``, or
+checkpoint of the same settings, seed and training code is reused, :func:`training_code_hash`),
+showing a tqdm progress bar on stderr and returning a :class:`Trained` whose ``log`` is the same
+whether the model was trained now or loaded. The cache folder is ``~/.cache/rankcollapse/toy/``, or
 ``$RANKCOLLAPSE_CACHE/toy/`` when that environment variable is set; delete the folder to clear
 it. ``retrain=True`` trains again and overwrites the checkpoint.
 
@@ -16,6 +16,7 @@ checkpoint bit for bit.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -26,12 +27,26 @@ from pathlib import Path
 
 import torch
 
-from .._validate import check_choice, check_int, check_positive_float, check_seed
+from .._env import torch_threads
+from .._validate import check_int, check_seed
 from . import data as _data
-from .model import ToyConfig, ToyModel
+from .model import ToyModel
+from .tasks import (  # noqa: F401  (re-exported: the toy package and callers import them here)
+    CIRCLE_VARIANTS,
+    OFFICIAL,
+    OFFICIAL_LINES,
+    OFFICIAL_MEMORIZATION_TOKENS,
+    TASKS,
+    ToyTask,
+    check_task,
+    official_steps,
+    task_data,
+    toy_config,
+)
 
 __all__ = [
-    "TRAINING_CODE_VERSION",
+    "TRAINING_FILES",
+    "training_code_hash",
     "code_version",
     "ToyTask",
     "Trained",
@@ -79,205 +94,26 @@ def code_version(*paths: Path) -> str:
 
 
 _HERE = Path(__file__).parent
-# The code that decides what training produces: this module, the data generators, the toy model
-# and the core network it wraps. Part of every checkpoint's key, so a change to any of them
-# trains anew (nothing to bump by hand).
-TRAINING_CODE_VERSION = code_version(
+#: The code that decides what training produces: the training loop, the tasks, the data
+#: generators, the toy model and the core network it wraps. Its hash (:func:`training_code_hash`)
+#: is part of every checkpoint's key, so a change to any of them trains anew.
+TRAINING_FILES = (
     _HERE / "train.py",
+    _HERE / "tasks.py",
     _HERE / "data.py",
     _HERE / "model.py",
     _HERE / "circle.py",
     _HERE.parent / "san.py",
+    _HERE.parent / "san_config.py",
     _HERE.parent / "ops.py",
 )
 
-TASKS = ("sorting", "convex_hull", "memorization", "circle")
 
-# The official code's settings (the commands of its README, arguments.py's defaults, the scripts'
-# optimisers), for comparison with the book's presets. Memorization: 500 RTE sequences of up to
-# 128 WordPiece tokens, evaluated on the training set.
-OFFICIAL = {
-    "sorting": dict(
-        n_layers=6,
-        n_heads=2,
-        d_model=48,
-        seq_len=8,
-        vocab=10,
-        n_train=1000,
-        n_eval=200,
-        epochs=65,
-        batch=30,
-        lr=1e-5,
-    ),
-    "convex_hull": dict(
-        n_layers=6,
-        n_heads=3,
-        d_model=84,
-        seq_len=10,
-        n_train=10000,
-        n_eval=300,
-        epochs=70,
-        batch=30,
-        lr=1e-5,
-        weight_decay=1e-3,
-        schedule="step",
-        milestones=(15, 30, 40, 50, 60),
-        gamma=0.91,
-    ),
-    "memorization": dict(
-        n_layers=6,
-        n_heads=2,
-        d_model=250,
-        seq_len=128,
-        n_train=500,
-        n_eval=500,
-        epochs=50,
-        batch=8,
-        lr=3e-4,
-        schedule="linear",
-    ),
-    "circle": dict(
-        n_layers=1,
-        n_heads=2,
-        d_model=32,
-        seq_len=2,
-        n_train=1000,
-        n_eval=1,
-        epochs=70,
-        batch=30,
-        lr=1e-5,
-    ),
-}
-# The official memorization set: 500 RTE sentence pairs of up to 128 WordPiece tokens, about
-# 30,000 labelled tokens in all (an approximate count; the data set is not shipped with the book).
-OFFICIAL_MEMORIZATION_TOKENS = 30_000
-
-
-def official_steps(task: str) -> int:
-    """Optimiser steps of the official code's run of ``task``: ``epochs * ceil(n_train / batch)``
-    with :data:`OFFICIAL`'s settings (sorting 2,210, convex hull 23,380, memorization 3,150)."""
-    check_choice("task", task, tuple(OFFICIAL))
-    o = OFFICIAL[task]
-    return o["epochs"] * -(-o["n_train"] // o["batch"])
-
-
-# The constant lines of the official figures ("obtained by running the model and using all
-# paths", typed into run_sort.py, run_convex_hull.py and trainer.py): (full model, baseline, its name).
-OFFICIAL_LINES = {
-    "sorting": (0.98, 0.1, "random predictor"),
-    "convex_hull": (0.9, 0.54, "majority predictor"),
-    "memorization": (0.85, 0.5, "random predictor"),
-}
-CIRCLE_VARIANTS = ("attention", "skip", "mlp")
-
-
-@dataclass(frozen=True)
-class ToyTask:
-    """Settings of one toy task: data, network and optimiser (every field enters the cache key).
-
-    task: one of :data:`TASKS`. n_train/n_eval: sequences (memorization evaluates on its
-    training set; circle: ``n_train`` points on the circle). seq_len: tokens per sequence.
-    vocab: sorting's number of values. epochs, batch, lr: Adam's. weight_decay: Adam's L2
-    term. schedule: ``"constant"``, ``"step"`` (multiply by ``gamma`` at each epoch in
-    ``milestones``) or ``"linear"`` (decay to 0 over training, as the Hugging Face Trainer).
-    variant: circle only, one of :data:`CIRCLE_VARIANTS`.
-    """
-
-    task: str
-    n_layers: int
-    n_heads: int
-    d_model: int
-    seq_len: int
-    n_train: int
-    n_eval: int
-    epochs: int
-    batch: int
-    lr: float
-    vocab: int = 10
-    weight_decay: float = 0.0
-    schedule: str = "constant"
-    milestones: tuple = ()
-    gamma: float = 1.0
-    variant: str = ""
-
-    def __post_init__(self):
-        check_choice("task", self.task, TASKS)
-        for name in (
-            "n_layers",
-            "n_heads",
-            "d_model",
-            "seq_len",
-            "n_train",
-            "n_eval",
-            "epochs",
-            "batch",
-        ):
-            check_int(name, getattr(self, name), minimum=0 if name == "epochs" else 1)
-        check_positive_float("lr", self.lr)
-        check_choice("schedule", self.schedule, ("constant", "step", "linear"))
-        object.__setattr__(self, "milestones", tuple(self.milestones))
-        if self.task == "circle":
-            check_choice("variant", self.variant, CIRCLE_VARIANTS)
-        elif self.variant:
-            raise ValueError(
-                f"variant is for the circle task only, got {self.variant!r} for {self.task!r}"
-            )
-
-    @property
-    def steps(self) -> int:
-        """Optimiser steps of a training run: ``epochs * ceil(n_train / batch)`` (circle:
-        ``n_train`` is the number of points, and the pairs are ``n_train // 2 - 1``)."""
-        n = self.n_train // 2 - 1 if self.task == "circle" else self.n_train
-        return self.epochs * -(-n // self.batch)
-
-    def replace(self, **changes) -> ToyTask:
-        from dataclasses import replace
-
-        return replace(self, **changes)
-
-
-def check_task(task) -> ToyTask:
-    """``task`` if it is a :class:`ToyTask`; a ``TypeError`` naming ``task`` otherwise."""
-    if not isinstance(task, ToyTask):
-        raise TypeError(f"task must be a ToyTask, got {type(task).__name__}")
-    return task
-
-
-def task_data(task: ToyTask, seed: int) -> _data.TaskData:
-    """The seeded data of ``task`` (a :class:`ToyTask`, else a ``TypeError``; circle: the pairs, as
-    ``X_train``/``y_train`` float)."""
-    if check_task(task).task == "sorting":
-        return _data.sorting(task.n_train, task.n_eval, task.seq_len, task.vocab, seed=seed)
-    if task.task == "convex_hull":
-        return _data.convex_hull(task.n_train, task.n_eval, task.seq_len, seed=seed)
-    if task.task == "memorization":
-        return _data.memorization(task.n_train, task.seq_len, seed=seed)
-    X, Y = _data.circle_pairs(task.n_train)
-    return _data.TaskData(X, Y, X, Y, 2, 0)
-
-
-def toy_config(task: ToyTask, data: _data.TaskData) -> ToyConfig:
-    """The network for ``task``: the official code's embedding for it, ``rc.san`` in the middle."""
-    check_task(task)
-    common = dict(
-        n_layers=task.n_layers, n_heads=task.n_heads, d_model=task.d_model, n_out=data.n_labels
-    )
-    if task.task == "sorting":
-        return ToyConfig(**common, vocab=data.vocab, positions=task.seq_len)
-    if task.task == "memorization":  # the official memorization model has no position embeddings
-        return ToyConfig(**common, vocab=data.vocab)
-    if task.task == "convex_hull":
-        return ToyConfig(**common, inputs="points", ffn2=True)
-    # circle: Linear(2, d), LayerNorm, one post-LN attention layer (with a skip or an MLP, or neither),
-    # Linear(d, 2): the official circle model always normalises, which keeps the rollout bounded
-    v = task.variant
-    return ToyConfig(
-        **common,
-        inputs="points",
-        standardise=False,
-        skip=v == "skip",
-        mlp=task.d_model if v == "mlp" else 0,
-    )
+@functools.cache
+def training_code_hash() -> str:
+    """:func:`code_version` of :data:`TRAINING_FILES` (computed once, when a key is first
+    needed)."""
+    return code_version(*TRAINING_FILES)
 
 
 def cache_dir() -> Path:
@@ -288,7 +124,7 @@ def cache_dir() -> Path:
 
 def _key(task: ToyTask, seed: int) -> str:
     blob = json.dumps(
-        {"task": asdict(task), "seed": seed, "version": TRAINING_CODE_VERSION}, sort_keys=True
+        {"task": asdict(task), "seed": seed, "code": training_code_hash()}, sort_keys=True
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -334,7 +170,8 @@ def token_accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
         logits.shape[:-1]
     ) != tuple(y.shape):
         raise ValueError(
-            f"logits (..., n, V) and y (..., n) must match, got {tuple(getattr(logits, 'shape', ()))} and "
+            "logits (..., n, V) and y (..., n) must match, got "
+            f"{tuple(getattr(logits, 'shape', ()))} and "
             f"{tuple(getattr(y, 'shape', ()))}"
         )
     return float((logits.argmax(-1) == y).double().mean())
@@ -405,7 +242,7 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
     """Train ``task``'s network from ``seed`` (or load its cached checkpoint) and return it.
 
     The checkpoint lives in :func:`checkpoint_path`: its name holds a hash of every field of
-    ``task``, ``seed`` and :data:`TRAINING_CODE_VERSION`. ``retrain=True`` ignores it and
+    ``task``, ``seed`` and :func:`training_code_hash`. ``retrain=True`` ignores it and
     trains again. The data are drawn from ``seed`` too (:func:`task_data`).
     """
     check_task(task)
@@ -428,14 +265,10 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
         else:
             print(f"loaded {path}", file=sys.stderr)
             return Trained(task, seed, data, model.eval(), saved["log"], path, True)
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
     start = time.perf_counter()
-    try:
+    with torch_threads(1):  # one thread: results independent of the thread count
         model.train()
         log = fit(task, model, data, progress)
-    finally:
-        torch.set_num_threads(prev)
     model.eval()
     trained = Trained(task, seed, data, model, log, path, False)
     if task.task != "circle":
@@ -450,7 +283,7 @@ def train(task: ToyTask, seed: int = 0, *, retrain: bool = False, progress: bool
             "log": log,
             "task": asdict(task),
             "seed": seed,
-            "version": TRAINING_CODE_VERSION,
+            "code": training_code_hash(),
         },
         tmp,
     )
