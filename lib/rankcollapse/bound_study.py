@@ -34,9 +34,9 @@ from ._validate import check_index, check_int, check_positive_float, check_seed,
 from .bound_tightness import (  # noqa: F401  (the studies and their results re-exported)
     CentreStudy,
     Tightness,
-    _generator,
-    _pure,
     centre_study,
+    check_generator,
+    pure_config,
     tightness_study,
 )
 from .ops import check_runs
@@ -144,17 +144,19 @@ def depth_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        _generator(generator),
+        check_generator(generator),
     )
     init_scale = check_positive_float("init_scale", init_scale)
     n_tokens = check_int("n_tokens", n_tokens, minimum=2)
     # every head count's networks, costed as the largest's, before any is built
     check_runs(
-        _pure(n_layers, max(heads), d_model, init_scale), (n_tokens, d_model), samples * len(heads)
+        pure_config(n_layers, max(heads), d_model, init_scale),
+        (n_tokens, d_model),
+        samples * len(heads),
     )
     curves = {}
     for H in heads:
-        cfg = _pure(n_layers, H, d_model, init_scale)
+        cfg = pure_config(n_layers, H, d_model, init_scale)
         profiles = [
             depth_profile(
                 SAN(cfg, seed=derive_seed(seed, s)),
@@ -238,14 +240,16 @@ def regime_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        _generator(generator),
+        check_generator(generator),
     )
     n_tokens = check_int("n_tokens", n_tokens, minimum=2)
-    check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples * len(scales))
+    check_runs(
+        pure_config(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples * len(scales)
+    )
     rows = []
     for scale in scales:
         for s in range(samples):
-            model = SAN(_pure(n_layers, n_heads, d_model, scale), seed=derive_seed(seed, s))
+            model = SAN(pure_config(n_layers, n_heads, d_model, scale), seed=derive_seed(seed, s))
             X = unit_residual_tokens(n_tokens, d_model, generator=generator)
             logc = layer_constants(model, X, log10=True)
             relative = tracked_relative_residual(model, X)[-1].item()
@@ -310,12 +314,12 @@ def delay_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        _generator(generator),
+        check_generator(generator),
     )
     depth = check_int("depth", depth)
     kept = int(np.sum(regime.rows[:, 3] > RegimeStudy.KEPT)) if len(regime.rows) else 0
     check_runs(
-        _pure(depth, n_heads, d_model, 1.0),
+        pure_config(depth, n_heads, d_model, 1.0),
         (regime.n_tokens, d_model),
         kept,
         name="samples (the regime's kept networks)",
@@ -328,7 +332,7 @@ def delay_study(
         X = unit_residual_tokens(regime.n_tokens, d_model, generator=generator)
         L = depth
         while True:
-            model = SAN(_pure(L, n_heads, d_model, scale), seed=derive_seed(seed, s))
+            model = SAN(pure_config(L, n_heads, d_model, scale), seed=derive_seed(seed, s))
             try:
                 r = tracked_relative_residual(model, X).numpy()
                 break

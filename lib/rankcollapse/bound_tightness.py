@@ -21,7 +21,7 @@ from .theory import bound_gaps, collapse_bound, random_instances
 __all__ = ["Tightness", "tightness_study", "CentreStudy", "centre_study"]
 
 
-def _generator(generator) -> torch.Generator:
+def check_generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             "generator must be a torch.Generator (run.stream().generator), got "
@@ -30,7 +30,7 @@ def _generator(generator) -> torch.Generator:
     return generator
 
 
-def _pure(n_layers, n_heads, d_model, init_scale) -> SANConfig:
+def pure_config(n_layers, n_heads, d_model, init_scale) -> SANConfig:
     return SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, init_scale=init_scale)
 
 
@@ -122,15 +122,17 @@ def centre_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        _generator(generator),
+        check_generator(generator),
     )
     n_tokens, d_model = check_int("n_tokens", n_tokens), check_int("d_model", d_model)
     # every layer solves linear programmes (the optimal centre, twice): about ten layer passes'
     # Python time
-    check_runs(_pure(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples, per_layer=10)
+    check_runs(
+        pure_config(n_layers, n_heads, d_model, 1.0), (n_tokens, d_model), samples, per_layer=10
+    )
     rows = []
     for s in range(samples):
-        model = SAN(_pure(n_layers, n_heads, d_model, 1.0), seed=derive_seed(seed, s))
+        model = SAN(pure_config(n_layers, n_heads, d_model, 1.0), seed=derive_seed(seed, s))
         X = torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
         bound = collapse_bound(model, X, "layerwise")
         bound_opt = collapse_bound(model, X, "layerwise", center=optimal_center)

@@ -47,10 +47,10 @@ from .lower_bound_theorem import (  # noqa: F401  (re-exported)
     OMEGA_LIMIT,
     STEP,
     THRESHOLD,
-    _depth_grid,
-    _float64,
-    _head_constants,
+    as_float64,
     depth_bound,
+    depth_grid,
+    head_constants,
     layer_constants,
     lower_bound,
     one_layer_bound,
@@ -105,7 +105,7 @@ class Stack:
 
     def constants(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(k, Omega)`` of each network, the largest over its layers: each ``(B,)``."""
-        k, omega = _head_constants(self.QK.detach(), self.W.detach(), self.d_qk)
+        k, omega = head_constants(self.QK.detach(), self.W.detach(), self.d_qk)
         return k.amax(-1), omega.amax(-1)
 
     def hidden(self, X, skip: bool = True) -> list[torch.Tensor]:

@@ -47,7 +47,7 @@ def residual_inf(X) -> torch.Tensor:
     return norm_inf(res(X))
 
 
-def _head_constants(QK: torch.Tensor, W: torch.Tensor, d_qk: int):
+def head_constants(QK: torch.Tensor, W: torch.Tensor, d_qk: int):
     """``(k, Omega)`` of layers whose heads are ``QK, W`` ``(..., H, d, d)``: each ``(...)``."""
     A = QK.abs()
     q = torch.minimum(A.sum(-2).amax(-1), A.sum(-1).amax(-1))  # min(||.||_1, ||.||_inf)
@@ -59,7 +59,7 @@ def layer_constants(model) -> tuple[torch.Tensor, torch.Tensor]:
     """``(k_l, Omega_l)`` of every layer of a core ``SAN``, each ``(L,)`` (see the module
     docstring)."""
     model = _check_skip_attention(model)
-    return _head_constants(qk_matrices(model), value_matrices(model), model.config.d_qk)
+    return head_constants(qk_matrices(model), value_matrices(model), model.config.d_qk)
 
 
 def depth_bound(b0, k, omega, depths) -> torch.Tensor:
@@ -71,7 +71,7 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
     ``b~ / sqrt(1 + (15/4) k b~^2 L)`` with ``b~ = min(b0, (1 - 2 omega)/sqrt(3 k))``, shaped
     ``(..., len(depths))``, float64. Book: chapter "A lower bound with skip connections", section 3.
     """
-    b0, k, omega = (_float64(name, v) for name, v in (("b0", b0), ("k", k), ("omega", omega)))
+    b0, k, omega = (as_float64(name, v) for name, v in (("b0", b0), ("k", k), ("omega", omega)))
     if (
         (b0 < 0).any()
         or (k < 0).any()
@@ -85,7 +85,7 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
             f"{omega.max():.4g}"
         )
     L = torch.as_tensor(
-        [check_int("depths", x, minimum=0) for x in _depth_grid(depths)], dtype=torch.float64
+        [check_int("depths", x, minimum=0) for x in depth_grid(depths)], dtype=torch.float64
     )
     with torch.no_grad():
         cap = torch.where(
@@ -97,7 +97,7 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
         return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b**2 * L)
 
 
-def _float64(name: str, value) -> torch.Tensor:
+def as_float64(name: str, value) -> torch.Tensor:
     """``value`` (a number, or a tensor, array or sequence of numbers) as a float64 tensor; a
     ``TypeError``
     naming ``name`` for anything else (a string, ``None``, a complex or bool tensor)."""
@@ -117,7 +117,7 @@ def _float64(name: str, value) -> torch.Tensor:
         ) from None
 
 
-def _depth_grid(depths) -> list:
+def depth_grid(depths) -> list:
     if not isinstance(depths, (np.ndarray, torch.Tensor)) and hasattr(depths, "__len__"):
         # a range or a sequence: its length is known before it is turned into an array
         check_elements(

@@ -85,7 +85,7 @@ def post_ln_states(model, X, strength: float):
     return out.hidden_states, out.attentions
 
 
-def _grid(name, values) -> np.ndarray:
+def check_grid(name, values) -> np.ndarray:
     """``values`` as an increasing array of numbers ``>= 0`` (a grid), or a clear error naming
     ``name``."""
     try:
@@ -99,7 +99,7 @@ def _grid(name, values) -> np.ndarray:
     return np.array(vals)
 
 
-def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch):
+def phase_setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch):
     """Checked sizes, the config and the inputs ``(samples, n, d)`` drawn from ``generator``."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(
@@ -128,7 +128,7 @@ def _setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch
 
 
 @torch.no_grad()
-def _measure(cfg, scale, X, alphas, seed, depths):
+def measure_cell(cfg, scale, X, alphas, seed, depths):
     """Median ``rho`` after each of ``depths`` layers and the mean entropy fraction over those
     layers, ``(len(depths), len(alphas))`` each, for the networks ``seed + k`` (``k`` over ``X``'s
     samples, the first ``max(depths)`` layers) at query/key ``scale``; every strength at once, a

@@ -39,10 +39,10 @@ from .phase_grid import (  # noqa: F401  (re-exported)
     MAX_ENTRIES,
     PHASES,
     RANK_LEVEL,
-    _grid,
-    _measure,
-    _setup,
     attention_entropy,
+    check_grid,
+    measure_cell,
+    phase_setup,
     post_ln_states,
     scaled_qk_san,
 )
@@ -124,14 +124,14 @@ def phase_study(
     ``generator``; the same networks (only ``W_Q, W_K`` scaled) and inputs serve every cell.
     ``scales`` and ``strengths``: increasing numbers ``>= 0``.
     """
-    scales, strengths = _grid("scales", scales), _grid("strengths", strengths)
-    cfg, seed, X = _setup(
+    scales, strengths = check_grid("scales", scales), check_grid("strengths", strengths)
+    cfg, seed, X = phase_setup(
         generator, n_layers, n_heads, d_model, n_tokens, samples, seed, len(strengths)
     )
     entropy = np.zeros((len(scales), len(strengths)))
     rho = np.zeros_like(entropy)
     for i, s in enumerate(scales):
-        (rho[i],), (entropy[i],) = _measure(cfg, s, X, strengths, seed, [cfg.n_layers])
+        (rho[i],), (entropy[i],) = measure_cell(cfg, s, X, strengths, seed, [cfg.n_layers])
     return PhaseResult(scales, strengths, entropy, rho, cfg.n_layers, X.shape[-2], X.shape[0])
 
 
@@ -221,9 +221,9 @@ def depth_study(
             f"depths must be a non-empty increasing sequence of integers, got {depths}"
         )
     scales, strengths, ratios = (
-        _grid("scales", scales),
-        _grid("strengths", strengths),
-        _grid("ratios", ratios),
+        check_grid("scales", scales),
+        check_grid("strengths", strengths),
+        check_grid("ratios", ratios),
     )
     for name, grid in (("strengths", strengths), ("ratios", ratios)):
         if grid[0] <= 0:
@@ -231,14 +231,18 @@ def depth_study(
                 f"{name} must be > 0 (a boundary is read on a log scale), got {grid[0]}"
             )
     batch = max(len(strengths), len(ratios))
-    cfg, seed, X = _setup(generator, depths[-1], n_heads, d_model, n_tokens, samples, seed, batch)
+    cfg, seed, X = phase_setup(
+        generator, depths[-1], n_heads, d_model, n_tokens, samples, seed, batch
+    )
     shape = (len(scales), len(depths))
     rho_f, ent_f = np.zeros(shape + (len(strengths),)), np.zeros(shape + (len(strengths),))
     rho_s, ent_s = np.zeros(shape + (len(ratios),)), np.zeros(shape + (len(ratios),))
     for i, s in enumerate(scales):
-        rho_f[i], ent_f[i] = _measure(cfg, s, X, strengths, seed, depths)
+        rho_f[i], ent_f[i] = measure_cell(cfg, s, X, strengths, seed, depths)
         for j, L in enumerate(depths):
-            (rho_s[i, j],), (ent_s[i, j],) = _measure(cfg, s, X, ratios * math.sqrt(L), seed, [L])
+            (rho_s[i, j],), (ent_s[i, j],) = measure_cell(
+                cfg, s, X, ratios * math.sqrt(L), seed, [L]
+            )
     return DepthResult(
         np.array(depths),
         scales,

@@ -38,11 +38,11 @@ from .._validate import (
 )
 from .model import READOUT_EPS
 from .path_terms import (  # noqa: F401  (re-exported)
-    _path_terms,
-    _path_terms_order,
     all_path_terms,
     by_length,
+    ordered_path_terms,
     path_index,
+    path_terms_order,
     sample_paths,
 )
 
@@ -216,12 +216,12 @@ def evaluate_paths(
         warnings.simplefilter("ignore", UserWarning)
         # the draws' path counts with their columns in the order the terms are built
         built = torch.empty_like(counts)
-        built[:, _path_terms_order(L, H + skip)] = counts
+        built[:, path_terms_order(L, H + skip)] = counts
         groups = [(r, built[r : r + group].to_sparse_csr()) for r in range(0, len(counts), group)]
     for start in range(0, n_sampled, chunk):
         stop = min(start + chunk, n_sampled)  # (a) and (c) on the first n_sampled sequences only
         E, yc = E_all[start:stop], y[start:stop]
-        terms, order = _path_terms(san, E)  # (K, b, n, d), built order
+        terms, order = ordered_path_terms(san, E)  # (K, b, n, d), built order
         for i in range(0, K, 256):  # each path's accuracy and residual, in the built order
             block = terms[i : i + 256]
             built_correct[i : i + 256] += reader.correct(block, yc)
@@ -232,7 +232,7 @@ def evaluate_paths(
             sampled_correct[r : r + len(S)] += reader.correct(S, yc)
         del terms, flat
     tok_all, tok_s = N * n, n_sampled * n
-    order = _path_terms_order(L, H + skip)
+    order = path_terms_order(L, H + skip)
     path_correct, path_residual = built_correct[order], built_residual[order]
     sampled = sampled_correct.double().div(tok_s).view(len(ks), L + 1, draws).numpy()
     first = slice(0, n_sampled)

@@ -46,11 +46,11 @@ def all_path_terms(san, E: torch.Tensor) -> torch.Tensor:
         itemsize=E.element_size(),
         alternative=f"pass fewer sequences in E; {alternative}",
     )
-    terms, order = _path_terms(san, E)
+    terms, order = ordered_path_terms(san, E)
     return terms[order]
 
 
-def _path_terms(san, E):
+def ordered_path_terms(san, E):
     """:func:`all_path_terms` in the order they are built, and ``order``: the position there of
     each path of ``rc.paths.all_paths``.
 
@@ -88,12 +88,12 @@ def _path_terms(san, E):
                 out[h + skip] = layer.head(terms, h)
         terms = out.flatten(0, 1)
         del out
-    return terms, _path_terms_order(len(layers), C)
+    return terms, path_terms_order(len(layers), C)
 
 
-def _path_terms_order(L: int, C: int) -> torch.Tensor:
+def path_terms_order(L: int, C: int) -> torch.Tensor:
     """For each path of ``rc.paths.all_paths`` (first layer's choice most significant), its
-    position among the terms as :func:`_path_terms` builds them (last layer's most significant)."""
+    position among the terms as :func:`ordered_path_terms` builds them (last layer's most significant)."""
     digits = torch.tensor(list(itertools.product(range(C), repeat=L)), dtype=torch.long).reshape(
         -1, L
     )
