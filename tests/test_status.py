@@ -233,3 +233,34 @@ def test_a_claims_formulas_are_typeset_as_math_and_an_unpaired_dollar_is_refused
     assert [type(p) for p in claimtable.inline("no formula")] == [nodes.Text]
     with pytest.raises(ValueError, match="unpaired"):
         claimtable.inline("costs $5")
+
+
+def test_tests_alone_measure_only_the_test_session(tmp_path, monkeypatch):
+    """``--tests`` times ``python3 tasks.py test`` alone and the page shows it with its counts;
+    a failed session is recorded as failed and the command exits non-zero."""
+    monkeypatch.setattr(script, "STATUS_DIR", tmp_path)
+    monkeypatch.setattr(script, "JSON_PATH", tmp_path / "status.json")
+    monkeypatch.setattr(script, "TABLE_PATH", tmp_path / "table.md")
+    done = []
+    monkeypatch.setattr(script, "time_chapter", lambda path, mode: done.append("chapter"))
+    monkeypatch.setattr(script, "run_benchmark", lambda: done.append("benchmark"))
+    monkeypatch.setattr(script, "time_book_build", lambda mode: done.append(mode))
+    session = {"seconds": 600.0, "ok": True, "counts": {"passed": 12}, "measured": "2026-01-02"}
+    monkeypatch.setattr(script, "time_test_session", lambda: done.append("tests") or session)
+    assert script.main(["--tests"]) == 0
+    assert done == ["tests"]
+    table = (tmp_path / "table.md").read_text()
+    assert "`python3 tasks.py test`: 12 passed" in table and "| 10.0 min |" in table
+    session = {**session, "ok": False}
+    assert script.main(["--tests"]) == 1
+    assert "**failed**" in (tmp_path / "table.md").read_text()
+
+
+def test_the_session_summary_is_read_from_pytests_last_line(monkeypatch):
+    class Done:
+        returncode = 0
+        stdout = "....\n==> done\n1404 passed, 3 skipped, 2 deselected in 612.3s (0:10:12)\n"
+
+    monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: Done())
+    out = script.time_test_session()
+    assert out["ok"] and out["counts"] == {"passed": 1404, "skipped": 3, "deselected": 2}

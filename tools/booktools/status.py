@@ -13,6 +13,7 @@ from the JSON).
     python -m booktools.status --chapters paths  # re-measure these chapters, merged into the JSON
     python -m booktools.status --chapters paths --modes fast --build --benchmark
     python -m booktools.status --build --modes full  # only the full book build
+    python -m booktools.status --tests           # only the whole test session (tasks.py test)
     python -m booktools.status --render          # only rewrite status/table.md from the JSON
 
 (or ``rankbook-status``, the same command). With ``--chapters``, ``--build`` or ``--benchmark``,
@@ -29,6 +30,7 @@ import io
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -152,6 +154,36 @@ def time_book_build(mode: str) -> dict:
     }
 
 
+_SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected)")
+
+
+def time_test_session() -> dict:
+    """The README's ``python3 tasks.py test`` (its install step included, a no-op when the pinned
+    versions are present): every test, every chapter's runs, the book built, the browser."""
+    print("  test session (python3 tasks.py test) ...", end="", flush=True)
+    t = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tasks.py"), "test", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - t
+    last = ([ln for ln in result.stdout.splitlines() if " in " in ln and "passed" in ln] or [""])[
+        -1
+    ]
+    counts = {kind.rstrip("s"): int(n) for n, kind in _SUMMARY.findall(last)}
+    ok = result.returncode == 0
+    print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
+    return {
+        "seconds": round(seconds, 1),
+        "ok": ok,
+        "counts": counts,
+        "measured": now(),
+        "load": load_average(),
+    }
+
+
 def run_benchmark() -> dict:
     """``benchmarks/paths.py --json``: the library's headline timings."""
     print("  benchmarks/paths.py ...", end="", flush=True)
@@ -224,8 +256,15 @@ def render(status: dict) -> str:
             f"| {fmt_seconds(builds.get('fast'))} | {fmt_seconds(builds.get('full'))} | "
             f"{', '.join(dates)} |"
         )
+    tests = status.get("test_session")
+    if tests:
+        counts = ", ".join(f"{n} {kind}" for kind, n in tests.get("counts", {}).items())
+        lines.append(
+            f"| *the whole test session (`python3 tasks.py test`{': ' + counts if counts else ''})*"
+            f" | {fmt_seconds(tests)} | | {day(tests.get('measured'))} |"
+        )
     runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()]
-    runs += list(builds.values())
+    runs += list(builds.values()) + ([tests] if tests else [])
     busy = [
         r["load"] for r in runs if r.get("load") is not None and r["load"] > (m.get("cores") or 1)
     ]
@@ -316,6 +355,11 @@ def main(argv=None) -> int:
         help="run benchmarks/paths.py (with --chapters: as well)",
     )
     ap.add_argument(
+        "--tests",
+        action="store_true",
+        help="time the whole test session, python3 tasks.py test (with --chapters: as well)",
+    )
+    ap.add_argument(
         "--render", action="store_true", help="only rewrite status/table.md from the JSON"
     )
     args = ap.parse_args(argv)
@@ -325,7 +369,7 @@ def main(argv=None) -> int:
         save(status)
         return 0
 
-    do_all = not (args.chapters or args.build or args.benchmark)
+    do_all = not (args.chapters or args.build or args.benchmark or args.tests)
     toc = toc_notebooks()
     chapters = toc if do_all else []
     if args.chapters:
@@ -370,6 +414,9 @@ def main(argv=None) -> int:
             builds[mode] = time_book_build(mode)
             ok &= builds[mode]["ok"]
             save(status)
+    if do_all or args.tests:
+        status["test_session"] = time_test_session()
+        ok &= status["test_session"]["ok"]
     status["updated"] = now()
     save(status)
     print(f"wrote {JSON_PATH} and {TABLE_PATH}")
