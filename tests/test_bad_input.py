@@ -2034,6 +2034,11 @@ ROWS += [
     ),
     ("local_copy unknown", lambda: rc.real.hub.local_copy("nomodel"), Raises(ValueError, "name")),
     (
+        "torch_threads zero",
+        lambda: rc.real.threads.torch_threads(0).__enter__(),
+        Raises(ValueError, "torch threads"),
+    ),
+    (
         "check_condition bad",
         lambda: RC.check_condition("strict"),
         Raises(ValueError, "condition"),

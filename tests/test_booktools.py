@@ -69,10 +69,17 @@ def test_the_book_build_reads_the_rule():
     assert not {".pytest_cache", "**/.ipynb_checkpoints", ".venv"} & set(config["exclude_patterns"])
 
 
-def test_the_books_extensions_load_from_the_package(tmp_path):
+def test_the_books_extensions_load_from_the_package(tmp_path, monkeypatch):
     """Every extension of tools/booktools/ext that _config.yml names loads by its dotted name into
-    a small Sphinx project and acts (paperrefs names a bare reference to the paper's theorem)."""
+    a small Sphinx project and acts (paperrefs names a bare reference to the paper's theorem).
+    bookext marks the process as a book build (its kernels inherit RANKCOLLAPSE_BOOK_BUILD): the
+    mark is undone after the test, so the exercises' checks in later tests report as usual."""
     import re
+
+    from booktools.execute import BOOK_BUILD_ENV
+
+    monkeypatch.setenv(BOOK_BUILD_ENV, "")  # recorded: the teardown restores the variable's state
+    monkeypatch.delenv(BOOK_BUILD_ENV)
 
     import yaml
     from sphinx.application import Sphinx

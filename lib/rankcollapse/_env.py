@@ -45,4 +45,6 @@ def set_torch_threads(n: int | None) -> None:
     """Set torch's thread count to ``n`` (``None``: leave it alone). ``rc.book.start`` calls it
     with :func:`threads_from_env`."""
     if n is not None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n (torch threads) must be a positive integer or None, got {n!r}")
         torch.set_num_threads(n)
