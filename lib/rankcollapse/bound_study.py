@@ -30,12 +30,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import check_index, check_int, check_positive_float, check_seed, derive_seed
+from ._validate import (
+    check_generator,
+    check_index,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from .bound_tightness import (  # noqa: F401  (the studies and their results re-exported)
     CentreStudy,
     Tightness,
     centre_study,
-    check_generator,
     pure_config,
     tightness_study,
 )
@@ -144,7 +150,7 @@ def depth_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        check_generator(generator),
+        check_generator("generator", generator),
     )
     init_scale = check_positive_float("init_scale", init_scale)
     n_tokens = check_int("n_tokens", n_tokens, minimum=2)
@@ -240,7 +246,7 @@ def regime_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        check_generator(generator),
+        check_generator("generator", generator),
     )
     n_tokens = check_int("n_tokens", n_tokens, minimum=2)
     check_runs(
@@ -314,7 +320,7 @@ def delay_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        check_generator(generator),
+        check_generator("generator", generator),
     )
     depth = check_int("depth", depth)
     kept = int(np.sum(regime.rows[:, 3] > RegimeStudy.KEPT)) if len(regime.rows) else 0

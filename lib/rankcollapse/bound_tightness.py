@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import check_int, check_seed, derive_seed
+from ._validate import check_generator, check_int, check_seed, derive_seed
 from .centering import optimal_center
 from .ops import check_runs
 from .residual import composite_norm, res
@@ -19,15 +19,6 @@ from .san import SAN, SANConfig
 from .theory import bound_gaps, collapse_bound, random_instances
 
 __all__ = ["Tightness", "tightness_study", "CentreStudy", "centre_study"]
-
-
-def check_generator(generator) -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (run.stream().generator), got "
-            f"{type(generator).__name__}"
-        )
-    return generator
 
 
 def pure_config(n_layers, n_heads, d_model, init_scale) -> SANConfig:
@@ -122,7 +113,7 @@ def centre_study(
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
-        check_generator(generator),
+        check_generator("generator", generator),
     )
     n_tokens, d_model = check_int("n_tokens", n_tokens), check_int("d_model", d_model)
     # every layer solves linear programmes (the optimal centre, twice): about ten layer passes'

@@ -39,6 +39,7 @@ import torch
 from .._validate import (
     as_tokens,
     check_bool,
+    check_generator,
     check_int,
     check_positive_float,
     check_seed,
@@ -228,11 +229,7 @@ def gradient_study(
         check_int("samples", samples),
         check_seed("seed", seed),
     )
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (run.stream().generator), got "
-            f"{type(generator).__name__}"
-        )
+    check_generator("generator", generator)
     cfg = SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model)
     rows = {a: [] for a in ARCHITECTURES}
     for s in range(samples):

@@ -41,7 +41,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import as_tokens, check_int, check_positive_float, check_seed, derive_seed
+from .._validate import (
+    as_tokens,
+    check_generator,
+    check_int,
+    check_positive_float,
+    check_seed,
+    derive_seed,
+)
 from ..residual import relative_residual, through_depth
 from ..san import SAN, SANConfig, check_san, check_size
 from ..theory import value_matrices
@@ -260,11 +267,7 @@ def lambda_study(
     same networks and inputs serve every ``lambda`` in ``lambdas`` (non-negative, increasing; 0 is
     added if absent). Float64 throughout.
     """
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (run.stream().generator), got "
-            f"{type(generator).__name__}"
-        )
+    check_generator("generator", generator)
     L, H, d = (
         check_int("n_layers", n_layers),
         check_int("n_heads", n_heads),

@@ -36,6 +36,7 @@ import torch
 from .._validate import (
     as_tokens,
     check_bool,
+    check_generator,
     check_int,
     check_positive_float,
     check_seed,
@@ -79,10 +80,7 @@ def mask_options(mask: str, window: int) -> dict:
 
 
 def _generator(generator) -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (run.stream().generator), got {type(generator).__name__}"
-        )
+    check_generator("generator", generator)
     return generator
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .._validate import (
+    check_generator,
     check_int,
     check_positive_float,
     check_probability_matrix,
@@ -101,11 +102,7 @@ def check_grid(name, values) -> np.ndarray:
 
 def phase_setup(generator, n_layers, n_heads, d_model, n_tokens, samples, seed, batch):
     """Checked sizes, the config and the inputs ``(samples, n, d)`` drawn from ``generator``."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (run.stream().generator), got "
-            f"{type(generator).__name__}"
-        )
+    check_generator("generator", generator)
     L, H, d = (
         check_int("n_layers", n_layers),
         check_int("n_heads", n_heads),

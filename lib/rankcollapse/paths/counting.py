@@ -12,7 +12,7 @@ from itertools import product
 
 import torch
 
-from .._validate import check_bool, check_cost, check_int
+from .._validate import check_bool, check_cost, check_generator, check_int
 
 MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and all_paths build
 MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
@@ -165,8 +165,7 @@ def sample_paths(
     length = check_int("length", length, minimum=0, maximum=L)
     count = check_int("count", count)
     check_draws("count", count, L)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    check_generator("generator", generator)
     out = []
     for _ in range(count):
         layers = torch.randperm(L, generator=generator)[:length].tolist()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import check_int, check_positive_float, check_seed
+from .._validate import check_generator, check_int, check_positive_float, check_seed
 from .model import ToyModel
 from .train import token_accuracy
 
@@ -46,8 +46,7 @@ def filter_normalised_direction(model: ToyModel, generator: torch.Generator) -> 
     one-dimensional parameters and for frozen ones)."""
     if not isinstance(model, ToyModel):
         raise TypeError(f"model must be a rc.toy.ToyModel, got {type(model).__name__}")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    check_generator("generator", generator)
     out = {}
     for name, p in model.named_parameters():
         if p.ndim < 2 or not p.requires_grad:
