@@ -107,7 +107,7 @@ def test_a_numbered_box_of_the_papers_is_caught():
 
 
 def test_the_library_writes_no_credit_to_the_paper_into_a_page():
-    """What the library writes into a page (the explorer's legend and notes) is read like the
+    """What the book layer writes into a page (the explorer's legend and notes) is read like the
     chapters: what it draws is the book's computation."""
     grid = book.explorer.skip_strength_grid(
         L=2, scales=(1.0,), strengths=(0.0, 1.0), n=4, d=4, H=1, samples=1, seed=0

@@ -108,9 +108,9 @@ def test_visible_code_fits_the_page(path):
     )
 
 
-# What a chapter may import: the library, numpy and matplotlib (and two standard-library modules
-# of pure arithmetic). An exercise may also import torch: its solutions are the reader's code, on
-# the tensors the library returns.
+# What a chapter may import: the library, the book layer (rankbook), numpy and matplotlib (and two
+# standard-library modules of pure arithmetic). An exercise may also import torch: its solutions
+# are the reader's code, on the tensors the library returns.
 CHAPTER_IMPORTS = {"rankcollapse", "rankbook", "numpy", "matplotlib", "math", "itertools"}
 EXERCISE_IMPORTS = CHAPTER_IMPORTS | {"torch"}
 

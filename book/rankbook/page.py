@@ -48,7 +48,7 @@ __all__ = [
 
 def _seed_globally(seed: int) -> None:
     """Seed Python's, numpy's and torch's global generators (only :func:`start` calls this, with
-    the seed ``rc.presets.get`` has checked)."""
+    the seed ``book.presets.get`` has checked)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

@@ -42,8 +42,8 @@ def torch_threads(n: int | None):
 
 
 def set_torch_threads(n: int | None) -> None:
-    """Set torch's thread count to ``n`` (``None``: leave it alone). ``rc.book.start`` calls it
-    with :func:`threads_from_env`."""
+    """Set torch's thread count to ``n`` (``None``: leave it alone). ``book.start`` (rankbook)
+    calls it with :func:`threads_from_env`."""
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n (torch threads) must be a positive integer or None, got {n!r}")

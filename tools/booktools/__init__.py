@@ -1,15 +1,16 @@
 """The book's tooling, in one package: what the tests, ``tasks.py`` and the book build share.
 
-Not the library (``rankcollapse``, which readers import in the chapters): this package reads the
-table of contents, executes chapters with papermill, builds the book and reports its progress,
-extracts a chapter's results (glued values, printed text, figures) and compares them between
-runs, writes the student and Colab versions, grades submissions, measures the status page's
-timings, and holds the book's Sphinx extensions (:mod:`booktools.ext`). It is installed with the
-library (``pip install -e .``; pyproject's ``[tool.setuptools.packages.find]``) so that the tests
-and the commands import it like any package, without editing ``sys.path``; a person's commands
-run as ``python -m booktools.<module>`` or by pyproject's ``[project.scripts]`` names
-(``rankbook-status``, ...). It works from a checkout of the book's repository: :data:`ROOT` is
-the checkout, :data:`BUILD` the folder its builds go to.
+Not the library (``rankcollapse``) nor the book's layer (``rankbook``), which readers import in
+the chapters: this package reads the table of contents, executes chapters with papermill, builds
+the book and reports its progress, extracts a chapter's results (glued values, printed text,
+figures) and compares them between runs, writes the student and Colab versions, grades
+submissions, measures the status page's timings, and holds the book's Sphinx extensions
+(:mod:`booktools.ext`). It is installed with the library (``pip install -e .``; pyproject's
+``[tool.setuptools.packages.find]``) so that the tests and the commands import it like any
+package, without editing ``sys.path``; a person's commands run as ``python -m
+booktools.<module>`` or by pyproject's ``[project.scripts]`` names (``rankbook-status``, ...).
+It works from a checkout of the book's repository: :data:`ROOT` is the checkout, :data:`BUILD`
+the folder its builds go to.
 
 - :mod:`booktools.toc`: the chapters listed in ``_toc.yml``;
 - :mod:`booktools.execute`: a chapter executed with papermill;
@@ -27,6 +28,9 @@ the checkout, :data:`BUILD` the folder its builds go to.
   :mod:`booktools.samples`: its sample submissions and example grade sheet;
 - :mod:`booktools.status`: the status page's measurements (``python -m booktools.status``);
 - :mod:`booktools.pdf`, :mod:`booktools.release`: the PDF edition; the version and citation;
+- :mod:`booktools.claims`, :mod:`booktools.results`: whose result is whose (the book's, the
+  paper's) and the check that the prose credits each right;
+- :mod:`booktools.config`: ``_config.yml`` and the book's GitHub address;
 - :mod:`booktools.ext`: the book's Sphinx extensions.
 """
 

@@ -19,11 +19,11 @@ corollary or definition box whose title does not say whose it is; :func:`paper_b
 every box of the paper's results that the book's counter would number (the paper's results
 are unnumbered boxes, named as :data:`booktools.results.PAPER_RESULTS` says, so that "Theorem 2.1"
 names a result of the book and "the paper's Theorem 2.2" one of the paper);
-:func:`page_text_credits` every credit to the paper in text the library itself writes into a page (a
-legend, a widget's notes).
+:func:`page_text_credits` every credit to the paper in text the book's code itself writes into
+a page (a legend, a widget's notes).
 
-Pure Python (``re`` only): neither core nor upper layer, it reads text. Used by
-``tests/test_attributions.py``; a chapter author can run it on a draft.
+Pure Python (``re``, and the library's argument checks): part of the book's tooling, it reads
+text. Used by ``tests/test_attributions.py``; a chapter author can run it on a draft.
 """
 
 from __future__ import annotations
@@ -241,10 +241,10 @@ def paper_box_problems(text: str) -> list[dict]:
 
 
 def page_text_credits(text: str) -> list[str]:
-    """Every credit to the paper (:data:`PAGE_TEXT_CREDITS`) in ``text`` that the library writes
-    into a page: a figure's legend, a widget's labels and notes. What the library draws is the
-    library's computation, the book's, so such text credits the paper wrongly; the chapter's
-    prose, where the paper's statements stand beside the book's, says whose each is."""
+    """Every credit to the paper (:data:`PAGE_TEXT_CREDITS`) in ``text`` that the book's code
+    (``rankbook``) writes into a page: a figure's legend, a widget's labels and notes. What it
+    draws is the library's computation, the book's, so such text credits the paper wrongly; the
+    chapter's prose, where the paper's statements stand beside the book's, says whose each is."""
     check_str("text", text)
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
@@ -268,7 +268,7 @@ def check_file(path) -> list[str]:
     msgs += [
         f"{path.name}:{b['line']}: {b['kind']} box titled as the paper's but numbered by the book: "
         f"{b['title']!r} (add ':nonumber:' after its label, and refer to it as "
-        "booktools.claims.PAPER_RESULTS "
+        "booktools.results.PAPER_RESULTS "
         f"names it)"
         for b in paper_box_problems(text)
     ]

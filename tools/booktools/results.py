@@ -186,7 +186,7 @@ PAPER_ATTRIBUTION = (
     r"\{prf:ref\}`([^`<]*<)?(" + "|".join(PAPER_RESULT_LABELS) + r")>?`",
 )
 
-#: Text that credits the paper in a label, legend or note the library writes into a page
+#: Text that credits the paper in a label, legend or note the book's code writes into a page
 #: (:func:`page_text_credits`): "the paper's Theorem 2.2", "paper's theorem", "(as stated)".
 PAGE_TEXT_CREDITS = (
     r"\bpaper(?:'|\u2019|&#x27;|&#39;)s\s+(theorems?|lemmas?|propositions?|corollar(y|ies)|bound)\b",
