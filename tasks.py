@@ -5,12 +5,13 @@
     python tasks.py test      install, then run the tests (library, every chapter in fast mode,
                               the book built in fast mode from a clean _build)
     python tasks.py student   write the student version (solutions stripped) to _build/student/
-    python tasks.py grade SUBMISSIONS_DIR [--out DIR] [--timeout SECONDS] [--format canvas|gradescope]
-                              [--merge HAND_SCORES.csv]
+    python tasks.py grade SUBMISSIONS_DIR [--out DIR] [--timeout SECONDS]
+                              [--format canvas|gradescope] [--merge HAND_SCORES.csv]
                               grade submitted student notebooks: grades.csv, one report each and the
-                              hand-grading sheets, in SUBMISSIONS_DIR/graded/ unless --out says otherwise;
-                              --format adds a Canvas import CSV or Gradescope results.json; --merge folds
-                              an instructor's hand scores into the totals and exports
+                              hand-grading sheets, in SUBMISSIONS_DIR/graded/ unless --out says
+                              otherwise; --format adds a Canvas import CSV or Gradescope
+                              results.json; --merge folds an instructor's hand scores into the
+                              totals and exports
     python tasks.py student-book  build the book (full mode; `--mode fast`), then its student
                               edition (no solutions, no instructor's guide) in _build/student/html/
     python tasks.py pdf       the PDF of the book and of its student edition (_build/pdf/book.pdf,

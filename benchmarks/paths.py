@@ -7,8 +7,8 @@
 2. Enumeration against the dynamic programme at L=6, H=3 on the same input (4,096 paths), at
    equal results (the per-length sums agree). Two enumerations are timed:
    - term by term: each path's term built on its own, ``P_p X W_p`` applied layer by layer as
-     the paper's path decomposition writes it (about 4.5 single-head applications per path here); target: the
-     programme at least 100x faster;
+     the paper's path decomposition writes it (about 4.5 single-head applications per path here);
+     target: the programme at least 100x faster;
    - ``rc.paths.enumerate_paths``, which builds the terms as a tree, sharing each prefix with
      its extensions (one single-head application per tree edge, 4,095 in all). Against it the
      programme's advantage in arithmetic alone is 4,095 single-head applications against
@@ -97,7 +97,9 @@ def main():
 
     X = torch.randn(n, d, generator=torch.Generator().manual_seed(0))
     results = {
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "machine": (
+            f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"
+        ),
         "quick": args.quick,
     }
 
@@ -141,7 +143,8 @@ def main():
     )
     tree_apps, dp_apps = sum(H * (H + 1) ** l for l in range(L)), H * L * (L + 1) // 2
     print(
-        f"L={L} H={H} ({len(paths):,} paths), per-length sums agree to {err:.1e}; dynamic programme {t_dp6:.3f} s"
+        f"L={L} H={H} ({len(paths):,} paths), per-length sums agree to {err:.1e}; "
+        f"dynamic programme {t_dp6:.3f} s"
     )
     print(
         f"  term-by-term enumeration {t_tt:.2f} s: ratio {t_tt / t_dp6:.0f}x   target >= 100x: "
@@ -149,7 +152,8 @@ def main():
     )
     print(
         f"  rc.paths.enumerate_paths (shared prefixes) {t_en:.2f} s: ratio {t_en / t_dp6:.0f}x "
-        f"(arithmetic ratio {tree_apps} / {dp_apps} = {tree_apps / dp_apps:.0f}x single-head applications)"
+        f"(arithmetic ratio {tree_apps} / {dp_apps} = {tree_apps / dp_apps:.0f}x single-head "
+        "applications)"
     )
     if args.json:
         with open(args.json, "w") as f:

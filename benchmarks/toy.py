@@ -66,7 +66,10 @@ def main():
     mode = "fast" if args.quick else "full"
     torch.set_num_threads(1)
     out = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "machine": (
+            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"torch {torch.__version__}"
+        ),
         "quick": args.quick,
     }
 
@@ -87,17 +90,18 @@ def main():
         rc.toy.train(official, seed=0, progress=False)
         out["train_official_sorting_seconds_per_epoch"] = (time.perf_counter() - t) / args.epochs
     print(
-        f"training, sorting at {mode} size: {out['train_sorting_seconds_per_epoch']:.2f} s per epoch "
-        f"({tr.log['steps_per_epoch']} steps)"
+        f"training, sorting at {mode} size: {out['train_sorting_seconds_per_epoch']:.2f} s "
+        f"per epoch ({tr.log['steps_per_epoch']} steps)"
     )
     full_epochs = rc.toy.OFFICIAL["sorting"]["epochs"]
     out["train_official_sorting_seconds"] = (
         out["train_official_sorting_seconds_per_epoch"] * full_epochs
     )
     print(
-        f"training, sorting with the official optimiser: {out['train_official_sorting_seconds_per_epoch']:.2f} s "
-        f"per epoch, about {out['train_official_sorting_seconds']:.0f} s for its {full_epochs} epochs "
-        f"({rc.toy.official_steps('sorting'):,} steps)"
+        "training, sorting with the official optimiser: "
+        f"{out['train_official_sorting_seconds_per_epoch']:.2f} s "
+        f"per epoch, about {out['train_official_sorting_seconds']:.0f} s "
+        f"for its {full_epochs} epochs ({rc.toy.official_steps('sorting'):,} steps)"
     )
 
     hull_sizes = dict(book.presets.PRESETS["toy_tasks"]["full"]["tasks"]["convex_hull"])
@@ -120,9 +124,10 @@ def main():
     out["speedup"] = out["one_by_one_seconds"] / out["all_paths_seconds"]
     out["agree"] = True
     print(
-        f"every path of a {hull.n_layers}-layer, {hull.n_heads}-head network ({out['paths']:,} paths, {args.n_seq} sequences): "
-        f"all at once {out['all_paths_seconds']:.2f} s, one by one {out['one_by_one_seconds']:.2f} s "
-        f"({out['speedup']:.1f}x)"
+        f"every path of a {hull.n_layers}-layer, {hull.n_heads}-head network "
+        f"({out['paths']:,} paths, {args.n_seq} sequences): "
+        f"all at once {out['all_paths_seconds']:.2f} s, "
+        f"one by one {out['one_by_one_seconds']:.2f} s ({out['speedup']:.1f}x)"
     )
     if args.json:
         with open(args.json, "w") as f:

@@ -2,7 +2,8 @@
 
 The tests build the book, the student edition and the executed chapters into ``_build/tests/``
 (``BOOKTOOLS_OUTPUT``, read by :mod:`booktools`), never into the ``_build/html`` a reader built
-with ``python3 tasks.py book``: running the tests after building the book leaves that book as it was.
+with ``python3 tasks.py book``: running the tests after building the book leaves that book as it
+was.
 """
 
 import os
@@ -36,7 +37,8 @@ DECOYS = (
 
 # Which papermill runs (fast mode) each test reads: test -> (seed, student edition?) pairs. The
 # session makes every run its collected tests need once, up front, in parallel processes (one per
-# core, at most RUN_JOBS): see `runs`. Each test runs alone too (`pytest -k`): it then makes its own.
+# core, at most RUN_JOBS): see `runs`. Each test runs alone too (`pytest -k`): it then makes its
+# own.
 RUNS_READ = {
     "test_chapter_executes_in_fast_mode": ((0, False),),
     "test_chapter_shows_the_same_results_as_the_book_build": ((0, False),),

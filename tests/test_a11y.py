@@ -105,8 +105,10 @@ def test_every_figure_of_the_built_book_has_its_alt_text(built_book):
 
 
 def test_bibliography_entries_are_list_items():
-    body = '<div role="list" class="citation-list"><div class="citation" role="doc-biblioentry">x</div></div>'
-    assert (
-        a11y.list_items(body)
-        == '<div role="list" class="citation-list"><div class="citation" role="listitem">x</div></div>'
+    body = (
+        '<div role="list" class="citation-list">'
+        '<div class="citation" role="doc-biblioentry">x</div></div>'
+    )
+    assert a11y.list_items(body) == (
+        '<div role="list" class="citation-list"><div class="citation" role="listitem">x</div></div>'
     )

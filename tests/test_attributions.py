@@ -1,7 +1,7 @@
 """Whose result is whose: no page credits the paper with what the book derived (issue 13).
 
-Every page of _toc.yml is read with ``booktools.claims``: a paragraph, list item or box that credits the
-paper ("the paper's Theorem", "the paper states/shows/calls/proves", a reference to a box that
+Every page of _toc.yml is read with ``booktools.claims``: a paragraph, list item or box that credits
+the paper ("the paper's Theorem", "the paper states/shows/calls/proves", a reference to a box that
 states a paper's result) may not name one of the book's own results (``results.BOOK_RESULTS``),
 except inside a box titled as the book's; the note's phrases are never the paper's; and every
 theorem, lemma, proposition or definition box says in its title whose it is. The checker itself
@@ -90,7 +90,10 @@ def test_the_paper_results_numbers_name_one_result_each():
 
 
 def test_a_numbered_box_of_the_papers_is_caught():
-    box = "````{prf:theorem} Pure attention collapses (the paper's Theorem 2.2)\n:label: x\n\nbody\n````\n"
+    box = (
+        "````{prf:theorem} Pure attention collapses (the paper's Theorem 2.2)\n"
+        ":label: x\n\nbody\n````\n"
+    )
     assert claims.paper_box_problems(box)
     fixed = box.replace(":label: x\n", ":label: x\n:nonumber:\n")
     assert not claims.paper_box_problems(fixed)
@@ -123,9 +126,9 @@ def test_the_library_writes_no_credit_to_the_paper_into_a_page():
 
 
 def test_a_bare_reference_to_a_papers_result_reads_by_name(tmp_path):
-    """booktools.ext.paperrefs: sphinx-proof renders a bare reference to an unnumbered box as 'Theorem ';
-    the book's extension gives it the name results.PAPER_RESULTS lists, and leaves a reference
-    with its own text as written."""
+    """booktools.ext.paperrefs: sphinx-proof renders a bare reference to an unnumbered box as
+    'Theorem '; the book's extension gives it the name results.PAPER_RESULTS lists, and leaves a
+    reference with its own text as written."""
     from sphinx.application import Sphinx
 
     src = tmp_path / "src"
@@ -168,11 +171,13 @@ DEFECTS = {
 ````{prf:theorem} Pure attention collapses (the paper's Theorem 2.2)
 :label: thm-collapse-single
 
-Then the bound holds, with $\\gamma$ the constant of {prf:ref}`def-gamma` (the largest over the layers).
+Then the bound holds, with $\\gamma$ the constant of {prf:ref}`def-gamma` (the largest over \
+the layers).
 ````
 """,
     "the book's layerwise form credited to the paper": """
-forward pass stops at float64's rounding floor. Dashed and dotted: the bound of the paper's Theorems 2.2/2.3 as stated
+forward pass stops at float64's rounding floor. Dashed and dotted: the bound of \
+the paper's Theorems 2.2/2.3 as stated
 and with each layer's own constant.
 """,
     "the book's cascade credited to the paper's theorem": """
@@ -183,7 +188,8 @@ gives $r_{l} \\le c\\, r_{l-1}^3$, which is {prf:ref}`thm-collapse-single`.
 The paper's conclusion reads "LayerNorm cannot help", but what the argument shows is about rank.
 """,
     "the note's reading as the paper's": """
-The paper reads a transformer the same way: long paths have lost their residual, short ones have not.
+The paper reads a transformer the same way: long paths have lost their residual, short ones have \
+not.
 """,
     "an unchecked appendix": """
 Section 2 of the paper writes a network as a sum over paths. Its appendix measures how close such
@@ -193,7 +199,8 @@ products come to rank one.
 The reading note names what the paper does not weigh: a larger Lipschitz constant.
 """,
     "the paper credited with not weighing the price (the mlp chapter's old wording)": """
-The note records no measurement of that price, and neither it nor the paper weighs it against the account of
+The note records no measurement of that price, and neither it nor the paper weighs it against \
+the account of
 section 5.
 """,
     "the paper credited with not framing a trade": """
@@ -252,14 +259,19 @@ def test_code_cells_are_not_prose():
 
 def test_the_framing_credited_to_the_note_passes():
     text = (
-        "The note records no measurement of that price. It does set the price against the account of "
-        'section 5: the MLP remedy, the note says, "pulls against" that account. That framing is the note\'s.\n'
+        "The note records no measurement of that price. It does set the price against the account "
+        "of "
+        'section 5: the MLP remedy, the note says, "pulls against" that account. That framing is '
+        "the note's.\n"
     )
     assert not claims.misattributions(text)
 
 
 def test_a_note_phrase_is_fine_when_the_note_is_credited():
-    text = "\"Layer normalization cannot help\" is the reading note's summary of the paper's argument.\n"
+    text = (
+        "\"Layer normalization cannot help\" is the reading note's summary of the paper's "
+        "argument.\n"
+    )
     assert not claims.misattributions(text)
     assert claims.misattributions(
         text.replace("the reading note's summary of", "the conclusion of").replace(

@@ -179,7 +179,7 @@ ROWS = [
     ),
     ("center_of X string", lambda: R.center_of("abc"), Raises(TypeError, "X")),
     ("check_center number", lambda: R.check_center(3), Raises(TypeError, "center")),
-    # ------------------------------------------------------------------ san (helper "real" owns san.py)
+    # -------------------------------------------------------------- san (helper "real" owns san.py)
     (
         "SANConfig n_layers -1",
         lambda: SANConfig(n_layers=-1),
@@ -1040,7 +1040,7 @@ ROWS = [
         lambda: S.log_slope([1.0, 2.0], [0.0, 1.0]),
         Raises(ValueError, "y", "positive"),
     ),
-    # ------------------------------------------------------------------ later: gradients, masks, verdicts
+    # ------------------------------------------------------------ later: gradients, masks, verdicts
     ("SANConfig window -1", lambda: SANConfig(window=-1), Raises(ValueError, "window")),
     ("SANConfig window 1.5", lambda: SANConfig(window=1.5), Raises(TypeError, "window")),
     (
@@ -1168,7 +1168,7 @@ ROWS = [
         ),
         Raises(ValueError, "noise"),
     ),
-    # ------------------------------------------------------------------ later: lam, phases, particles
+    # ---------------------------------------------------------------- later: lam, phases, particles
     (
         "lambda_skip_san cfg with MLP",
         lambda: rc.later.lam.lambda_skip_san(CFG.replace(mlp=4), 1.0, seed=0),
@@ -1480,7 +1480,7 @@ ROWS = [
 ]
 
 
-# --------------------------------------------------------------------------- the rest of the library (issue 32)
+# --------------------------------------------------------------- the rest of the library (issue 32)
 
 
 def _fig():
@@ -1771,7 +1771,7 @@ ROWS += [
         lambda: LIP.perturbation_gain(MLP, torch.zeros(3, 4, dtype=torch.float64)),
         Raises(ValueError, "X", "zero"),
     ),
-    # ------------------------------------------------------------------ lower_bound, lower_bound_search
+    # -------------------------------------------------------------- lower_bound, lower_bound_search
     ("bound_check not a Stack", lambda: LB.bound_check(PURE, X[None]), Raises(TypeError, "stack")),
     (
         "construction L 10**6",
@@ -2486,7 +2486,7 @@ ROWS += [
         lambda: TT.task_data("sorting", 0),
         Raises(TypeError, "task", "ToyTask"),
     ),
-    # ------------------------------------------------------------------ a held-out tester's calls (issue 32, round 2)
+    # ------------------------------------------------ a held-out tester's calls (issue 32, round 2)
     (
         "attention_flow 3000 tokens x 10**5 steps",
         lambda: rc.later.particles.attention_flow(
@@ -2765,7 +2765,7 @@ def test_the_table_is_broad():
                 assert f".{name}(" in covered, f"no bad-input row calls {module.__name__}.{name}"
 
 
-# --------------------------------------------------------------------------- coverage of the library
+# -------------------------------------------------------------------------- coverage of the library
 
 # Public functions with nothing to validate: no argument at all is found automatically (a
 # function whose signature is empty); these take arguments only in a trivial sense.
@@ -2774,7 +2774,8 @@ NOTHING_TO_VALIDATE = {}
 
 def _public_functions():
     """Every public function of the library: the functions in ``__all__`` of each module of
-    ``rankcollapse`` (not the private ``_validate``/``_env``), each once (re-exports are the same object)."""
+    ``rankcollapse`` (not the private ``_validate``/``_env``), each once (re-exports are the same
+    object)."""
     import importlib
     import inspect
     import pkgutil
@@ -2792,7 +2793,8 @@ def _public_functions():
 
 
 def _entered(call) -> set:
-    """The code objects a row's ``call`` enters directly (through decorators such as ``torch.no_grad``)."""
+    """The code objects a row's ``call`` enters directly (through decorators such as
+    ``torch.no_grad``)."""
     import sys
 
     top = call.__code__
@@ -2839,7 +2841,7 @@ def test_every_public_function_has_a_row():
     assert not missing, f"{len(missing)} public functions have no bad-input row: {missing}"
 
 
-# --------------------------------------------------------------------------- command-line entry points
+# ------------------------------------------------------------------------ command-line entry points
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 

@@ -53,7 +53,8 @@ def test_grade_quick(tmp_path):
 
 
 def test_full_enumeration_fits_the_benchmark_guard():
-    """The full benchmark's enumeration (L=6, H=3, 128 x 768 float32) is admitted by the guard it passes."""
+    """The full benchmark's enumeration (L=6, H=3, 128 x 768 float32) is admitted by the guard it
+    passes."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import paths as bench

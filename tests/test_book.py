@@ -144,7 +144,8 @@ def test_glue_formats_and_hands_the_value_to_myst_nb(monkeypatch):
 
 
 def test_without_myst_nb_glue_is_quiet_and_figures_are_shown(monkeypatch):
-    """On Colab (no myst-nb) a chapter still runs: glued numbers have no prose to go to, figures show."""
+    """On Colab (no myst-nb) a chapter still runs: glued numbers have no prose to go to, figures
+    show."""
     import sys
 
     import IPython.display

@@ -19,7 +19,7 @@ from booktools.outputs import differences, figure_pixels, results
 DATA = Path(__file__).parent / "data"
 
 
-# --------------------------------------------------------------------------- which files are sources
+# -------------------------------------------------------------------------- which files are sources
 
 
 def test_tool_folders_are_excluded_by_rule(tmp_path):
@@ -189,7 +189,7 @@ def test_tasks_runs_on_the_standard_library_alone():
     assert result.returncode == 2 and "python tasks.py book" in result.stdout, result.stderr
 
 
-# --------------------------------------------------------------------------- the build's progress report
+# ---------------------------------------------------------------------- the build's progress report
 
 
 def _recorded(name, root):
@@ -247,7 +247,8 @@ def test_progress_shows_each_warning_on_one_line(tmp_path):
     shown = "".join(progress.feed(line) for line in lines) + progress.finish(1)
     assert shown.splitlines() == [
         "  chapters/paths ...",
-        "  warning: chapters/paths.md:206: No key 'paths-error' found in glue data for this document. [mystnb.glue]",
+        "  warning: chapters/paths.md:206: No key 'paths-error' found in glue data for this "
+        "document. [mystnb.glue]",
         "  chapters/paths: 12.0 s",
         "FAILED: 1 warning(s) (the build fails on any warning), listed above.",
     ]
@@ -340,7 +341,8 @@ def test_differences_by_name_with_a_tolerance():
 
 
 def test_differences_of_svg_figures():
-    """SVG digests (the book's figures) have no pixel shape: a changed one is reported, not a KeyError."""
+    """SVG digests (the book's figures) have no pixel shape: a changed one is reported, not a
+    KeyError."""
     svg = {"format": "svg", "sha256": "0" * 64}
     png = {"format": "png", "shape": [1, 1, 4], "sha256": "1" * 64}
     a = {"figures": {"fig-x": svg}}
@@ -475,7 +477,8 @@ def test_compare_outputs_refuses_bad_arguments_in_one_line(tmp_path, content, ar
 
 def test_a_build_notebook_is_read_with_its_glue_file(tmp_path):
     """myst-nb takes the values glued without display out of the notebook it saves and writes
-    them to <name>.glue.json: read_executed puts them back, so a build's run reads as papermill's."""
+    them to <name>.glue.json: read_executed puts them back, so a build's run reads as
+    papermill's."""
     import json
 
     nb = hand_made_notebook()

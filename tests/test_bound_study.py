@@ -1,4 +1,5 @@
-"""rankcollapse.bound_study: the collapse bound measured, as result objects (values, figure data, numbers).
+"""rankcollapse.bound_study: the collapse bound measured, as result objects (values, figure data,
+numbers).
 
 The numbers are checked on hand-made results whose values are known; the studies on tiny
 networks (shapes, determinism, the bound never beaten). The library returns numbers only: the

@@ -1,10 +1,10 @@
 """The built book, read in a real browser: headless Chromium opens every page.
 
-Every ``.html`` file of the tests' book build (``_build/tests/_build/html``) is opened (the Sphinx-generated ``genindex.html`` and
-``search.html`` included: a reader reaches both from every page; only ``_static/`` and
-``_sources/`` are left out, since they hold assets, not pages). The book is served by a local
-``http.server`` on 127.0.0.1 and Chromium runs with no network: every host name other than
-127.0.0.1 fails to resolve, so a page that needs anything from outside shows it here.
+Every ``.html`` file of the tests' book build (``_build/tests/_build/html``) is opened (the
+Sphinx-generated ``genindex.html`` and ``search.html`` included: a reader reaches both from every
+page; only ``_static/`` and ``_sources/`` are left out, since they hold assets, not pages). The book
+is served by a local ``http.server`` on 127.0.0.1 and Chromium runs with no network: every host name
+other than 127.0.0.1 fails to resolve, so a page that needs anything from outside shows it here.
 
 On every page the test waits for MathJax to finish typesetting and fails on
 
@@ -21,9 +21,9 @@ table, output area, display equation, the explorer) may be wider than the text c
 it scrolls inside a box of its own that fits, and at 1280 px a table must fit the column
 outright (its words wrap; only a phone scrolls it), unless it is wide on purpose (the example
 grade sheet, in a div ``rc-wide-table``); an inline formula is whole in its box or scrolls in
-it (never cut off, never a scroll bar with nothing to scroll); every figure is shown at no less than 90% of its
-natural size (the figures are drawn as wide as the column, book.plotting.WIDTH); and the skip
-chapter's explorer must redraw its curve when each of its controls moves. The search page's
+it (never cut off, never a scroll bar with nothing to scroll); every figure is shown at no less than
+90% of its natural size (the figures are drawn as wide as the column, book.plotting.WIDTH); and the
+skip chapter's explorer must redraw its curve when each of its controls moves. The search page's
 snippets must show no raw TeX.
 
 Accessibility: axe-core (the copy selenium-axe-python bundles: nothing is fetched) runs on every
@@ -35,9 +35,10 @@ drawing); the explorer works from the keyboard alone (Tab to each slider, a visi
 the arrow keys move it and the curve follows).
 
 It saves a screenshot of every page in light mode, and of every chapter in dark mode too, to
-``_build/tests/_build/screenshots/`` (and of every chapter at 390 px, in its ``w390/``). In dark mode figure images must sit on a light backing: the figures
-are drawn in mid-grey ink on a transparent background, and pydata-sphinx-theme (under
-sphinx-book-theme) gives content images a white background in dark mode; the test guards it.
+``_build/tests/_build/screenshots/`` (and of every chapter at 390 px, in its ``w390/``). In dark
+mode figure images must sit on a light backing: the figures are drawn in mid-grey ink on a
+transparent background, and pydata-sphinx-theme (under sphinx-book-theme) gives content images a
+white background in dark mode; the test guards it.
 
 Runs when Chromium, chromedriver and selenium are installed; skips with the reason otherwise.
 Selenium is given the driver's path, so selenium-manager never downloads anything.
@@ -77,7 +78,8 @@ CHROMIUM = next(
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
 
 # JavaScript errors we accept, each with the reason. A message matching any pattern is allowed.
-# Add an entry only with a reason; the test reports every allowed message it met (pytest -rP shows them).
+# Add an entry only with a reason; the test reports every allowed message it met (pytest -rP shows
+# them).
 ALLOWED_JS_ERRORS: dict[str, str] = {
     # (none: sphinx-thebe's config script, which Sphinx 7.4 wrote twice into every page and whose
     # second copy threw "Identifier 'THEBE_JS_URL' has already been declared", is now written
@@ -160,7 +162,8 @@ def server(html_dir):
 def browser():
     if not CHROMIUM or not CHROMEDRIVER:
         pytest.skip(
-            "Chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)"
+            "Chromium and chromedriver are not installed (Debian: "
+            "apt-get install chromium chromium-driver)"
         )
     try:
         from selenium import webdriver
@@ -206,7 +209,7 @@ def browser():
             + (e.reason && (e.reason.stack || e.reason.message) || e.reason)));
         const _error = console.error.bind(console);
         console.error = (...a) => { window.__errors.push('console.error: ' + a.map(String).join(' ')); _error(...a); };
-    """
+    """  # noqa: E501
         },
     )
     yield driver
@@ -239,14 +242,15 @@ const done = arguments[arguments.length - 1];
   }
   done({hasMathJax, errors});
 })();
-"""
+"""  # noqa: E501
 
 
 def _wait(browser):
     """Wait for the page's images and MathJax (:data:`_WAIT_FOR_PAGE`). Headless Chromium now and
     then stalls in this wait on a loaded 2-core machine (a script timeout on a page that loads in a
-    second otherwise: seen in 2 of 6 runs on this session's machine, and gone on a rerun): the page is reloaded once and
-    waited for again, with a warning in pytest's summary; a page that stalls twice fails."""
+    second otherwise: seen in 2 of 6 runs on this session's machine, and gone on a rerun): the page
+    is reloaded once and waited for again, with a warning in pytest's summary; a page that stalls
+    twice fails."""
     import warnings
 
     from selenium.common.exceptions import TimeoutException
@@ -304,7 +308,7 @@ out.overflowing = Array.from(document.querySelectorAll('div.cell_input div.highl
   .filter(p => p.scrollWidth > p.clientWidth + 1)
   .map(p => p.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a)).slice(0, 100));
 return out;
-"""
+"""  # noqa: E501
 
 WIDTHS = (1280, 390)  # a laptop window and a phone, in CSS pixels
 PHONE_HEIGHT = 844
@@ -372,7 +376,7 @@ for (const img of article.querySelectorAll('figure img')) {
                     shown: img.getBoundingClientRect().width});
 }
 return out;
-"""
+"""  # noqa: E501
 
 # The explorer: move each control and read the measured curve before and after.
 _MOVE_EXPLORER = r"""
@@ -395,7 +399,7 @@ return changes;
 _FIGURE_BACKING = """
 return Array.from(document.querySelectorAll('figure img, .figure img, img.glue-figure, .cell_output img'))
   .map(img => [img.getAttribute('src'), getComputedStyle(img).backgroundColor]);
-"""
+"""  # noqa: E501
 
 
 def _screenshot(driver, path: Path, width: int = 1280) -> None:
@@ -473,7 +477,7 @@ axe.run(document, {resultTypes: ['violations'], preload: false})
                                            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ')),
                                            says: ((n => n.any.concat(n.all, n.none)[0] || {})(v.nodes[0])).message || ''}))))
   .catch(e => done([{id: 'axe-error', impact: 'critical', help: String(e), count: 1, nodes: []}]));
-"""
+"""  # noqa: E501
 
 
 def _axe(browser) -> list[dict]:
@@ -559,7 +563,8 @@ def report(browser, html_dir, server):
             redirect = _REDIRECT.search((html_dir / rel).read_text(errors="replace"))
             if redirect:  # index.html: a meta refresh to the landing page; check where it lands
                 target = urllib.parse.urljoin(server + "/" + rel, redirect.group(1))
-                # arrived, and the page it landed on loaded (the address changes before its body exists)
+                # arrived, and the page it landed on loaded (the address changes before its body
+                # exists)
                 WebDriverWait(browser, PAGE_TIMEOUT).until(
                     lambda d: (
                         d.current_url.split("#")[0] == target
@@ -644,7 +649,8 @@ def report(browser, html_dir, server):
                     found["figures"][(rel, width, fig["src"])] = fig
                     if fig["shown"] < 0.9 * fig["natural"]:
                         found["small_figures"].append(
-                            f"{rel} at {width} px: {fig['src']} shown at {fig['shown'] / fig['natural']:.0%} "
+                            f"{rel} at {width} px: {fig['src']} shown at "
+                            f"{fig['shown'] / fig['natural']:.0%} "
                             f"of its natural size ({fig['natural']} px)"
                         )
                 moved = browser.execute_script(_MOVE_EXPLORER)
@@ -695,7 +701,10 @@ PAGE_PROBLEMS = {
     "dark": "figures are readable in dark mode",
     "overflow": "code fits its box on a 1280-pixel window (80-character lines, _static/book.css)",
     "tables": "every table has header cells",
-    "alt": "every image has alt text, and a figure's is the one its SVG carries (book.plotting.alt_text)",
+    "alt": (
+        "every image has alt text, and a figure's is the one its SVG carries "
+        "(book.plotting.alt_text)"
+    ),
 }
 
 
@@ -774,10 +783,13 @@ def test_the_explorer_works_from_the_keyboard(browser, server):
         const mark = document.createElement('span'); mark.tabIndex = 0; mark.id = 'rc-test-mark';
         root.parentNode.insertBefore(mark, root); mark.focus();""")
     state = (
-        "const r = document.querySelector('.rc-explorer'), a = document.activeElement, s = getComputedStyle(a);"
-        "return {name: a.name || a.id, curve: r.querySelector('path.rc-measured').getAttribute('d'),"
+        "const r = document.querySelector('.rc-explorer'), a = document.activeElement, "
+        "s = getComputedStyle(a);"
+        "return {name: a.name || a.id, "
+        "curve: r.querySelector('path.rc-measured').getAttribute('d'),"
         "note: r.querySelector('.rc-note').textContent, text: a.getAttribute('aria-valuetext'),"
-        "ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 || s.boxShadow !== 'none'};"
+        "ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 "
+        "|| s.boxShadow !== 'none'};"
     )
     for name, key in (
         ("depth", Keys.ARROW_LEFT),
@@ -897,7 +909,8 @@ def test_search_snippets_show_no_raw_tex(browser, server):
         lambda d: len(d.find_elements("css selector", "#search-results li p.context")) >= 3
     )
     snippets = browser.execute_script(
-        "return Array.from(document.querySelectorAll('#search-results li p.context')).map(p => p.textContent)"
+        "return Array.from(document.querySelectorAll('#search-results li p.context'))"
+        ".map(p => p.textContent)"
     )
     raw = [t[:160] for t in snippets if RAW_TEX.search(t)]
     assert not raw, "\n".join(raw)
@@ -929,7 +942,7 @@ return {solutions: document.querySelectorAll('.solution, [class*="solution"], de
         images: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
         links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href),
         errors: window.__errors || []};
-"""
+"""  # noqa: E501
 
 
 @pytest.fixture(scope="module")

@@ -116,8 +116,9 @@ EXERCISE_IMPORTS = CHAPTER_IMPORTS | {"torch"}
 
 
 def chapter_imports(path):
-    """``(top-level module, in an exercise?, cell source's first line)`` per import: in the Exercises
-    section, or inside an exercise or its solution elsewhere (a "build it yourself" in the text)."""
+    """``(top-level module, in an exercise?, cell source's first line)`` per import: in the
+    Exercises section, or inside an exercise or its solution elsewhere (a "build it yourself" in the
+    text)."""
     import ast
 
     import jupytext
@@ -168,19 +169,23 @@ def test_chapter_imports_only_the_library_numpy_and_matplotlib(path):
         if top not in (EXERCISE_IMPORTS if ex else CHAPTER_IMPORTS)
     ]
     assert not bad, (
-        f"{path.name} imports {', '.join(bad)}: use the library (rc.*) or the book layer (book.*) instead"
+        f"{path.name} imports {', '.join(bad)}: use the library (rc.*) or the book layer (book.*) "
+        "instead"
     )
 
 
 def test_the_import_check_finds_a_forbidden_import(tmp_path):
-    """The check above sees a body's torch and a nested import, and allows torch in the exercises."""
+    """The check above sees a body's torch and a nested import, and allows torch in the
+    exercises."""
     chapter = tmp_path / "c.md"
     header = "---\n" + CHAPTERS[0].read_text().split("---\n", 2)[1] + "---\n"  # a real chapter's
     chapter.write_text(
         header + "# C\n\n```{code-cell} ipython3\nimport rankcollapse as rc\n```\n\n## 1. Body\n\n"
         "```{code-cell} ipython3\nif True:\n    import torch.nn\n```\n\n"
-        "````{exercise-start}\n:label: ex-c\n````\n\n```{code-cell} ipython3\nimport torch.linalg\n```\n\n"
-        "````{exercise-end}\n````\n\n```{code-cell} ipython3\nimport torch.fft\n```\n\n## Exercises\n\n"
+        "````{exercise-start}\n:label: ex-c\n````\n\n```{code-cell} ipython3\nimport torch.linalg\n"
+        "```\n\n"
+        "````{exercise-end}\n````\n\n```{code-cell} ipython3\nimport torch.fft\n```\n\n## "
+        "Exercises\n\n"
         "```{code-cell} ipython3\nimport torch\nfrom scipy import linalg\n```\n"
     )
     assert chapter_imports(chapter) == [

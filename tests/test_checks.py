@@ -266,7 +266,8 @@ def test_reference_in_float32_is_correct_in_float32(eid):
     if _carries_float32(_in_float32(ex.reference)(*ex.cases()[0])):
         assert result.message.startswith("in float32")
         assert "correct (in float32" in repr(result)
-    else:  # an answer with no dtype (a float, a count): the note only where it differs from float64's
+    else:
+        # an answer with no dtype (a float, a count): the note only where it differs from float64's
         assert result.message == "" or result.message.startswith("in float32"), result
     # float64 answers say nothing about precision
     assert book.checks.check(eid, ex.reference, quiet=True).message == ""

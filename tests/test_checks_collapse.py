@@ -1,5 +1,6 @@
 """Checks specific to the exercises of checks/collapse.py; what every exercise must satisfy
-(reference passes, known mistakes fail with their hint, stubs are not attempted) is in test_checks.py."""
+(reference passes, known mistakes fail with their hint, stubs are not attempted) is in
+test_checks.py."""
 
 import pytest
 import torch
@@ -30,9 +31,9 @@ def test_cascade_reference_is_the_papers_exponent():
 
 
 def test_step3_bounds_hold_on_the_random_instances_the_check_draws():
-    """The numerical half of ex-collapse-prove: the chapter's two bounds on Delta hold on every random
-    attention matrix the check takes its inputs from; a correct answer passes, a wrong bound fails
-    with its hint."""
+    """The numerical half of ex-collapse-prove: the chapter's two bounds on Delta hold on every
+    random attention matrix the check takes its inputs from; a correct answer passes, a wrong bound
+    fails with its hint."""
     import math
 
     import rankbook as book

@@ -1,5 +1,6 @@
 """Checks specific to the exercises of checks/layernorm.py; what every exercise must satisfy
-(reference passes, known mistakes fail with their hint, stubs are not attempted) is in test_checks.py."""
+(reference passes, known mistakes fail with their hint, stubs are not attempted) is in
+test_checks.py."""
 
 import rankbook as book
 import rankcollapse as rc

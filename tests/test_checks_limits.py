@@ -1,5 +1,6 @@
 """Checks specific to the exercises of checks/limits.py; what every exercise must satisfy
-(reference passes, known mistakes fail with their hint, stubs are not attempted) is in test_checks.py."""
+(reference passes, known mistakes fail with their hint, stubs are not attempted) is in
+test_checks.py."""
 
 import math
 
@@ -9,7 +10,8 @@ import rankbook as book
 def test_depth_needed_agrees_with_the_bound_and_with_the_closed_form():
     """The numerical half of ex-limits-prove: the reference's depth is where the bound, evaluated
     directly, first drops below tau (checked at that depth and the one before), and, above the
-    threshold, the closed form of part 3, the smallest integer above log_3(ln(1/(tau sqrt c)) / ln(1/u0))."""
+    threshold, the closed form of part 3, the smallest integer above log_3(ln(1/(tau sqrt c)) /
+    ln(1/u0))."""
     ex = book.checks.EXERCISES["limits.depth_needed"]
     seen = {"none": 0, "deep": 0}
     for c, r0, tau in ex.cases():

@@ -1,4 +1,5 @@
-"""The exercises of the chapter "Real transformers": references pass, plausible wrong answers fail."""
+"""The exercises of the chapter "Real transformers": references pass, plausible wrong answers
+fail."""
 
 import torch
 

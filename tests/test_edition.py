@@ -45,7 +45,10 @@ def test_the_toc_loses_only_the_guide():
 
 
 def test_a_link_to_the_guide_becomes_text():
-    text = "see {doc}`instructors`, {doc}`the guide </instructors>` and {ref}`instructors`; {doc}`notation`"
+    text = (
+        "see {doc}`instructors`, {doc}`the guide </instructors>` and {ref}`instructors`; "
+        "{doc}`notation`"
+    )
     out = edition.GUIDE_LINK.sub(edition.GUIDE_TEXT, text)
     assert out.count(edition.GUIDE_TEXT) == 3 and "{doc}`notation`" in out
 
@@ -106,7 +109,8 @@ def test_the_student_edition_holds_no_solution_and_no_guide(student_book):
 
 @pytest.mark.build
 def test_the_student_edition_shows_the_book_builds_numbers(built_book, student_book):
-    """Same glued numbers as the book: every glued value the book's page shows, the student page shows."""
+    """Same glued numbers as the book: every glued value the book's page shows, the student page
+    shows."""
     for path in CHAPTERS:
         rel = chapter_key(path) + ".html"
         page = (student_book / rel).read_text()
@@ -124,7 +128,8 @@ def test_the_student_edition_shows_the_book_builds_numbers(built_book, student_b
         assert len(shown) >= 5, rel
         missing = [v for v in shown if v not in page]
         assert not missing, (rel, missing)
-        # the student notebook offered for download is the one handed out (tests/test_student.py runs it)
+        # the student notebook offered for download is the one handed out (tests/test_student.py
+        # runs it)
         offered = jupytext.read(student_book / "student" / (chapter_key(path) + ".ipynb"))
         handed_out = student.student_notebook(path.read_text())
         assert [c.source for c in offered.cells] == [c.source for c in handed_out.cells], rel

@@ -223,7 +223,8 @@ def test_every_chapter_declares_its_claims_as_fixed_sentences_of_its_prose(path)
 def test_the_source_reader_finds_declarations(tmp_path):
     md = tmp_path / "x.md"
     md.write_text(
-        "## 3. A section\n\nThe residual falls fast.\n\n```{code-cell} ipython3\n:tags: [remove-input]\n\n"
+        "## 3. A section\n\nThe residual falls fast.\n\n```{code-cell} ipython3\n:tags: "
+        "[remove-input]\n\n"
         'run.claim("falls", "The residual falls", section=3, condition="c",\n'
         '          holds=True, evidence="e")\n```\n'
     )
@@ -250,7 +251,8 @@ def test_a_claim_broken_on_purpose_fails_its_chapter_with_its_name(tmp_path, mon
 
 
 def test_a_claim_cell_shows_no_claim_object():
-    """A cell ending in ``run.claim(...)`` shows nothing on the page (its sentence is in the prose)."""
+    """A cell ending in ``run.claim(...)`` shows nothing on the page (its sentence is in the
+    prose)."""
     from IPython.core.formatters import DisplayFormatter
 
     c = book.evidence.declare(

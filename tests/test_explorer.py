@@ -1,4 +1,5 @@
-"""The live explorer: its grid is what the library measures, and its page fragment is self-contained."""
+"""The live explorer: its grid is what the library measures, and its page fragment is
+self-contained."""
 
 import json
 import re

@@ -3,12 +3,13 @@
 The sample submissions in ``tests/data/submissions/`` are the paths chapter's student version
 with its stubs replaced and, in two of them, an answer to the explain question
 (``booktools.samples`` builds them; a test fails when they are stale, and
-``python3 -m booktools.samples`` writes them anew). Grading them gives the example grade sheet of the
-instructor's guide, ``_includes/example_grades.md`` (likewise checked, never rewritten here), its Canvas and Gradescope exports (validated against the published formats'
-required fields and types) and its hand-grading sheets (filled in and merged back). The tampering
-cases are small notebooks made here: the chapter's own check cells around answers that cheat,
-crash, loop, end the kernel or copy the key. Every submission runs in fast mode with a short time
-limit, two at a time; the unit tests at the end run nothing.
+``python3 -m booktools.samples`` writes them anew). Grading them gives the example grade sheet of
+the instructor's guide, ``_includes/example_grades.md`` (likewise checked, never rewritten here),
+its Canvas and Gradescope exports (validated against the published formats' required fields and
+types) and its hand-grading sheets (filled in and merged back). The tampering cases are small
+notebooks made here: the chapter's own check cells around answers that cheat, crash, loop, end the
+kernel or copy the key. Every submission runs in fast mode with a short time limit, two at a time;
+the unit tests at the end run nothing.
 """
 
 from __future__ import annotations
@@ -332,8 +333,9 @@ def _check_cells() -> dict[str, str]:
 
 
 def notebook(answers: dict, extra: dict | None = None, checks: dict | None = None) -> str:
-    """A MyST notebook: ``import rankcollapse`` and ``rankbook``, then per exercise its answer, its check cell (the
-    chapter's, or ``checks[key]``; ``None`` drops it), ``extra[key]`` (code after the check)."""
+    """A MyST notebook: ``import rankcollapse`` and ``rankbook``, then per exercise its answer, its
+    check cell (the chapter's, or ``checks[key]``; ``None`` drops it), ``extra[key]`` (code after
+    the check)."""
     keys = dict(zip(STUB, IDS))
     cells = ["import rankcollapse as rc\nimport rankbook as book"]
     original = _check_cells()
@@ -424,7 +426,9 @@ CASES = {
     "copykey.md": (
         notebook(
             {
-                "count": "def path_count(L, H, length):\n    return rc.paths.path_count(L, H, length)",
+                "count": (
+                    "def path_count(L, H, length):\n    return rc.paths.path_count(L, H, length)"
+                ),
                 "two": RIGHT["two"],
                 "mean": "def mean_length(L, H):\n    return rc.paths.mean_path_length(L, H)",
                 "predict": "prediction = int(rc.paths.length_distribution(12, 1).argmax())",
@@ -438,11 +442,15 @@ CASES = {
     "copyalias.ipynb": (
         notebook(
             {
-                "count": "from rankcollapse.paths import path_count as count\n\ndef path_count(L, H, length):\n"
+                "count": "from rankcollapse.paths import path_count as count\n\n"
+                "def path_count(L, H, length):\n"
                 "    return count(L, H, length)",
-                "mean": "import functools\nmean_length = functools.partial(rc.paths.mean_path_length)",
-                "predict": "dist = getattr(rc.paths, 'length_' + 'distribution')(12, 1)\nprediction = int(dist.argmax())",
-                "read": "def lookup():\n    return rc.paths.path_count(3, 2, 1)\n\nanswer = lookup()",
+                "mean": "import functools\n"
+                "mean_length = functools.partial(rc.paths.mean_path_length)",
+                "predict": "dist = getattr(rc.paths, 'length_' + 'distribution')(12, 1)\n"
+                "prediction = int(dist.argmax())",
+                "read": "def lookup():\n    return rc.paths.path_count(3, 2, 1)\n\n"
+                "answer = lookup()",
             }
         ),
         [KEY, "not attempted", KEY, KEY, KEY],
@@ -721,7 +729,8 @@ def test_pack_carries_code_helpers_closures_and_fresh_modules():
         "import math, types\nrc = types.ModuleType('rankcollapse')  # a fake, named as the real\n"
         "scale = 3\n"
         "def helper(n):\n    return 1 if n <= 1 else n * helper(n - 1)\n"
-        "def make(k):\n    def inner(n, m=2):\n        return helper(n) * k * m + scale + math.floor(0.5)\n"
+        "def make(k):\n    def inner(n, m=2):\n"
+        "        return helper(n) * k * m + scale + math.floor(0.5)\n"
         "    return inner\nf = make(10)\n"
         "def g():\n    return rc.paths.path_count(3, 2, 1)\n",
         ns,

@@ -11,7 +11,8 @@ LIB = Path(rc.__file__).resolve().parent
 
 
 def module_names():
-    """Every public module of the package: ``x.py`` and subpackages ``x/__init__.py`` (not ``_x``)."""
+    """Every public module of the package: ``x.py`` and subpackages ``x/__init__.py`` (not
+    ``_x``)."""
     files = {p.stem for p in LIB.glob("*.py") if not p.stem.startswith("_")}
     packages = {
         p.parent.name for p in LIB.glob("*/__init__.py") if not p.parent.name.startswith("_")

@@ -149,7 +149,10 @@ def test_the_rubrics_section_lists_every_rubric_with_its_points_and_wrong_turns(
     positions = []
     for label, rubric in book.checks.RUBRICS.items():
         e = MAP[label]
-        head = f"**{e.title}** (`{label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): {rubric.points:g} points."
+        head = (
+            f"**{e.title}** (`{label}`, {{ref}}`{e.chapter}`, {e.kind}, "
+            f"difficulty {e.difficulty}/3): {rubric.points:g} points."
+        )
         assert head in text, head
         positions.append(list(MAP).index(label))
         block = text[text.index(head) :].split("\n\n**", 1)[0]

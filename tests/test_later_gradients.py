@@ -1,4 +1,5 @@
-"""rc.later.gradients: the query/key gradients at initialisation (Noci et al. 2022), section 1 of "After the paper"."""
+"""rc.later.gradients: the query/key gradients at initialisation (Noci et al. 2022), section 1 of
+"After the paper"."""
 
 import math
 

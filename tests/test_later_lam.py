@@ -1,4 +1,5 @@
-"""rankcollapse.later.lam: lambda-skip networks X + lambda SA(X), the book's lower bound and threshold."""
+"""rankcollapse.later.lam: lambda-skip networks X + lambda SA(X), the book's lower bound and
+threshold."""
 
 import numpy as np
 import pytest
@@ -24,7 +25,8 @@ def test_lambda_zero_is_the_identity():
 
 @pytest.mark.parametrize("lam", [0.3, 1.0, 2.5])
 def test_a_layer_is_x_plus_lambda_times_attention(lam):
-    """Parity with an independent computation: the pure-attention network of the same seed gives SA."""
+    """Parity with an independent computation: the pure-attention network of the same seed gives
+    SA."""
     X = _x(1)
     pure = rc.san.SAN(CFG.replace(n_layers=1), seed=7)
     lam_net = lm.lambda_skip_san(CFG.replace(n_layers=1), lam, seed=7)
@@ -63,7 +65,8 @@ def test_one_layer_loses_at_most_the_factor_g():
 
 
 def test_constants_scale_with_lambda_for_fixed_attention():
-    """P does not depend on lambda at the first layer, so g_0 and c_0 are exactly linear in lambda."""
+    """P does not depend on lambda at the first layer, so g_0 and c_0 are exactly linear in
+    lambda."""
     X = _x(4)
     k1 = lm.layer_constants(lm.lambda_skip_san(CFG, 1.0, seed=4), X)
     k3 = lm.layer_constants(lm.lambda_skip_san(CFG, 3.0, seed=4), X)

@@ -1,4 +1,5 @@
-"""rc.later.masks: masked attention and LayerNorm's equilibria (Wu et al. 2024), section 2 of "After the paper"."""
+"""rc.later.masks: masked attention and LayerNorm's equilibria (Wu et al. 2024), section 2 of "After
+the paper"."""
 
 import math
 

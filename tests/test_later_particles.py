@@ -1,4 +1,5 @@
-"""rankcollapse.later.particles: tokens on the sphere under the attention flow, clusters against depth."""
+"""rankcollapse.later.particles: tokens on the sphere under the attention flow, clusters against
+depth."""
 
 import math
 

@@ -43,7 +43,8 @@ def test_entropy_is_log_n_at_zero_query_key_weights():
 
 
 def test_first_layer_entropy_falls_with_scale_to_zero():
-    """The first layer's input does not depend on the scale; softmax(s^2 z) has entropy decreasing in s."""
+    """The first layer's input does not depend on the scale; softmax(s^2 z) has entropy decreasing
+    in s."""
     X = _x(2)
     ents = []
     for s in (0.5, 1.0, 2.0, 4.0, 8.0, 32.0):
@@ -55,7 +56,8 @@ def test_first_layer_entropy_falls_with_scale_to_zero():
 
 
 def test_strength_zero_and_one_are_the_core_networks():
-    """Parity with the core SAN: alpha = 0 is post-LN without skips, alpha = 1 post-LN with skips."""
+    """Parity with the core SAN: alpha = 0 is post-LN without skips, alpha = 1 post-LN with
+    skips."""
     X = _x(3)
     model = ph.scaled_qk_san(CFG, 1.5, seed=5)
     for strength, skip in ((0.0, False), (1.0, True)):

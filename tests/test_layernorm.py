@@ -1,4 +1,5 @@
-"""rankcollapse.layernorm: LayerNorm's factors, the paper's rewriting, rank and the constructions."""
+"""rankcollapse.layernorm: LayerNorm's factors, the paper's rewriting, rank and the
+constructions."""
 
 import pytest
 import torch
@@ -99,7 +100,8 @@ def test_exact_rewriting_to_float64_precision(bias, gen):
 
 
 def test_paper_rewriting_is_exact_when_scales_are_equal(gen):
-    """Equal token scales: S^{-1} = I / sigma is also a right multiplication, and the paper's form is exact."""
+    """Equal token scales: S^{-1} = I / sigma is also a right multiplication, and the paper's form
+    is exact."""
     cfg = rc.san.SANConfig(n_layers=1, n_heads=2, d_model=8, layernorm="post")
     model = rc.san.SAN(cfg, seed=0)
     X = ln.balanced_tokens(6, 8, seed=1)  # SA keeps s w^T: every token has the same sigma

@@ -1,4 +1,5 @@
-"""rankcollapse.lipschitz: the bracket on the MLP's Lipschitz constant, sensitivity, gradient spread."""
+"""rankcollapse.lipschitz: the bracket on the MLP's Lipschitz constant, sensitivity, gradient
+spread."""
 
 import math
 
@@ -150,7 +151,8 @@ def test_bad_input():
 @pytest.mark.parametrize("layernorm", ["none", "post", "pre"])
 @pytest.mark.parametrize("skip", [False, True])
 def test_mlp_inputs_are_what_the_forward_pass_feeds_the_mlp(layernorm, skip, gen):
-    """Each layer's output, rebuilt from mlp_inputs by the layer's own MLP, equals the forward pass."""
+    """Each layer's output, rebuilt from mlp_inputs by the layer's own MLP, equals the forward
+    pass."""
     model = small_mlp_san("gelu_tanh", 1.0, bias=True, skip=skip, layernorm=layernorm)
     X = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)
     out = model(X)

@@ -284,7 +284,8 @@ def test_a_centred_gaussian_input_has_no_symmetric_attention():
 
 
 def test_the_construction_reaches_the_rate():
-    """Fitted exponent over depths 16..1024 within 0.05 of -1/2, and the proposition's upper bound."""
+    """Fitted exponent over depths 16..1024 within 0.05 of -1/2, and the proposition's upper
+    bound."""
     s = SETTING
     log10 = LB.simplex_log10_ratios([-1] * 1024, **s)
     L = np.arange(16, 1025)

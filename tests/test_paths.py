@@ -187,7 +187,8 @@ def test_float32_identity(gen):
 
 
 def test_length_profile_at_init(gen):
-    """At initialisation the length-0 term keeps its residual and the longest has lost most of it."""
+    """At initialisation the length-0 term keeps its residual and the longest has lost most of
+    it."""
     model = rc.san.SAN(rc.san.SANConfig(n_layers=6, n_heads=4, d_model=32, skip=True), seed=0)
     prof = rc.paths.length_profile(model, random_tokens(gen, 2, 16, 32))
     rr = prof["relative_residual"]
@@ -214,7 +215,8 @@ def test_sample_paths_are_uniform_paths_of_the_length():
 
 
 def test_sample_paths_draws_what_it_drew_before_its_cap():
-    """The cap on count (rc.paths.counting.check_draws) is checked before drawing: the draws are unchanged."""
+    """The cap on count (rc.paths.counting.check_draws) is checked before drawing: the draws are
+    unchanged."""
     drawn = rc.paths.sample_paths(5, 3, 2, 4, generator=torch.Generator().manual_seed(0))
     assert drawn == [
         (0, None, None, None, 1),
@@ -268,7 +270,8 @@ def test_length_gram_adds_up_to_the_output(gen):
 
 
 def test_enumeration_is_refused_by_the_memory_it_would_hold(gen):
-    """729 paths is few, but of (512, 768) float64 terms they would hold 2.1 GiB: refused at once."""
+    """729 paths is few, but of (512, 768) float64 terms they would hold 2.1 GiB: refused at
+    once."""
     model = rc.san.SAN(rc.san.SANConfig(n_layers=6, n_heads=3, d_model=768), seed=0)
     X = torch.zeros(512, 768, dtype=torch.float64)
     with pytest.raises(ValueError, match="decompose_by_length") as err:

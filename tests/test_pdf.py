@@ -1,4 +1,5 @@
-"""The PDF edition (booktools.pdf), built from the test session's book build, read back with pdftotext.
+"""The PDF edition (booktools.pdf), built from the test session's book build, read back with
+pdftotext.
 
 Both PDFs are built once for this module from the chapters the session's fast book build executed
 (tests/conftest.py's ``built_book``: no chapter runs again), and checked:
@@ -56,8 +57,8 @@ def pdfs(built_book):
 
 
 def _squash(text: str) -> str:
-    """Text compared without its layout: Unicode-normalised (ligatures, superscripts), no whitespace,
-    no soft hyphens, case folded."""
+    """Text compared without its layout: Unicode-normalised (ligatures, superscripts), no
+    whitespace, no soft hyphens, case folded."""
     text = unicodedata.normalize("NFKC", text).replace("\u00ad", "")
     text = text.translate(str.maketrans("‘’“”", "''\"\""))  # LaTeX's quotes are curly
     return re.sub(r"\s+", "", text).casefold()

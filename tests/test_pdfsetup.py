@@ -1,5 +1,6 @@
 """booktools.ext.pdfsetup, without TeX: the formulas' macros for the preamble, where the front,
-main and back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset PDF)."""
+main and back matter begin, and the proofs' box titles (tests/test_pdf.py checks the typeset
+PDF)."""
 
 import yaml
 from docutils import nodes

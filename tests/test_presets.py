@@ -32,7 +32,8 @@ def test_every_toc_chapter_starts_after_its_parameters_cell():
             for line in imports.source.splitlines()
             if line.strip()
         ), (
-            f"{path.name}: the first code cell must only import (nothing seeds before the parameters cell)"
+            f"{path.name}: the first code cell must only import (nothing seeds before the "
+            "parameters cell)"
         )
         assert params.metadata.get("tags") == ["parameters"], path.name
         assert 'mode = "full"' in params.source and "seed = 0" in params.source, path.name

@@ -40,7 +40,8 @@ def test_the_changelog_has_this_version_and_its_notes():
 
 def test_cffconvert_validates_the_citation_file(tmp_path):
     """cffconvert (in its own throwaway environment, _build/tools/cffconvert: it pins an old
-    jsonschema the book's environment cannot take) finds CITATION.cff valid, and a broken copy not."""
+    jsonschema the book's environment cannot take) finds CITATION.cff valid, and a broken copy
+    not."""
     result = validate_citation()
     assert result.returncode == 0, result.stdout + result.stderr
     broken = tmp_path / "CITATION.cff"
@@ -82,7 +83,8 @@ def test_every_page_carries_the_version_date_and_commit(edition, request):
     version = str(release.citation(ROOT)["version"])
     head = _head()
     stamp = re.compile(
-        rf'<p class="rc-release">Version {re.escape(version)}, built \d{{4}}-\d{{2}}-\d{{2}} from commit '
+        rf'<p class="rc-release">Version {re.escape(version)}, built \d{{4}}-\d{{2}}-\d{{2}} from '
+        r"commit "
         rf'(<a href="[^"]*/commit/{head}">)?{head[:7]}'
     )
     pages = [

@@ -295,7 +295,8 @@ def test_mlp_skip_alone(gen):
 
 
 def test_relative_attention_matches_the_formula_written_out(gen):
-    """XLNet's scores: (q_i + u) k_j + (q_i + v) W_R r(i - j) + (q_i + s) e[seg_i != seg_j], over sqrt(d_qk)."""
+    """XLNet's scores: (q_i + u) k_j + (q_i + v) W_R r(i - j) + (q_i + s) e[seg_i != seg_j], over
+    sqrt(d_qk)."""
     cfg = small(n_layers=1, n_heads=2, d_model=6, attention="relative")
     m = rc.san.SAN(cfg, seed=5)
     b = m.layers[0]

@@ -1,4 +1,5 @@
-"""rc.stats: the small statistics the chapters share, and that they equal the copies they replace."""
+"""rc.stats: the small statistics the chapters share, and that they equal the copies they
+replace."""
 
 import math
 

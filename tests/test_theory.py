@@ -1,4 +1,5 @@
-"""Theorems 2.2/2.3 as the book derives them (rankcollapse.theory): bounds never violated, and not vacuous."""
+"""Theorems 2.2/2.3 as the book derives them (rankcollapse.theory): bounds never violated, and not
+vacuous."""
 
 import math
 
@@ -11,7 +12,8 @@ from rankcollapse.residual import composite_norm, res
 
 
 def _random_instances(count, seed=0, batch=10):
-    """``count`` random instances where the theorem's hypotheses hold (see theory.random_instances)."""
+    """``count`` random instances where the theorem's hypotheses hold (see
+    theory.random_instances)."""
     return th.random_instances(count, seed=seed, batch=batch)
 
 
@@ -82,7 +84,8 @@ def test_beta_is_the_product_of_the_two_norms():
 
 
 def test_gamma_of_uniform_attention_and_collapsed_input_is_one():
-    """W_Q = 0 gives uniform attention (column sums 1); then gamma = kappa(eps) = 1 only if E = 0 too."""
+    """W_Q = 0 gives uniform attention (column sums 1); then gamma = kappa(eps) = 1 only if E = 0
+    too."""
     model = rc.san.SAN(rc.san.SANConfig(n_layers=1, n_heads=1, d_model=4), seed=0)
     with torch.no_grad():
         model.layers[0].W_Q.zero_()
@@ -203,7 +206,8 @@ def test_search_smallest_ratio_keeps_weight_scale_and_never_reports_worse_than_s
 
 
 def test_tracked_residual_reaches_below_1e_150():
-    """The composite norm of a tiny residual is taken as sqrt * sqrt: no underflow of the product."""
+    """The composite norm of a tiny residual is taken as sqrt * sqrt: no underflow of the
+    product."""
     model = rc.san.SAN(rc.san.SANConfig(n_layers=5, n_heads=1, d_model=8, init_scale=0.3), seed=0)
     X = torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     X = X / composite_norm(res(X))
@@ -250,7 +254,8 @@ def _old_log10_bound(model, X, form):
 
 
 def test_log_bound_is_finite_where_the_product_overflows():
-    """Instances whose eps_l passes ~236 overflow kappa, c_l and so the bound's log form (it was +inf)."""
+    """Instances whose eps_l passes ~236 overflow kappa, c_l and so the bound's log form (it was
+    +inf)."""
     overflowed = 0
     for model, X in _random_instances(400, seed=0):
         logc_old, det = _old_log10_bound(model, X, "paper")

@@ -1,4 +1,5 @@
-"""rankcollapse.theory.compare: the bound's gap to the tracked residual, the tracked relative residual, how hard the attention is."""
+"""rankcollapse.theory.compare: the bound's gap to the tracked residual, the tracked relative
+residual, how hard the attention is."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""rc.toy: task generators, deterministic training with a checkpoint cache, and exact path evaluation."""
+"""rc.toy: task generators, deterministic training with a checkpoint cache, and exact path
+evaluation."""
 
 import numpy as np
 import pytest
@@ -231,7 +232,8 @@ def test_sampled_estimate_of_all_paths_of_a_length(trained):
 @pytest.mark.parametrize("budget_mb", [0.01, 0.05, 160])  # chunks of 1, a few, all sequences
 def test_single_paths_and_draws_use_only_the_first_n_sampled_sequences(trained, budget_mb):
     """(a) and (c) on ``n_sampled`` sequences are those of the first ``n_sampled`` alone, whatever
-    the chunk size (a chunk running past ``n_sampled`` once counted extra tokens: accuracies > 1)."""
+    the chunk size (a chunk running past ``n_sampled`` once counted extra tokens: accuracies >
+    1)."""
     model, X, y = trained.exact, trained.data.X_eval, trained.data.y_eval
     ev = rc.toy.evaluate_paths(model, X, y, draws=3, budget_mb=budget_mb, n_sampled=3)
     alone = rc.toy.evaluate_paths(model, X[:3], y[:3], draws=3)
@@ -260,7 +262,7 @@ def test_circle_rollout(cache):
     assert torch.allclose(traj[1], tr.exact(X0))
 
 
-# ------------------------------------------------------------------ matched tokens, residuals, ceilings
+# -------------------------------------------------------------- matched tokens, residuals, ceilings
 
 
 def test_matched_accuracies_are_those_of_the_first_sequences_alone(trained):
@@ -291,7 +293,8 @@ def test_path_residual_is_each_terms_share_of_the_outputs_residual(trained):
         rc.residual.res(Y)
     )
     assert np.allclose(ev.path_residual, share.mean(-1).numpy(), rtol=1e-10)
-    # the length-0 path is the embedding through every LayerNorm: its share is the length-0 profile's
+    # the length-0 path is the embedding through every LayerNorm: its share is the length-0
+    # profile's
     prof = rc.paths.length_profile(model.san, E)["residual_share"]
     assert ev.path_residual[0] == pytest.approx(float(prof[0].mean()), rel=1e-10)
     assert ev.sampled == {}
@@ -369,7 +372,8 @@ def test_the_checkpoint_key_follows_the_code_not_its_comments(tmp_path):
     a, b, c, d = (tmp_path / f"{n}.py" for n in "abcd")
     a.write_text('"""Module."""\ndef f(x):\n    """Doc."""\n    return x + 1\n')
     b.write_text(
-        '"""Other words."""\n# a comment\ndef f(x):\n    """Other doc."""\n\n    return (x\n            + 1)\n'
+        '"""Other words."""\n# a comment\ndef f(x):\n    """Other doc."""\n\n    return (x\n'
+        "            + 1)\n"
     )
     c.write_text('"""Module."""\ndef f(x):\n    """Doc."""\n    return x + 2\n')
     d.write_text("def f(x):\n    return x + 1\n")

@@ -79,8 +79,8 @@ def test_checkpoint_epochs():
 
 
 def test_the_run_with_skips_is_rc_toy_trains_run(cache):
-    """The callback copies weights and changes nothing: the last kept weights are rc.toy.train's, bit
-    for bit, and the first are the initial weights."""
+    """The callback copies weights and changes nothing: the last kept weights are rc.toy.train's,
+    bit for bit, and the first are the initial weights."""
     run = D.training_run(TINY, seed=2, skip=True, checkpoints=(0, 2, 4))
     trained = rc.toy.train(TINY, seed=2, progress=False)
     assert not trained.from_cache  # trained now, not loaded from a file the run wrote

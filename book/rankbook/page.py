@@ -296,8 +296,8 @@ def glue_figure(name: str, fig) -> None:
 class FigureSVG:
     """A figure as the book shows it: its SVG (:func:`rankbook.plotting.svg_bytes`) with its
     alt text (:func:`rankbook.plotting.alt_text`) in the SVG's ``Description``, and the alt
-    text as its plain text (what a text-only front end shows; ``tools/booktools/ext/a11y.py`` puts it in the
-    page's ``<img alt>``)."""
+    text as its plain text (what a text-only front end shows; ``tools/booktools/ext/a11y.py`` puts
+    it in the page's ``<img alt>``)."""
 
     def __init__(self, svg: str, alt: str):
         if not alt.strip():

@@ -63,7 +63,8 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
 
 
 def check_bool(name: str, value) -> bool:
-    """Return ``value`` if it is ``True`` or ``False`` (a numpy bool too); a ``TypeError`` otherwise.
+    """Return ``value`` if it is ``True`` or ``False`` (a numpy bool too); a ``TypeError``
+    otherwise.
 
     Strings, numbers and ``None`` are refused: ``skip="no"`` is truthy, so accepting it would
     silently turn the option on.
@@ -90,7 +91,8 @@ def check_positive_float(name: str, value, *, allow_zero: bool = False) -> float
 
 
 def check_finite_float(name: str, value) -> float:
-    """Return ``value`` as a finite ``float`` of any sign; bools, strings, NaN and inf are refused."""
+    """Return ``value`` as a finite ``float`` of any sign; bools, strings, NaN and inf are
+    refused."""
     value = _real(name, value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
@@ -98,7 +100,8 @@ def check_finite_float(name: str, value) -> float:
 
 
 def check_dtype(name: str, value) -> torch.dtype:
-    """``torch.float32`` or ``torch.float64`` (also given as ``"float32"``/``"float64"``); anything else is refused."""
+    """``torch.float32`` or ``torch.float64`` (also given as ``"float32"``/``"float64"``); anything
+    else is refused."""
     dtype = (
         {"float32": torch.float32, "float64": torch.float64}.get(value, value)
         if isinstance(value, str)
@@ -138,7 +141,8 @@ def as_tokens(
         X = torch.from_numpy(X)
     if not isinstance(X, torch.Tensor):
         raise TypeError(
-            f"{name} must be a torch.Tensor or numpy array of shape (..., n, d), got {type(X).__name__}"
+            f"{name} must be a torch.Tensor or numpy array of shape (..., n, d), got "
+            f"{type(X).__name__}"
         )
     if X.ndim < 2:
         raise ValueError(
@@ -170,7 +174,8 @@ SEED_LIMIT = 2**32  # numpy's global seeding takes 0 <= seed < 2**32; torch and 
 
 
 def check_seed(name: str, value) -> int:
-    """Return ``value`` as an ``int`` after checking it is a seed: an integer, ``0 <= seed < 2**32``.
+    """Return ``value`` as an ``int`` after checking it is a seed: an integer,
+    ``0 <= seed < 2**32``.
 
     One range for every seed of the library (presets, ``book.start``, functions taking a
     ``seed``), the one every generator the book seeds accepts (numpy's is the narrowest).
@@ -179,19 +184,22 @@ def check_seed(name: str, value) -> int:
 
 
 def derive_seed(seed: int, offset: int = 0, *, stride: int = 1) -> int:
-    """A seed computed from a seed: ``(seed * stride + offset) % 2**32``, so it stays in the range of
-    :func:`check_seed` whatever ``seed`` the caller passed (the same as ``seed * stride + offset``
-    whenever that is in range, so small seeds draw what they always drew)."""
+    """A seed computed from a seed: ``(seed * stride + offset) % 2**32``, so it stays in the range
+    of :func:`check_seed` whatever ``seed`` the caller passed (the same as
+    ``seed * stride + offset`` whenever that is in range, so small seeds draw what they always
+    drew)."""
     return (int(seed) * int(stride) + int(offset)) % SEED_LIMIT
 
 
 def check_index(
     name: str, value, size: int, *, what: str = "entries", allow_negative: bool = False
 ) -> int:
-    """Return ``value`` as an ``int`` in ``[0, size)``; negative indices are refused, not read from the end.
+    """Return ``value`` as an ``int`` in ``[0, size)``; negative indices are refused, not read from
+    the end.
 
-    ``allow_negative=True`` (for indices into a grid the caller built, documented so by the function):
-    ``-size <= value < 0`` counts from the end, as in Python, and is returned as ``value + size``.
+    ``allow_negative=True`` (for indices into a grid the caller built, documented so by the
+    function): ``-size <= value < 0`` counts from the end, as in Python, and is returned as
+    ``value + size``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer index, got {type(value).__name__} {value!r}")
@@ -218,8 +226,8 @@ def check_tensor_kind(name: str, X: torch.Tensor, *, integers: bool = True) -> t
 
     Accepted: float32 and float64 (and int32/int64, converted by the caller, when ``integers``) on a
     real device. Refused: float16 and bfloat16 (too coarse for the residuals the book measures; cast
-    with ``X.double()``), complex and bool tensors, other integer types, and meta tensors (no values);
-    anything that is not a tensor (a list, a numpy array) with a ``TypeError``.
+    with ``X.double()``), complex and bool tensors, other integer types, and meta tensors (no
+    values); anything that is not a tensor (a list, a numpy array) with a ``TypeError``.
     """
     if not isinstance(X, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(X).__name__}")
@@ -240,8 +248,9 @@ def check_tensor_kind(name: str, X: torch.Tensor, *, integers: bool = True) -> t
 
 
 def check_probability_matrix(name: str, P, *, atol: float = 1e-6) -> torch.Tensor:
-    """``P`` ``(..., n, n)`` as a floating tensor after checking it is row-stochastic: square in its last
-    two dimensions, non-negative, and every row summing to 1 within ``atol`` (times the row length)."""
+    """``P`` ``(..., n, n)`` as a floating tensor after checking it is row-stochastic: square in its
+    last two dimensions, non-negative, and every row summing to 1 within ``atol`` (times the row
+    length)."""
     P = as_tokens(name, P)
     if P.shape[-1] != P.shape[-2]:
         raise ValueError(f"{name} must be square in its last two dimensions, got {tuple(P.shape)}")
@@ -250,14 +259,16 @@ def check_probability_matrix(name: str, P, *, atol: float = 1e-6) -> torch.Tenso
     worst = float((P.sum(dim=-1) - 1).abs().max())
     if worst > atol * P.shape[-1]:
         raise ValueError(
-            f"{name} must be row-stochastic (every row summing to 1), a row's sum is off by {worst:.3g}"
+            f"{name} must be row-stochastic (every row summing to 1), a row's sum is off by "
+            f"{worst:.3g}"
         )
     return P
 
 
 def check_points(name: str, points, *, dim: int | None = None, min_points: int = 1) -> torch.Tensor:
-    """``points`` ``(n, dim)`` as a floating tensor: finite, at least ``min_points`` of them, and exactly
-    ``dim`` coordinates each when ``dim`` is given (a 3-d point set is refused by a 2-d function)."""
+    """``points`` ``(n, dim)`` as a floating tensor: finite, at least ``min_points`` of them, and
+    exactly ``dim`` coordinates each when ``dim`` is given (a 3-d point set is refused by a 2-d
+    function)."""
     P = as_tokens(name, points, max_batch_dims=0)
     if dim is not None and P.shape[-1] != dim:
         raise ValueError(f"{name} must be an (n, {dim}) point set, got shape {tuple(P.shape)}")
@@ -267,8 +278,8 @@ def check_points(name: str, points, *, dim: int | None = None, min_points: int =
 
 
 def check_generator(name: str, value) -> torch.Generator:
-    """``value`` if it is a ``torch.Generator`` (on the cpu); a ``TypeError`` otherwise (an integer is
-    not a generator: pass ``torch.Generator().manual_seed(seed)``)."""
+    """``value`` if it is a ``torch.Generator`` (on the cpu); a ``TypeError`` otherwise (an integer
+    is not a generator: pass ``torch.Generator().manual_seed(seed)``)."""
     if not isinstance(value, torch.Generator):
         raise TypeError(
             f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
@@ -288,9 +299,9 @@ def _amount(value: float, unit: str) -> str:
 def check_cost(
     name: str, estimate: float, cap: float, *, unit: str = "bytes", alternative: str = ""
 ) -> None:
-    """Refuse, before anything is allocated or run, a call whose ``estimate`` (memory in bytes, or work in
-    ``unit``) exceeds ``cap``. The message names the argument ``name``, the estimate, the cap and
-    ``alternative``, a cheaper way to the same end."""
+    """Refuse, before anything is allocated or run, a call whose ``estimate`` (memory in bytes, or
+    work in ``unit``) exceeds ``cap``. The message names the argument ``name``, the estimate, the
+    cap and ``alternative``, a cheaper way to the same end."""
     if estimate > cap:
         raise ValueError(
             f"{name}: this call would need about {_amount(estimate, unit)}, more than the cap of "
@@ -308,7 +319,8 @@ MAX_LOOP = (
 
 
 def check_elements(name: str, count: int, *, itemsize: int = 8, alternative: str = "") -> None:
-    """Refuse an allocation of ``count`` entries of ``itemsize`` bytes beyond :data:`MAX_BYTES`, naming ``name``."""
+    """Refuse an allocation of ``count`` entries of ``itemsize`` bytes beyond :data:`MAX_BYTES`,
+    naming ``name``."""
     check_cost(
         name,
         count * itemsize,
@@ -318,14 +330,16 @@ def check_elements(name: str, count: int, *, itemsize: int = 8, alternative: str
 
 
 def check_str(name: str, value) -> str:
-    """``value`` if it is a ``str``; a ``TypeError`` naming ``name`` otherwise (bytes, None, numbers...)."""
+    """``value`` if it is a ``str``; a ``TypeError`` naming ``name`` otherwise (bytes, None,
+    numbers...)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r:.60}")
     return value
 
 
 def check_axes(name: str, ax):
-    """``ax`` if it looks like matplotlib ``Axes`` (it can ``plot``); a ``TypeError`` naming ``name`` otherwise."""
+    """``ax`` if it looks like matplotlib ``Axes`` (it can ``plot``); a ``TypeError`` naming
+    ``name`` otherwise."""
     if not (hasattr(ax, "plot") and hasattr(ax, "set_xlabel")):
         raise TypeError(
             f"{name} must be a matplotlib Axes (e.g. from plt.subplots()), got {type(ax).__name__}"
@@ -334,7 +348,8 @@ def check_axes(name: str, ax):
 
 
 def check_figure(name: str, fig):
-    """``fig`` if it looks like a matplotlib ``Figure`` (it has a canvas and sizes); a ``TypeError`` otherwise."""
+    """``fig`` if it looks like a matplotlib ``Figure`` (it has a canvas and sizes); a ``TypeError``
+    otherwise."""
     if not (hasattr(fig, "canvas") and hasattr(fig, "get_size_inches")):
         raise TypeError(f"{name} must be a matplotlib Figure, got {type(fig).__name__}")
     return fig

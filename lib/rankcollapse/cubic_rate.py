@@ -6,8 +6,8 @@
 
 Each returns the raw results (what a figure draws) and :meth:`numbers` (floats and ints, no
 words). Random inputs come from the ``generator`` passed; network ``s`` of a study is seeded
-from ``seed`` and ``s`` (:func:`._validate.derive_seed`). Above the core. Book: chapter "Pure attention collapses",
-sections 2 and 5.
+from ``seed`` and ``s`` (:func:`._validate.derive_seed`). Above the core. Book: chapter "Pure
+attention collapses", sections 2 and 5.
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ __all__ = ["DeltaScaling", "delta_scaling_study", "CubicRate", "cubic_rate_study
 
 @dataclass
 class DeltaScaling:
-    """One layer's :math:`\\lVert\\Delta\\rVert_{1,\\infty}` (:math:`\\Delta = P - \\mathbf 1\\bar p^\\top`,
-    Step 2) against :math:`\\lVert\\res(X)\\rVert_{1,\\infty}^2` as the input's residual shrinks
-    (section 2): ``residual_sq`` and ``delta`` are ``(samples, scales)``; ``slopes`` per network,
-    the exponent ``k`` of the least-squares fit :math:`\\lVert\\Delta\\rVert \\propto
-    (\\lVert\\res(X)\\rVert^2)^k` in log-log."""
+    """One layer's :math:`\\lVert\\Delta\\rVert_{1,\\infty}`
+    (:math:`\\Delta = P - \\mathbf 1\\bar p^\\top`, Step 2) against
+    :math:`\\lVert\\res(X)\\rVert_{1,\\infty}^2` as the input's residual shrinks (section 2):
+    ``residual_sq`` and ``delta`` are ``(samples, scales)``; ``slopes`` per network, the exponent
+    ``k`` of the least-squares fit
+    :math:`\\lVert\\Delta\\rVert \\propto (\\lVert\\res(X)\\rVert^2)^k` in log-log."""
 
     residual_sq: np.ndarray
     delta: np.ndarray
@@ -55,11 +56,13 @@ class DeltaScaling:
 def delta_scaling_study(
     *, scales, samples: int, d_model: int, n_tokens: int, seed: int, generator
 ) -> DeltaScaling:
-    """``samples`` one-layer, one-head pure attention networks (``init_scale`` 1, seeds ``seed + s``),
-    each on inputs :math:`X = \\mathbf 1 x^\\top + t R_0` for every ``t`` in ``scales``: a standard
-    normal common token :math:`x` and standard normal tokens :math:`R_0` rescaled to
+    """``samples`` one-layer, one-head pure attention networks (``init_scale`` 1, seeds
+    ``seed + s``), each on inputs :math:`X = \\mathbf 1 x^\\top + t R_0` for every ``t`` in
+    ``scales``: a standard normal common token :math:`x` and standard normal tokens :math:`R_0`
+    rescaled to
     :math:`\\lVert\\res(R_0)\\rVert_{1,\\infty} = 1`, so that :math:`\\lVert\\res(X)\\rVert = t`.
-    Measures :math:`\\lVert\\Delta\\rVert_{1,\\infty}` of the head's attention (:func:`rankcollapse.theory.rank_one_distance`)."""
+    Measures :math:`\\lVert\\Delta\\rVert_{1,\\infty}` of the head's attention
+    (:func:`rankcollapse.theory.rank_one_distance`)."""
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),
@@ -110,7 +113,8 @@ class CubicRate:
         return float(np.median(self.first_factor))
 
     def linear_curve(self) -> np.ndarray:
-        """:math:`\\log(-\\log a^L)` for the linear rate ``a`` = :attr:`linear_factor`, at :attr:`depths`."""
+        """:math:`\\log(-\\log a^L)` for the linear rate ``a`` = :attr:`linear_factor`, at
+        :attr:`depths`."""
         return np.log(-np.log(self.linear_factor) * self.depths)
 
     def numbers(self) -> dict:
@@ -138,7 +142,8 @@ def cubic_rate_study(
     *, samples: int, n_layers: int, n_heads: int, d_model: int, n_tokens: int, seed: int, generator
 ) -> CubicRate:
     """``samples`` networks at the usual initialisation (``init_scale`` 1, seeds ``seed + s``) on
-    standard normal tokens: the tracked residual's ratio :math:`\\rho_L = r_L / r_0` through depth."""
+    standard normal tokens: the tracked residual's ratio :math:`\\rho_L = r_L / r_0` through
+    depth."""
     samples, seed, generator = (
         check_int("samples", samples),
         check_seed("seed", seed),

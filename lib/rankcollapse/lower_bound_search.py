@@ -39,7 +39,8 @@ MAX_RESTARTS = 10**3
 
 
 def project_rows(M: torch.Tensor, radius: float = 1.0) -> torch.Tensor:
-    """The Euclidean projection of every row of ``M`` (last dimension) onto the l1 ball of ``radius``.
+    """The Euclidean projection of every row of ``M`` (last dimension) onto the l1 ball of
+    ``radius``.
 
     Rows inside the ball are kept; the others are soft-thresholded, ``sign(m) max(|m| - theta, 0)``
     with the ``theta`` that puts the row on the sphere (Duchi et al. 2008's sort-based rule).
@@ -76,14 +77,15 @@ class SearchResult:
     restarts: int
 
     def best_network(self, i: int):
-        """``(Stack, X)`` of the best network found at depth ``depths[i]`` (one network, ``X`` ``(n, d)``)."""
+        """``(Stack, X)`` of the best network found at depth ``depths[i]`` (one network, ``X``
+        ``(n, d)``)."""
         stack, X = self.networks[i]
         j = int(torch.argmin(stack.residuals(X)[:, -1]))
         return stack.select(slice(j, j + 1)), X[j]
 
     def without_skips(self) -> np.ndarray:
-        """The ratio of each depth's best network run without skips, same weights and input, ``(k,)``
-        (the float64 forward pass: it stops near ``1e-16`` of the tokens' size)."""
+        """The ratio of each depth's best network run without skips, same weights and input,
+        ``(k,)`` (the float64 forward pass: it stops near ``1e-16`` of the tokens' size)."""
         out = []
         for i in range(len(self.depths)):
             stack, X = self.best_network(i)

@@ -6,12 +6,13 @@ The paper measures collapse with the *residual* of a token matrix ``X`` (``n`` t
 .. math::  \\operatorname{res}(X) = X - \\mathbf 1 x^\\top,
            \\qquad x = \\arg\\min_x \\lVert X - \\mathbf 1 x^\\top \\rVert ,
 
-in the composite norm :math:`\\lVert X\\rVert_{1,\\infty} = \\sqrt{\\lVert X\\rVert_1 \\lVert X\\rVert_\\infty}`.
-The paper's official code centres with the column mean instead of the minimiser. The mean is
-the core's centre (``center="mean"``); every function also takes a centre *function*
-``center(X) -> x`` of shape ``(..., d)``, such as the exact minimiser, a linear programme that
-sits above the core: ``center=rc.centering.optimal_center``. The core never imports it (it
-needs SciPy). Book: chapter "The path decomposition", section "Measuring collapse".
+in the composite norm
+:math:`\\lVert X\\rVert_{1,\\infty} = \\sqrt{\\lVert X\\rVert_1 \\lVert X\\rVert_\\infty}`. The
+paper's official code centres with the column mean instead of the minimiser. The mean is the core's
+centre (``center="mean"``); every function also takes a centre *function* ``center(X) -> x`` of
+shape ``(..., d)``, such as the exact minimiser, a linear programme that sits above the core:
+``center=rc.centering.optimal_center``. The core never imports it (it needs SciPy). Book: chapter
+"The path decomposition", section "Measuring collapse".
 
 Shape convention: every function takes ``(n, d)`` or batched ``(..., n, d)`` and reduces the
 last two dimensions.
@@ -73,13 +74,15 @@ def norm_1(X) -> torch.Tensor:
 
 
 def norm_inf(X) -> torch.Tensor:
-    r""":math:`\lVert X\rVert_\infty`, the largest absolute row sum; ``(..., n, d)`` -> ``(...)``."""
+    r""":math:`\lVert X\rVert_\infty`, the largest absolute row sum; ``(..., n, d)`` ->
+    ``(...)``."""
     X = as_tokens("X", X)
     return X.abs().sum(dim=-1).amax(dim=-1)
 
 
 def composite_norm(X) -> torch.Tensor:
-    r"""The composite norm :math:`\lVert X\rVert_{1,\infty} = \sqrt{\lVert X\rVert_1\lVert X\rVert_\infty}`.
+    r"""The composite norm
+    :math:`\lVert X\rVert_{1,\infty} = \sqrt{\lVert X\rVert_1\lVert X\rVert_\infty}`.
 
     :math:`\lVert X\rVert_1` is the largest absolute column sum and :math:`\lVert X\rVert_\infty`
     the largest absolute row sum (paper, Section 2, the norm of Theorems 2.2 and 2.3). Computed
@@ -92,7 +95,8 @@ def composite_norm(X) -> torch.Tensor:
 
 
 def matrix_norm(X, norm: str = "l1inf") -> torch.Tensor:
-    """``norm="l1inf"``: :func:`composite_norm`; ``norm="fro"``: the Frobenius norm. Shape ``(...)``."""
+    """``norm="l1inf"``: :func:`composite_norm`; ``norm="fro"``: the Frobenius norm. Shape
+    ``(...)``."""
     check_choice("norm", norm, NORMS)
     if norm == "l1inf":
         return composite_norm(X)
@@ -101,7 +105,8 @@ def matrix_norm(X, norm: str = "l1inf") -> torch.Tensor:
 
 
 def center_of(X, center="mean", norm: str = "l1inf") -> torch.Tensor:
-    """The vector ``x`` of :math:`\\operatorname{res}(X) = X - \\mathbf 1 x^\\top`, shape ``(..., d)``.
+    """The vector ``x`` of :math:`\\operatorname{res}(X) = X - \\mathbf 1 x^\\top`, shape
+    ``(..., d)``.
 
     ``center="mean"`` is the column mean (the official code's choice); for the Frobenius norm
     the mean *is* the minimiser. ``center`` may also be a function ``X -> x``:
@@ -135,7 +140,8 @@ def res(X, center="mean", norm: str = "l1inf") -> torch.Tensor:
 
 
 def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
-    """The relative residual :math:`\\lVert\\operatorname{res}(X)\\rVert / \\lVert X\\rVert`, shape ``(...)``.
+    """The relative residual :math:`\\lVert\\operatorname{res}(X)\\rVert / \\lVert X\\rVert`, shape
+    ``(...)``.
 
     This is the quantity the paper plots against depth (its Figure 2, computed there with the
     mean centre). With the optimal centre (``center=rc.centering.optimal_center``) it lies in
@@ -152,10 +158,12 @@ def relative_residual(X, norm: str = "l1inf", center="mean") -> torch.Tensor:
 
 
 def rescaled(X: torch.Tensor, dims: tuple = (-2, -1)) -> torch.Tensor:
-    """``X`` with each matrix ``(n, d)`` (each slice over ``dims``) multiplied by a power of two that brings
-    its largest entry near 1, where that entry is beyond ``2**±500`` (a scale-free quantity of entries near
-    ``1e308`` would otherwise overflow in its norms). A power of two is exact, and other matrices are
-    untouched, so the result is bit-identical wherever no rescaling was needed."""
+    """``X`` with each matrix ``(n, d)`` (each slice over ``dims``) multiplied by a power of two
+    that brings its largest entry near 1, where that entry is beyond ``2**±500`` (a scale-free
+    quantity of entries near ``1e308`` would otherwise overflow in its norms). A power of two is
+    exact, and other matrices are untouched, so the result is bit-identical wherever no rescaling
+    was
+    needed."""
     if not X.is_floating_point():
         return X
     top = X.abs().amax(dim=dims, keepdim=True)

@@ -23,7 +23,8 @@ __all__ = ["geometric_mean", "first_below", "log_slope"]
 
 
 def _array(name: str, values, *, ndim: int | None = None, finite: bool = False) -> np.ndarray:
-    """``values`` (numpy, torch or a sequence of real numbers) as a float64 array (finite, if ``finite``)."""
+    """``values`` (numpy, torch or a sequence of real numbers) as a float64 array (finite, if
+    ``finite``)."""
     if hasattr(values, "detach"):  # a torch tensor, without importing torch here
         values = values.detach().cpu().numpy()
     if isinstance(values, (str, bytes)) or isinstance(values, bool):
@@ -66,7 +67,8 @@ def geometric_mean(values, axis: int = 0, floor: float = 1e-300):
 
 
 def first_below(values, level: float, default=None):
-    """The first index ``i`` with ``values[i] < level`` in a 1-D curve, or ``default`` if there is none.
+    """The first index ``i`` with ``values[i] < level`` in a 1-D curve, or ``default`` if there is
+    none.
 
     "The first layer where the residual falls below 1e-8": pass the curve indexed by layer.
     NaN entries never count as below (a comparison with NaN is false).
@@ -78,7 +80,8 @@ def first_below(values, level: float, default=None):
 
 
 def log_slope(x, y, *, log_x: bool = False, base: float = math.e) -> float:
-    """Slope of the least-squares line through ``(x, log y)``, or ``(log x, log y)`` with ``log_x=True``.
+    """Slope of the least-squares line through ``(x, log y)``, or ``(log x, log y)`` with
+    ``log_x=True``.
 
     ``log_x=False``: a rate per unit of ``x``, e.g. decades lost per layer with ``base=10``.
     ``log_x=True``: an exponent ``k`` of ``y ~ x^k`` (then the base cancels). ``x`` and ``y``

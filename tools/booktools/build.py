@@ -242,7 +242,10 @@ class BuildProgress:
         if failure:
             out += failure
         elif self.warnings:
-            out += f"FAILED: {len(self.warnings)} warning(s) (the build fails on any warning), listed above.\n"
+            out += (
+                f"FAILED: {len(self.warnings)} warning(s) (the build fails on any warning), "
+                "listed above.\n"
+            )
         else:
             out += (
                 "FAILED; the log's last lines:\n" + "\n".join(f"    {t}" for t in self._tail) + "\n"

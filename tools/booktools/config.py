@@ -17,6 +17,7 @@ def book_config(path: Path = ROOT / "_config.yml") -> dict:
 
 
 def github_repo(url: str) -> tuple[str, str] | None:
-    """``(owner, name)`` of a GitHub repository address (``.git`` and a final ``/`` allowed), else None."""
+    """``(owner, name)`` of a GitHub repository address (``.git`` and a final ``/`` allowed), else
+    None."""
     match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", url or "")
     return match.groups() if match else None

@@ -87,7 +87,8 @@ def executed_notebooks(mode: str | None = None) -> dict[Path, Path]:
         )
     if mode is not None and built != mode:
         raise RuntimeError(
-            f"the last book build ran in {built} mode, not {mode}: build it again, or leave out --reuse"
+            f"the last book build ran in {built} mode, not {mode}: build it again, or leave out "
+            "--reuse"
         )
     out = {}
     for path in toc_notebooks():
@@ -161,7 +162,8 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = Tru
         nb = nbformat.read(executed_path, as_version=4)
         if student:
             nb = strip_notebook(nb)
-        # the cells' lines in the chapter's MyST source: they no longer match (cells removed or added)
+        # the cells' lines in the chapter's MyST source: they no longer match (cells removed or
+        # added)
         nb.metadata.pop("source_map", None)
         glued = executed_path.with_suffix(".glue.json")
         if glued.exists():
@@ -175,8 +177,9 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = Tru
 
 
 def write_student_notebooks(html: Path = HTML) -> list[Path]:
-    """The student notebooks (not executed) the chapter pages offer, at ``html/student/<chapter>.ipynb``,
-    written from the chapters' sources as the book build writes them."""
+    """The student notebooks (not executed) the chapter pages offer, at
+    ``html/student/<chapter>.ipynb``, written from the chapters' sources as the book build writes
+    them."""
     return [
         write_student_notebook(path.read_text(), html, chapter_key(path))
         for path in toc_notebooks()
@@ -199,7 +202,8 @@ def build_student(mode: str = "full", reuse: bool = False, out=None) -> int:
         return 1
     source = stage(executed)
     out.write(
-        "Building the student edition (no execution: the chapters as the book build executed them).\n"
+        "Building the student edition (no execution: the chapters as the book build executed "
+        "them).\n"
     )
     code = run_with_progress(source, mode or "fast", out, STUDENT_LOG, what="The student edition")
     if code:

@@ -30,9 +30,9 @@ def execute(
     ``student=True``: the student version (:func:`booktools.student.student_notebook`, the
     solutions stripped). Either runs where the chapter would, from ``path``'s folder. The mode is
     the one asked for: ``RANKCOLLAPSE_MODE``, which would override it inside the kernel, is not
-    passed on. ``book=True``: the run is the book's page (the kernel gets ``RANKCOLLAPSE_BOOK_BUILD=1``
-    as in a jupyter-book build: the exercises' checks say they ran the reference solution);
-    otherwise the kernel does not get it, even when this process has it.
+    passed on. ``book=True``: the run is the book's page (the kernel gets
+    ``RANKCOLLAPSE_BOOK_BUILD=1`` as in a jupyter-book build: the exercises' checks say they ran the
+    reference solution); otherwise the kernel does not get it, even when this process has it.
     """
     import jupytext
     import papermill

@@ -36,12 +36,12 @@ raises); an answer that tampers with the checks while being checked (*tampered*)
 the call tracing (*tampered*), hands in or calls the checks' own reference or reaches into
 ``book.checks`` (*used the reference*), calls the library's function of the reference's role
 (*used the reference*), mutates its inputs (it gets copies), or is an object with a doctored
-``__eq__`` (values are reduced to plain numbers and strings first). Not handled: the student's code runs with the grader's rights (files, network,
-other processes); an answer that deliberately forges the verifier's output from inside it; a
-value computed with the library elsewhere and typed in; a process that escapes its process
-group (``setsid``) survives the time-out. **Grade untrusted work in a container** with no
-network, the submissions mounted read-only and the output folder writable; the image is the
-repository with its requirements installed (``instructors.md`` gives the Dockerfile)::
+``__eq__`` (values are reduced to plain numbers and strings first). Not handled: the student's code
+runs with the grader's rights (files, network, other processes); an answer that deliberately forges
+the verifier's output from inside it; a value computed with the library elsewhere and typed in; a
+process that escapes its process group (``setsid``) survives the time-out. **Grade untrusted work in
+a container** with no network, the submissions mounted read-only and the output folder writable; the
+image is the repository with its requirements installed (``instructors.md`` gives the Dockerfile)::
 
     docker build -t rankcollapse-grade -f - . <<'END'
     FROM python:3.11-slim
@@ -182,7 +182,8 @@ def _earlier(folder: Path | None, out: Path | None, files) -> Path:
 def merge(
     folder: Path | None, out: Path | None, files, formats=(), assignments=(), echo=print
 ) -> list[Submission]:
-    """Fold the hand scores of filled-in sheets into an earlier grading's outputs (nothing re-runs)."""
+    """Fold the hand scores of filled-in sheets into an earlier grading's outputs (nothing
+    re-runs)."""
     out = _earlier(folder, out, files)
     _options(out, formats, None, ())
     if not (out / OUTPUT_MARK).is_file():

@@ -176,7 +176,8 @@ def write_csv(subs, specs: dict, path: Path, reports: dict) -> None:
 
 
 def write_canvas(subs, specs: dict, path: Path, assignments: dict | None = None) -> list[str]:
-    """Canvas's gradebook import CSV; returns warnings (a student with two submissions of a chapter)."""
+    """Canvas's gradebook import CSV; returns warnings (a student with two submissions of a
+    chapter)."""
     chapters = [name for name in specs if any(s.chapter == name for s in subs)]
     headers = {ch: (assignments or {}).get(ch) or specs[ch].title for ch in chapters}
     rows, warnings = {}, []
@@ -189,7 +190,8 @@ def write_canvas(subs, specs: dict, path: Path, assignments: dict | None = None)
         total = score(s, specs[s.chapter])["total"]
         if s.chapter in row:
             warnings.append(
-                f"{who['Student']} has two submissions of {s.chapter}: the higher total goes to Canvas"
+                f"{who['Student']} has two submissions of {s.chapter}: the higher total goes to "
+                "Canvas"
             )
         row[s.chapter] = max(total, row.get(s.chapter, total))
     with open(path, "w", newline="") as f:
@@ -220,7 +222,8 @@ def gradescope_results(sub, chapter) -> dict:
                     "score": earned,
                     "max_score": most,
                     "status": "passed" if earned >= most else "failed",
-                    "output": f"Scored by hand: {_num(earned)} of {_num(most)}. The check said: {said}",
+                    "output": f"Scored by hand: {_num(earned)} of {_num(most)}. The check said: "
+                    f"{said}",
                     "visibility": "visible",
                 }
             )
@@ -289,7 +292,7 @@ if (out / "results.json").exists():
 else:
     why = (run.stderr.strip().splitlines() or ["no result"])[-1]
     results.write_text(json.dumps({{"score": 0.0, "output": "Not graded: " + why + " (upload one notebook)."}}))
-'''
+'''  # noqa: E501
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image: install the book's library

@@ -174,7 +174,8 @@ def read_scores(paths, subs, specs: dict) -> dict[str, dict[str, tuple]]:
             missing = {"question", "submission", "score"} - set(reader.fieldnames or [])
             if missing:
                 raise ValueError(
-                    f"--merge {path.name}: no column {sorted(missing)} (a sheet from hand/ has them)"
+                    f"--merge {path.name}: no column {sorted(missing)} (a sheet from hand/ has "
+                    "them)"
                 )
             for n, row in enumerate(reader, start=2):
                 label, rel, raw = (

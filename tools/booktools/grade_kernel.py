@@ -107,6 +107,7 @@ def capture(caps: list[dict], answers: str, cell: int) -> None:
                 )
             except Exception as err:  # noqa: BLE001
                 record = {
-                    "failed": f"the grader could not take `{name}` out of the notebook: {_error_text(err)}"
+                    "failed": f"the grader could not take `{name}` out of the notebook: "
+                    f"{_error_text(err)}"
                 }
         (Path(answers) / f"{cap['id']}.pkl").write_bytes(pickle.dumps(record))

@@ -66,7 +66,8 @@ def tree(source: str) -> str | None:
 
 
 _EXERCISE = re.compile(
-    r"^(`{3,}|:{3,})\{exercise-start\}\n:label: (\S+)\n\1\n\n\*\*([^*]+)\*\*(.*?)^\1\{exercise-end\}",
+    r"^(`{3,}|:{3,})\{exercise-start\}\n:label: "
+    r"(\S+)\n\1\n\n\*\*([^*]+)\*\*(.*?)^\1\{exercise-end\}",
     re.M | re.S,
 )
 _CHECK_CALL = re.compile(r"""book\.checks\.check\(["']([^"']+)["']""")
@@ -84,7 +85,8 @@ def _solution(text: str, label: str) -> str:
 
 
 def _hand_specs(text: str, checks: dict[str, str]) -> list[HandSpec]:
-    """The chapter's exercises without a check, and its predictions (``checks``: label -> check id)."""
+    """The chapter's exercises without a check, and its predictions (``checks``: label -> check
+    id)."""
     import rankbook as book
 
     out = []
@@ -226,7 +228,8 @@ def find_submissions(folder: Path, out: Path) -> list[Path]:
 
 
 def read_cells(path: Path) -> list[dict]:
-    """The submission's cells: ``[{"type": "code"|"markdown"|"raw", "source": str, "tags": [...]}]``."""
+    """The submission's cells:
+    ``[{"type": "code"|"markdown"|"raw", "source": str, "tags": [...]}]``."""
     import jupytext
     import nbformat
 

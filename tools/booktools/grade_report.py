@@ -99,7 +99,8 @@ def write_report(sub, chapter, path: Path) -> None:
         ]
         lines += (
             [
-                "Graded by hand (the rubric's points; an explain or prove answer is read by the instructor):",
+                "Graded by hand (the rubric's points; an explain or prove answer is read by the "
+                "instructor):",
                 "",
             ]
             + _table(["exercise", "kind", "points", "comment"], rows)

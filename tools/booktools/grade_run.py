@@ -96,7 +96,10 @@ def _program(plan: dict, run_dir: Path) -> list[tuple[str, int | None, str]]:
     for i, cell in enumerate(plan["cells"]):
         out.append(("cell", i, cell["source"]))
         if cell["capture"]:
-            args = f"{cell['capture']!r}, {str(run_dir / 'answers')!r}, {cell.get('origin') or i + 1!r}"
+            args = (
+                f"{cell['capture']!r}, {str(run_dir / 'answers')!r}, "
+                f"{cell.get('origin') or i + 1!r}"
+            )
             out.append(("grader", i, f"{call}capture({args})"))
     return out
 
@@ -305,7 +308,8 @@ def _verdict(book, ex_id: str, record: dict, calls: dict) -> dict:
                 **shown,
                 "status": "used the reference",
                 "message": "A cell that computes this answer "
-                f"calls the checks' own {', '.join(f'`{k}`' for k in keys)}; the answer itself: {res.status}.",
+                f"calls the checks' own {', '.join(f'`{k}`' for k in keys)}; the answer itself: "
+                f"{res.status}.",
             }
     else:
         try:

@@ -39,7 +39,8 @@ class Submission:
     path: Path
     rel: str
     chapter: str | None = None
-    run: str = "ran"  # ran / crashed in code cell N / timed out in code cell N / unreadable / unknown chapter
+    # ran / crashed in code cell N / timed out in code cell N / unreadable / unknown chapter
+    run: str = "ran"
     outcomes: dict = field(default_factory=dict)  # id -> Outcome
     cell_errors: list = field(default_factory=list)
     seconds: float = 0.0
@@ -67,8 +68,9 @@ def _kill_kernel(pid: int) -> None:
 
 
 def _child(args: list[str], cwd: Path, timeout: float, log: Path) -> str:
-    """Run ``python -m booktools.grade_run ...`` in its own session; "ok", "timed out" or "died (…)".
-    On a time-out or a death its process group goes, and the kernel it started (its own session)."""
+    """Run ``python -m booktools.grade_run ...`` in its own session; "ok", "timed out" or "died
+    (…)". On a time-out or a death its process group goes, and the kernel it started (its own
+    session)."""
     env = {
         k: v
         for k, v in os.environ.items()

@@ -43,7 +43,8 @@ KINDS = ("implement", "predict", "read", "explain", "prove")  # the exercise map
 
 @dataclass
 class Chapter:
-    """A page of the toc, with what its "In this chapter" box states (``None`` where it has no box)."""
+    """A page of the toc, with what its "In this chapter" box states (``None`` where it has no
+    box)."""
 
     file: str  # as _toc.yml names it: chapters/paths
     part: str | None  # the part's caption
@@ -183,7 +184,8 @@ def exercise_map(path: Path = EXERCISE_MAP) -> dict[str, MapExercise]:
             m = _RATING.fullmatch(cell)
             if m is None:
                 raise ValueError(
-                    f"exercise map row {row['label']!r}: {name} {cell!r} is not '1/3', '2/3' or '3/3'"
+                    f"exercise map row {row['label']!r}: {name} {cell!r} is not '1/3', '2/3' or "
+                    "'3/3'"
                 )
             ratings.append(int(m[1]))
         minutes = re.fullmatch(r"(\d+) min", time)
@@ -235,7 +237,8 @@ def chapter_map_markdown(root: Path = ROOT, map_path: Path | None = None) -> str
             else "none yet"
         )
         lines.append(
-            f"| {page.part or ''} | {{doc}}`/{page.file}` | {page.prerequisites} | {_minutes(page.reading)} "
+            f"| {page.part or ''} | {{doc}}`/{page.file}` | {page.prerequisites} | "
+            f"{_minutes(page.reading)} "
             f"| {_minutes(page.exercises)} | {in_map} |"
         )
     text = "\n".join(lines) + "\n"
@@ -299,10 +302,12 @@ def assignment_markdown(content: str, root: Path = ROOT, map_path: Path | None =
             )
         if name and len(assignment.groups) > 1:
             lines.append(
-                f"| | **{name}: {len(group)} exercises** | | | | | **{_hours(sum(e.minutes for e in group))}** |"
+                f"| | **{name}: {len(group)} exercises** | | | | | "
+                f"**{_hours(sum(e.minutes for e in group))}** |"
             )
     lines.append(
-        f"| | **In all: {len(assignment.exercises)} exercises** | | | | | **{_hours(assignment.minutes)}** |"
+        f"| | **In all: {len(assignment.exercises)} exercises** | | | | | "
+        f"**{_hours(assignment.minutes)}** |"
     )
     text = "\n".join(lines) + "\n"
     reading = []
@@ -353,7 +358,8 @@ def rubrics_markdown(root: Path = ROOT, map_path: Path | None = None) -> str:
         if rubric is None:
             continue
         lines = [
-            f"**{e.title}** (`{e.label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty {e.difficulty}/3): "
+            f"**{e.title}** (`{e.label}`, {{ref}}`{e.chapter}`, {e.kind}, difficulty "
+            f"{e.difficulty}/3): "
             f"{rubric.points:g} points.",
             "",
         ]

@@ -73,7 +73,8 @@ def _data(out) -> dict:
 
 
 def text_outputs(nb) -> list[list[str]]:
-    """Per code cell, its stdout lines and the ``text/plain`` of its other (non-figure, non-glue) results."""
+    """Per code cell, its stdout lines and the ``text/plain`` of its other (non-figure, non-glue)
+    results."""
     cells = []
     for cell in _code_cells(nb):
         texts, chunks = [], []
@@ -218,7 +219,8 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|
 
 
 def _close(a: str, b: str, rtol: float) -> bool:
-    """Two texts are the same, numbers within relative tolerance ``rtol``, everything else exactly."""
+    """Two texts are the same, numbers within relative tolerance ``rtol``, everything else
+    exactly."""
     if a == b:
         return True
     na, nb_ = _NUMBER.findall(a), _NUMBER.findall(b)

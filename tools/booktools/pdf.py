@@ -65,14 +65,16 @@ def install_tex(out=None) -> int:
         return 0
     if shutil.which("apt-get") is None:
         out.write(
-            f"FAILED: {', '.join(missing)} missing and no apt-get here: install TeX Live with XeLaTeX, "
+            f"FAILED: {', '.join(missing)} missing and no apt-get here: install TeX Live with "
+            "XeLaTeX, "
             "latexmk, GNU FreeFont, rsvg-convert and pdftotext\n"
         )
         return 1
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     out.write(
-        f"{', '.join(missing)} missing: apt-get install --no-install-recommends {' '.join(TEX_PACKAGES)}\n"
+        f"{', '.join(missing)} missing: apt-get install --no-install-recommends "
+        f"{' '.join(TEX_PACKAGES)}\n"
     )
     out.flush()
     start = time.monotonic()
@@ -88,8 +90,8 @@ def install_tex(out=None) -> int:
 
 
 def latex_command(source: Path) -> list[str]:
-    """jupyter-book's LaTeX builder on the staged ``source`` (``book.tex`` in ``source/_build/latex``),
-    failing on any warning, as the HTML build does."""
+    """jupyter-book's LaTeX builder on the staged ``source`` (``book.tex`` in
+    ``source/_build/latex``), failing on any warning, as the HTML build does."""
     return [
         *JUPYTER_BOOK,
         "build",
@@ -158,7 +160,8 @@ def build(names=tuple(EDITIONS), out=None) -> int:
     missing = missing_tools()
     if missing:
         out.write(
-            f"FAILED: {', '.join(missing)} not found: TeX is not installed (Debian: apt-get install "
+            f"FAILED: {', '.join(missing)} not found: TeX is not installed (Debian: apt-get "
+            "install "
             f"--no-install-recommends {' '.join(TEX_PACKAGES)}; `python3 tasks.py pdf` does it)\n"
         )
         return 1

@@ -6,9 +6,9 @@ book's environment cannot take (Jupyter's packages need a newer one), so it neve
 installed in a throwaway virtual environment of its own, ``_build/tools/cffconvert/`` (made on
 first use, about 15 s; delete it at will), and run from there.
 
-    python -m booktools.release --check      # the three versions agree, CITATION.cff validates
-    python -m booktools.release --version    # print the version (the publishing workflow's tag)
-    python -m booktools.release --notes      # print this version's CHANGELOG entry (the release notes)
+    python -m booktools.release --check   # the three versions agree, CITATION.cff validates
+    python -m booktools.release --version # print the version (the publishing workflow's tag)
+    python -m booktools.release --notes   # print this version's CHANGELOG entry (the release notes)
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def version_problems(root: Path = ROOT) -> list[str]:
         problems.append(f"CITATION.cff says version {cff.get('version')}, pyproject.toml {version}")
     if not listed or listed[0][0] != version:
         problems.append(
-            f"CHANGELOG.md's newest edition is {listed[0][0] if listed else 'missing'}, not {version}"
+            f"CHANGELOG.md's newest edition is {listed[0][0] if listed else 'missing'}, not "
+            f"{version}"
         )
     elif str(cff.get("date-released")) != listed[0][1]:
         problems.append(

@@ -97,7 +97,8 @@ class CheckResult:
         return f"{mark} {self.exercise}: {self.status}. {self.message}".rstrip()
 
 
-# set by the book's Sphinx extension (booktools.ext.bookext) for the kernels that execute the chapters
+# set by the book's Sphinx extension (booktools.ext.bookext) for the kernels that execute the
+# chapters
 BOOK_BUILD_ENV = "RANKCOLLAPSE_BOOK_BUILD"
 
 

@@ -6,7 +6,8 @@ reads it out where the page shows the image): for each panel its title, what eac
 images) and the legend's entries; the figure's own title first. It is made from the figure's
 artists, not written by hand, so it says what the figure shows and changes when the drawing
 does. ``book.glue_figure`` writes it into the SVG (its ``Description``) and into the output's
-plain text; the book's Sphinx extension ``tools/booktools/ext/a11y.py`` gives it to the page's ``<img alt>``.
+plain text; the book's Sphinx extension ``tools/booktools/ext/a11y.py`` gives it to the page's
+``<img alt>``.
 
 Formulas in labels (matplotlib's ``$...$``) are read as plain text: ``$\\lambda$`` as λ,
 ``$\\Vert X\\Vert_{1,\\infty}$`` as ‖X‖_1,∞ (:func:`plain_text`).

@@ -1,4 +1,5 @@
-"""Later results on rank collapse, each reproduced small with the book's core (chapter "After the paper").
+"""Later results on rank collapse, each reproduced small with the book's core (chapter "After the
+paper").
 
 One module per result, each with the measurement a section of the chapter draws, returned as
 numbers and data: ``gradients`` (Noci et al. 2022), ``masks`` (Wu et al. 2024), ``lam`` (Joseph et

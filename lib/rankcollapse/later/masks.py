@@ -1,4 +1,5 @@
-"""Masks do not prevent collapse, local masks slow it; LayerNorm can (Wu et al. 2024), measured small.
+"""Masks do not prevent collapse, local masks slow it; LayerNorm can (Wu et al. 2024), measured
+small.
 
 Wu, Ajorlou, Wang, Jegelka and Jadbabaie ("On the role of attention masks and LayerNorm in
 transformers", NeurIPS 2024) state in their abstract that pure masked attention still collapses
@@ -61,7 +62,8 @@ __all__ = [
 ]
 
 MASKS = ("full", "causal", "window", "causal window")
-FIT_FLOOR = 1e-12  # the rate is fitted on the layers whose relative residual is above this (float64 floors near 1e-16)
+# the rate is fitted on the layers whose relative residual is above this (float64 floors near 1e-16)
+FIT_FLOOR = 1e-12
 LEVEL = 1e-6  # "collapsed": the relative residual below this
 
 
@@ -86,7 +88,8 @@ def _generator(generator) -> torch.Generator:
 
 @dataclass
 class MaskStudy:
-    """Relative residual through depth per mask (section 2): ``curves[mask]`` is ``(samples, L+1)``."""
+    """Relative residual through depth per mask (section 2): ``curves[mask]`` is
+    ``(samples, L+1)``."""
 
     curves: dict
     window: int
@@ -105,7 +108,8 @@ class MaskStudy:
 
     def rate(self, mask: str) -> float:
         """Fitted decades per layer (a negative slope of ``log10`` relative residual against layer)
-        over the layers before the curve first falls below :data:`FIT_FLOOR`; ``nan`` with fewer than two."""
+        over the layers before the curve first falls below :data:`FIT_FLOOR`; ``nan`` with fewer
+        than two."""
         y = self._resolved(mask)
         return (
             log_slope(np.arange(len(y), dtype=float), y, base=10) if len(y) >= 2 else float("nan")
@@ -117,7 +121,8 @@ class MaskStudy:
         return next(iter(self.curves.values())).shape[1] - 1
 
     def depth_to_collapse(self, mask: str):
-        """The first layer where the typical relative residual is below :data:`LEVEL`, or ``None``."""
+        """The first layer where the typical relative residual is below :data:`LEVEL`, or
+        ``None``."""
         return first_below(self.typical(mask), LEVEL)
 
     def collapsed(self) -> list:
@@ -199,10 +204,11 @@ def mask_study(
 def cube_tokens(rank: int, d_model: int, generator) -> torch.Tensor:
     """The ``2^rank`` vertices of a cube, as tokens ``(2^rank, d_model)`` (float64).
 
-    Row ``s`` is :math:`\\sqrt{d/k}\\sum_g s_g u_g` for the sign vector ``s`` in :math:`\\{-1, 1\\}^k`,
-    ``u_1..u_k`` orthonormal and orthogonal to the all-ones feature vector (a random such frame
-    from ``generator``): every row has feature mean 0 and variance 1, so LayerNorm (gain 1, shift 0)
-    leaves it as it is (up to ``eps``). The matrix has rank ``k``; ``k <= d_model - 1`` and at most 10.
+    Row ``s`` is :math:`\\sqrt{d/k}\\sum_g s_g u_g` for the sign vector ``s`` in
+    :math:`\\{-1, 1\\}^k`, ``u_1..u_k`` orthonormal and orthogonal to the all-ones feature vector (a
+    random such frame from ``generator``): every row has feature mean 0 and variance 1, so LayerNorm
+    (gain 1, shift 0) leaves it as it is (up to ``eps``). The matrix has rank ``k``;
+    ``k <= d_model - 1`` and at most 10.
     """
     d = check_int("d_model", d_model, minimum=2)
     k = check_int("rank", rank, maximum=min(d - 1, 10))
@@ -235,7 +241,8 @@ def sharp_attention_network(
         value = eye
     elif not isinstance(value, torch.Tensor) or value.shape != (d, d):
         raise ValueError(
-            f"value must be a ({d}, {d}) tensor, got {getattr(value, 'shape', type(value).__name__)}"
+            f"value must be a ({d}, {d}) tensor, got "
+            f"{getattr(value, 'shape', type(value).__name__)}"
         )
     s = math.sqrt(beta / math.sqrt(d))  # W_Q W_K^T / sqrt(d_qk) = (beta / d) I
     weights = {
@@ -253,8 +260,8 @@ def sharp_attention_network(
 
 
 def numerical_rank(X, rtol: float = 1e-8) -> int:
-    """The number of singular values of ``X`` ``(n, d)`` above ``rtol`` times the largest (0 for ``X = 0``):
-    the dimension of the subspace the tokens span."""
+    """The number of singular values of ``X`` ``(n, d)`` above ``rtol`` times the largest (0 for
+    ``X = 0``): the dimension of the subspace the tokens span."""
     X = as_tokens("X", X, max_batch_dims=0)
     rtol = check_positive_float("rtol", rtol)
     s = torch.linalg.svdvals(X)
@@ -263,17 +270,19 @@ def numerical_rank(X, rtol: float = 1e-8) -> int:
 
 @dataclass
 class LNCounterexample:
-    """Section 2's LayerNorm construction. ``rows``: one dict per rank ``k`` with the rank and relative
-    residual after ``n_layers`` for three runs (``"ln"``: the construction; ``"ln_random_value"``:
-    with LayerNorm but a random value matrix; ``"ln_perturbed"``: the construction from a perturbed
-    start), and, for the same weights without LayerNorm, ``"no_ln_shrink"``
-    (its residual after ``n_layers`` over its residual at the input: the paper's measure),
-    ``"no_ln_depth"`` (the first layer where that ratio is below :data:`LEVEL`) and
+    """Section 2's LayerNorm construction. ``rows``: one dict per rank ``k`` with the rank and
+    relative residual after ``n_layers`` for three runs (``"ln"``: the construction;
+    ``"ln_random_value"``: with LayerNorm but a random value matrix; ``"ln_perturbed"``: the
+    construction from a perturbed start), and, for the same weights without LayerNorm,
+    ``"no_ln_shrink"`` (its residual after ``n_layers`` over its residual at the input: the paper's
+    measure), ``"no_ln_depth"`` (the first layer where that ratio is below :data:`LEVEL`) and
     ``"no_ln_shape"`` (the smallest relative residual over the layers before it: the shape kept,
     where float64 still resolves the attention), ``"moved"``, how far the
     construction's tokens moved after ``n_layers`` (relative Frobenius distance), ``"defect"``, how
-    far one layer moves them (0 for an exact equilibrium; LayerNorm's ``eps`` leaves about ``eps/2``), and
-    ``"self_weight"``, the attention a token pays itself on the cube (the mean diagonal of ``P``)."""
+    far one layer moves them (0 for an exact equilibrium; LayerNorm's ``eps`` leaves about
+    ``eps/2``), and ``"self_weight"``, the attention a token pays itself on the cube (the mean
+    diagonal of
+    ``P``)."""
 
     rows: list
     d_model: int
@@ -282,9 +291,9 @@ class LNCounterexample:
     noise: float
 
     def holds(self) -> bool:
-        """Every cube is an equilibrium of one layer (up to LayerNorm's ``eps``), the post-LN network
-        never ends at rank one, and the same weights without LayerNorm collapse in the paper's sense
-        (the residual below :data:`LEVEL` of its start)."""
+        """Every cube is an equilibrium of one layer (up to LayerNorm's ``eps``), the post-LN
+        network never ends at rank one, and the same weights without LayerNorm collapse in the
+        paper's sense (the residual below :data:`LEVEL` of its start)."""
         return self.no_ln_collapses() and all(
             r["defect"] < 1e-4 and r["ln"][0] >= 2 for r in self.rows
         )
@@ -299,11 +308,11 @@ class LNCounterexample:
 
     def summary(self) -> dict:
         """The numbers section 2 states, over the cubes: ``ranks`` and ``kept`` (lists), ``defect``
-        (the largest), ``moved`` (the largest), ``self_min``/``self_max`` (the attention a token pays
-        itself), ``no_ln_depth`` (the latest first layer below :data:`LEVEL` without LayerNorm; ``None``
-        if some cube never gets there), ``no_ln_shape`` (the smallest), ``random_rank_max`` and
-        ``random_res_min`` (random value matrix), ``perturbed_rank_min``/``perturbed_rank_max`` and
-        ``perturbed_res_min`` (starts moved by ``noise``), ``eps`` (LayerNorm's)."""
+        (the largest), ``moved`` (the largest), ``self_min``/``self_max`` (the attention a token
+        pays itself), ``no_ln_depth`` (the latest first layer below :data:`LEVEL` without LayerNorm;
+        ``None`` if some cube never gets there), ``no_ln_shape`` (the smallest), ``random_rank_max``
+        and ``random_res_min`` (random value matrix), ``perturbed_rank_min``/``perturbed_rank_max``
+        and ``perturbed_res_min`` (starts moved by ``noise``), ``eps`` (LayerNorm's)."""
         rows = self.rows
         depths = [r["no_ln_depth"] for r in rows]
         return dict(
@@ -330,7 +339,8 @@ def ln_counterexample(
     """Run :func:`sharp_attention_network` for ``n_layers`` on :func:`cube_tokens` of each rank in
     ``ranks``, with and without LayerNorm, with a random value matrix (standard deviation
     ``1/sqrt(d)``, the usual initialisation of ``W_V W_O``'s scale) and from a start moved by
-    Gaussian noise of standard deviation ``noise``; everything random is drawn from ``generator``."""
+    Gaussian noise of standard deviation ``noise``; everything random is drawn from
+    ``generator``."""
     ranks = tuple(check_int("ranks", k) for k in ranks)
     if not ranks:
         raise ValueError("ranks must list at least one rank")
@@ -358,7 +368,8 @@ def ln_counterexample(
         # without LayerNorm: each layer maps the cube to c X, so its shape (relative residual) is
         # kept exactly and only its size falls; once the logits fall below float64's resolution the
         # attention is exactly uniform and rounding merges the tokens. So the size is measured (the
-        # paper's residual), and the shape only over the layers whose size is above LEVEL of the start.
+        # paper's residual), and the shape only over the layers whose size is above LEVEL of the
+        # start.
         size = through_depth(bare, "residual")
         size = (size / size[0]).numpy()
         resolved = size > LEVEL

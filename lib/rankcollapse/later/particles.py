@@ -55,7 +55,8 @@ MAX_TOKENS = 10**4  # the flow forms n x n attention at every step
 
 
 def sphere_tokens(n: int, d: int, *, seed: int) -> torch.Tensor:
-    """``n`` tokens uniform on the unit sphere of ``R^d`` (normalised standard normals), ``(n, d)`` float64."""
+    """``n`` tokens uniform on the unit sphere of ``R^d`` (normalised standard normals), ``(n, d)``
+    float64."""
     n, d = check_int("n", n, maximum=MAX_TOKENS), check_int("d", d, minimum=2)
     if n * d > 10**8:
         raise ValueError(f"n * d = {n * d:,} exceeds 10**8: make the tokens fewer or narrower")
@@ -77,8 +78,9 @@ def _unit(name, X) -> torch.Tensor:
 
 
 def attention_velocity(X, beta: float) -> torch.Tensor:
-    """The right-hand side :math:`P^\\perp_{x_i}(\\sum_j \\mathrm{softmax}_j(\\beta\\langle x_i,x_j\\rangle) x_j)`,
-    shape of ``X`` (``(..., n, d)``, unit rows)."""
+    """The right-hand side
+    :math:`P^\\perp_{x_i}(\\sum_j \\mathrm{softmax}_j(\\beta\\langle x_i,x_j\\rangle) x_j)`, shape
+    of ``X`` (``(..., n, d)``, unit rows)."""
     X = _unit("X", X)
     beta = check_positive_float("beta", beta, allow_zero=True)
     return _velocity(X, beta)
@@ -93,9 +95,9 @@ def _velocity(X, beta):
 def attention_flow(X0, beta: float, *, dt: float, steps: int, every: int = 1) -> torch.Tensor:
     """Explicit Euler of the attention flow on the sphere from ``X0`` (``(..., n, d)``, unit rows),
     each step followed by the projection ``x <- x / |x|``. Returns the states at steps
-    ``0, every, 2 every, ..., steps`` (the last always included): ``(T, ..., n, d)``, times ``k dt``.
-    Refused before any step: more than :data:`rankcollapse._validate.MAX_WORK` multiply-adds in all
-    (``2 n^2 d`` a step and a batch entry), or states beyond the memory cap."""
+    ``0, every, 2 every, ..., steps`` (the last always included): ``(T, ..., n, d)``, times
+    ``k dt``. Refused before any step: more than :data:`rankcollapse._validate.MAX_WORK`
+    multiply-adds in all (``2 n^2 d`` a step and a batch entry), or states beyond the memory cap."""
     X = _unit("X0", X0).clone()
     beta = check_positive_float("beta", beta, allow_zero=True)
     dt = check_positive_float("dt", dt)
@@ -119,7 +121,8 @@ def attention_flow(X0, beta: float, *, dt: float, steps: int, every: int = 1) ->
     )
     if dt * (1 + beta) > 1:
         raise ValueError(
-            f"dt must be at most 1 / (1 + beta) = {1 / (1 + beta):.3g} for a stable Euler step, got {dt}"
+            f"dt must be at most 1 / (1 + beta) = {1 / (1 + beta):.3g} for a stable Euler step, "
+            f"got {dt}"
         )
     out = [X.clone()]
     for k in range(1, steps + 1):

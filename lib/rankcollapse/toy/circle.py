@@ -18,8 +18,9 @@ __all__ = ["rollout"]
 
 @torch.no_grad()
 def rollout(model, X0: torch.Tensor, steps: int) -> torch.Tensor:
-    """``steps`` applications of ``model`` to the points ``X0`` ``(n, 2)``: a tensor ``(steps + 1, n, 2)``
-    whose entry ``t`` is ``X_t``, ``X_{t+1} = model(X_t)``, computed in the model's dtype."""
+    """``steps`` applications of ``model`` to the points ``X0`` ``(n, 2)``: a tensor
+    ``(steps + 1, n, 2)`` whose entry ``t`` is ``X_t``, ``X_{t+1} = model(X_t)``, computed in the
+    model's dtype."""
     steps = check_int("steps", steps, minimum=0)
     X = X0.to(model.dtype)
     out = [X]

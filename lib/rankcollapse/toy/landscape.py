@@ -1,8 +1,9 @@
-"""Filter-normalised loss slices of a trained toy network (Li, Xu, Taylor, Studer and Goldstein, 2018).
+"""Filter-normalised loss slices of a trained toy network (Li, Xu, Taylor, Studer and Goldstein,
+2018).
 
 The loss along a random direction in weight space, :math:`\\alpha \\mapsto \\mathcal L(\\theta +
-\\alpha\\,\\delta)`, with ``delta`` *filter-normalised*: a Gaussian direction rescaled, unit by unit, so
-that the weights feeding each output unit move by the norm of those weights
+\\alpha\\,\\delta)`, with ``delta`` *filter-normalised*: a Gaussian direction rescaled, unit by
+unit, so that the weights feeding each output unit move by the norm of those weights
 (:func:`filter_normalised_direction`). That removes the scale a network can hide in its weights,
 so that slices of two networks can be set side by side. Here a "filter" is, for a matrix used
 as ``X @ W`` (the SAN's ``W_Q, W_K, W_V, W_O``), one column of ``W`` (one head's one output
@@ -69,7 +70,8 @@ def _loss_and_accuracy(model, X, y):
 
 
 def training_loss(model: ToyModel, X, y) -> float:
-    """Mean token cross-entropy of ``model`` on ``(X, y)`` (the loss it was trained on), no gradient."""
+    """Mean token cross-entropy of ``model`` on ``(X, y)`` (the loss it was trained on), no
+    gradient."""
     if not isinstance(model, ToyModel):
         raise TypeError(f"model must be a rc.toy.ToyModel, got {type(model).__name__}")
     return _loss_and_accuracy(model, X, y)[0]
@@ -86,13 +88,15 @@ class LossSlice:
     loss0: float
 
     def rise(self, alpha: float) -> float:
-        """The mean, over directions and both signs, of ``loss(+-alpha) - loss(0)`` (nearest grid points)."""
+        """The mean, over directions and both signs, of ``loss(+-alpha) - loss(0)`` (nearest grid
+        points)."""
         i = [int(np.argmin(np.abs(self.alphas - a))) for a in (-alpha, alpha)]
         return float(self.losses[:, i].mean() - self.loss0)
 
     def local_minima(self) -> np.ndarray:
         """Per direction, the number of interior grid points lower than both neighbours: 1 for
-        a single basin, more for a rough ("chaotic", in Li et al.'s word) slice; ``(directions,)``."""
+        a single basin, more for a rough ("chaotic", in Li et al.'s word) slice;
+        ``(directions,)``."""
         mid = self.losses[:, 1:-1]
         return ((mid < self.losses[:, :-2]) & (mid < self.losses[:, 2:])).sum(1)
 
@@ -133,8 +137,9 @@ def loss_slice(model: ToyModel, X, y, *, alphas, directions: int = 3, seed: int 
 
 @dataclass
 class LandscapeStudy:
-    """The loss slices of the last checkpoint of each run of a :class:`~rankcollapse.toy.dynamics.DynamicsStudy`:
-    ``slices[skip]`` a :class:`LossSlice` on the first ``n_loss`` training sequences."""
+    """The loss slices of the last checkpoint of each run of a
+    :class:`~rankcollapse.toy.dynamics.DynamicsStudy`: ``slices[skip]`` a :class:`LossSlice` on the
+    first ``n_loss`` training sequences."""
 
     slices: dict
     n_loss: int

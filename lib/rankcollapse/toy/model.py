@@ -94,7 +94,8 @@ class ToyConfig:
 def standardise(Y: torch.Tensor, eps: float = READOUT_EPS) -> torch.Tensor:
     """Each token (row) of ``Y`` ``(..., n, d)`` centred and scaled to unit variance over features.
 
-    ``Y`` is checked as tokens (``as_tokens``: float16, meta tensors and NaN are refused by name)."""
+    ``Y`` is checked as tokens (``as_tokens``: float16, meta tensors and NaN are refused by
+    name)."""
     check_positive_float("eps", eps, allow_zero=True)
     return _standardise(as_tokens("Y", Y), eps)
 

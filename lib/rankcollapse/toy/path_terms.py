@@ -93,7 +93,8 @@ def ordered_path_terms(san, E):
 
 def path_terms_order(L: int, C: int) -> torch.Tensor:
     """For each path of ``rc.paths.all_paths`` (first layer's choice most significant), its
-    position among the terms as :func:`ordered_path_terms` builds them (last layer's most significant)."""
+    position among the terms as :func:`ordered_path_terms` builds them (last layer's most
+    significant)."""
     digits = torch.tensor(list(itertools.product(range(C), repeat=L)), dtype=torch.long).reshape(
         -1, L
     )

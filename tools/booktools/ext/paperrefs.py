@@ -2,12 +2,12 @@
 
 The paper's statements are boxes of their own style: unnumbered (``:nonumber:``), titled with the
 paper's number ("the paper's Theorem 2.2"), so that the book's counter numbers only the book's
-own results and "Theorem 2.2" never names two results (``booktools.claims.paper_box_problems`` checks
-the boxes). A reference written with its text, ``{prf:ref}`the paper's Theorem 2.2
+own results and "Theorem 2.2" never names two results (``booktools.claims.paper_box_problems``
+checks the boxes). A reference written with its text, ``{prf:ref}`the paper's Theorem 2.2
 <thm-collapse-single>```, reads as written. sphinx-proof renders a bare reference to an
 unnumbered box as its type alone ("Theorem "); this extension gives it the name
-``booktools.results.PAPER_RESULTS`` lists for the box ("the paper's Theorem 2.2"), capitalised at the
-start of a sentence. Loaded by `_config.yml` (`sphinx: extra_extensions`).
+``booktools.results.PAPER_RESULTS`` lists for the box ("the paper's Theorem 2.2"), capitalised at
+the start of a sentence. Loaded by `_config.yml` (`sphinx: extra_extensions`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def _starts_sentence(ref: nodes.reference) -> bool:
 
 
 def name_paper_references(app, doctree, docname) -> int:
-    """Give every bare reference to an unnumbered box of the paper's results its name; returns how many."""
+    """Give every bare reference to an unnumbered box of the paper's results its name; returns how
+    many."""
     from booktools.results import PAPER_RESULTS
 
     proofs = getattr(app.env, "proof_list", {})
