@@ -214,3 +214,23 @@ def student_book(built_book):
     if build_student("fast", reuse=True, out=report) != 0:
         pytest.fail("the student edition failed to build:\n" + report.getvalue())
     return HTML
+
+
+LIBRARY = ROOT / "lib" / "rankcollapse"
+
+
+def mirrors_library(stem: str) -> bool:
+    """Whether ``tests/<stem>.py`` tests a module of the science library: ``test_<module>`` or,
+    for a subpackage, ``test_<package>_<anything>`` (``test_real_hub``, ``test_later_lam``)."""
+    name = stem.removeprefix("test_")
+    packages = {p.name for p in LIBRARY.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in LIBRARY.glob("*.py")} | packages
+    return name in modules or any(name.startswith(f"{p}_") for p in packages)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The ``library`` mark on every test of a file that mirrors a library module: the fast loop
+    (``python3 -m pytest -m library``) runs the science library's tests alone."""
+    for item in items:
+        if mirrors_library(item.path.stem):
+            item.add_marker(pytest.mark.library)

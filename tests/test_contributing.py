@@ -59,3 +59,15 @@ def test_the_table_lists_every_module(layers, home):
     assert actual - names == set(), (
         f"modules the architecture table does not name: {sorted(actual - names)}"
     )
+
+
+def test_the_fast_loop_marks_the_library_tests_and_nothing_else():
+    """CONTRIBUTING's fast loop (`-m library`) is the tests of the science library: a file is in
+    it when it mirrors a module of lib/rankcollapse, and the book's, the tooling's and the
+    chapters' tests are not."""
+    from conftest import mirrors_library
+
+    assert all(map(mirrors_library, ["test_san", "test_real_hub", "test_later_lam", "test_toy"]))
+    assert not any(map(mirrors_library, ["test_checks", "test_grade", "test_chapters", "test_pdf"]))
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "python3 -m pytest -m library" in text
