@@ -230,7 +230,7 @@ def mirrors_library(stem: str) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     """The ``library`` mark on every test of a file that mirrors a library module: the fast loop
-    (``python3 -m pytest -m library``) runs the science library's tests alone."""
+    (``python3 -m pytest -m "library and not slow"``) runs the science library's tests alone."""
     for item in items:
         if mirrors_library(item.path.stem):
             item.add_marker(pytest.mark.library)

@@ -70,4 +70,4 @@ def test_the_fast_loop_marks_the_library_tests_and_nothing_else():
     assert all(map(mirrors_library, ["test_san", "test_real_hub", "test_later_lam", "test_toy"]))
     assert not any(map(mirrors_library, ["test_checks", "test_grade", "test_chapters", "test_pdf"]))
     text = (ROOT / "CONTRIBUTING.md").read_text()
-    assert "python3 -m pytest -m library" in text
+    assert 'python3 -m pytest -m "library and not slow"' in text

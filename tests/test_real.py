@@ -154,6 +154,7 @@ def test_network_ablations_share_the_weights_and_follow_the_table(registry_model
     assert torch.equal(paper_san.layers[0].W_1, torch.eye(768, dtype=torch.float64))
 
 
+@pytest.mark.slow
 def test_the_core_applies_to_real_weights(registry_models):
     """beta, the path decomposition and the Lipschitz bound read a converted network as they are."""
     model = registry_models["all-MiniLM-L6-v2"]

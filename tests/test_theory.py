@@ -253,6 +253,7 @@ def _old_log10_bound(model, X, form):
     return torch.log(c), det
 
 
+@pytest.mark.slow
 def test_log_bound_is_finite_where_the_product_overflows():
     """Instances whose eps_l passes ~236 overflow kappa, c_l and so the bound's log form (it was
     +inf)."""
