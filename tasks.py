@@ -61,9 +61,8 @@ def install() -> None:
         "-r",
         "requirements.txt",
     )
-    nodeps = (
-        ROOT / "requirements-nodeps.txt"
-    )  # packages whose declared dependencies we must not pull
+    # packages whose declared dependencies we must not pull
+    nodeps = ROOT / "requirements-nodeps.txt"
     if nodeps.exists():
         step(
             "install the packages whose dependencies are not pulled (requirements-nodeps.txt)",

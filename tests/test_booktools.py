@@ -149,9 +149,8 @@ def test_decoys_left_by_an_interrupted_run_are_removed_by_the_next(tmp_path):
     mine = tmp_path / "node_modules" / "pkg" / "README.md"  # a reader's own, beside a decoy
     mine.parent.mkdir(parents=True)
     mine.write_text("mine")
-    own = (
-        tmp_path / "chapters" / ".ipynb_checkpoints" / "paths-checkpoint.md"
-    )  # a decoy's very path
+    # a decoy's very path
+    own = tmp_path / "chapters" / ".ipynb_checkpoints" / "paths-checkpoint.md"
     own.parent.mkdir(parents=True)
     own.write_text("the reader's checkpoint")
     plant_decoys(tmp_path)  # interrupted: never removed

@@ -555,9 +555,8 @@ def test_what_the_reports_say(tampered_graded):
     assert rows["same.md"]["report"] != rows["same.ipynb"]["report"]
     assert "crashed in code cell 4" in (out / rows["same.md"]["report"]).read_text()
     assert f"points: 6 of {MAX}" in (out / rows["same.ipynb"]["report"]).read_text()
-    checks = (
-        list(UNANSWERED) + IDS
-    )  # the chapter's order: the build-it-yourself exercises come first
+    # the chapter's order: the build-it-yourself exercises come first
+    checks = list(UNANSWERED) + IDS
     assert list(rows["same.md"])[4 : 4 + 2 * len(checks) : 2] == checks
 
 

@@ -145,9 +145,8 @@ def test_operator_norms(gen):
     assert rc.residual.norm_1(X).item() == pytest.approx(n1) and rc.residual.norm_inf(
         X
     ).item() == pytest.approx(ninf)
-    tiny = (
-        X * 1e-200
-    )  # the product ||X||_1 ||X||_inf would underflow to 0; the composite norm must not
+    # the product ||X||_1 ||X||_inf would underflow to 0; the composite norm must not
+    tiny = X * 1e-200
     assert rc.residual.composite_norm(tiny).item() == pytest.approx(
         1e-200 * np.sqrt(n1 * ninf), rel=1e-12
     )

@@ -313,9 +313,8 @@ def check_cost(
 MAX_BYTES = 2**31  # memory cap of one call's largest allocation (2 GiB)
 MAX_LAYERS = 4096  # the deepest network the library builds (the book goes to 1024)
 MAX_WORK = 10**11  # multiply-adds of one call (about a minute on a 2-core laptop in float64)
-MAX_LOOP = (
-    10**5
-)  # python-level iterations of one call that each touch a layer (layer-steps of a search)
+# python-level iterations of one call that each touch a layer (layer-steps of a search)
+MAX_LOOP = 10**5
 
 
 def check_elements(name: str, count: int, *, itemsize: int = 8, alternative: str = "") -> None:

@@ -217,9 +217,8 @@ def relative_scores(block, q: torch.Tensor, k: torch.Tensor, segments=None) -> t
     return scores
 
 
-MAX_BYTES = (
-    2**31
-)  # the largest network SAN builds: 2 GiB of weights (BERT-base in float64: 0.7 GiB)
+# the largest network SAN builds: 2 GiB of weights (BERT-base in float64: 0.7 GiB)
+MAX_BYTES = 2**31
 
 
 def weight_count(config) -> int:

@@ -40,9 +40,8 @@ __all__ = [
 ]
 
 NORMS = ("l1inf", "fro")
-UNDERFLOW_LOG10 = (
-    -300
-)  # log10 of the smallest residual a float64 tracked residual follows (below it, underflow)
+# log10 of the smallest residual a float64 tracked residual follows (below it, underflow)
+UNDERFLOW_LOG10 = -300
 CENTERS = ("mean",)  # the named centres; any function X -> x is accepted too
 
 

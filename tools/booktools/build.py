@@ -35,9 +35,8 @@ JUPYTER_BOOK = (
 LOG = BUILD / "build.log"
 CACHE = BUILD / ".jupyter_cache"  # myst-nb's default: beside the HTML folder
 RUNS = BUILD / "book-runs"  # the chapters the book build executed (papermill), one per mode
-MODE_FILE = (
-    BUILD / "mode.txt"
-)  # the mode of the last successful build (the student edition reads it)
+# the mode of the last successful build (the student edition reads it)
+MODE_FILE = BUILD / "mode.txt"
 
 
 def clean_build() -> None:

@@ -117,9 +117,8 @@ def _accuracy_cases():
     cases = []
     for B, n, d, C, scale in ((3, 5, 6, 4, 1e-3), (4, 6, 8, 3, 1e-2), (2, 7, 5, 5, 1e-3)):
         W, b = torch.randn(d, C, **f), torch.randn(C, **f)
-        R = (
-            torch.randn(B, n, d, **f) * scale + torch.randn(d, **f) * scale * 3
-        )  # small, with a common mean
+        # small, with a common mean
+        R = torch.randn(B, n, d, **f) * scale + torch.randn(d, **f) * scale * 3
         y = ((R - R.mean(-1, keepdim=True)) @ W).argmax(-1)
         y[0] = (y[0] + 1) % C  # not every token right
         cases.append((R, W, b, y))

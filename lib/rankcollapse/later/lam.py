@@ -53,9 +53,8 @@ from ..residual import relative_residual, through_depth
 from ..san import SAN, SANConfig, check_san, check_size
 from ..theory import value_matrices
 
-MAX_ENTRIES = (
-    10**8
-)  # samples * n_tokens * max(n_tokens * n_heads, d_model): refused above, before any allocation
+# samples * n_tokens * max(n_tokens * n_heads, d_model): refused above, before any allocation
+MAX_ENTRIES = 10**8
 
 __all__ = [
     "MAX_ENTRIES",

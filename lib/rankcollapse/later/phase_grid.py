@@ -37,9 +37,8 @@ __all__ = [
 RANK_LEVEL = 0.05  # relative residual after L layers below this: rank collapse
 ENTROPY_LEVEL = 0.25  # mean attention entropy below this fraction of log n: entropy collapse
 PHASES = ("rank collapse", "entropy collapse", "both", "neither")
-MAX_ENTRIES = (
-    10**8
-)  # samples * strengths * n_tokens * max(n_tokens * n_heads, d_model): refused above
+# samples * strengths * n_tokens * max(n_tokens * n_heads, d_model): refused above
+MAX_ENTRIES = 10**8
 
 
 def attention_entropy(P) -> torch.Tensor:

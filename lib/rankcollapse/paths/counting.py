@@ -17,12 +17,10 @@ from .._validate import check_bool, check_cost, check_generator, check_int
 MAX_PATHS = 100_000  # default cap on the number of paths enumerate_paths and all_paths build
 MAX_LENGTH_DISTRIBUTION = 10**7  # largest L for length_distribution (an (L+1,) float64 tensor)
 MAX_COUNT_DIGITS = 10**6  # largest exact count path_count builds (a million digits, under a second)
-MAX_COUNT_LAYERS = (
-    10**5
-)  # largest L for path_count: its exact integer has up to ~L log10(H+1) digits
-MAX_DRAWN = (
-    10**7
-)  # entries (paths times layers) of the paths sample_paths draws one by one in Python
+# largest L for path_count: its exact integer has up to ~L log10(H+1) digits
+MAX_COUNT_LAYERS = 10**5
+# entries (paths times layers) of the paths sample_paths draws one by one in Python
+MAX_DRAWN = 10**7
 
 
 def check_draws(name: str, count: int, per_path: int) -> None:

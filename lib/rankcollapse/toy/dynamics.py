@@ -332,9 +332,8 @@ def dynamics_study(
     of its tokens through depth, both from that checkpoint's weights
     (:meth:`TrainingRun.measure`)."""
     check_task(task)
-    n_eval = (
-        task.n_train if task.task == "memorization" else task.n_eval
-    )  # memorization: its training set
+    # memorization: its training set
+    n_eval = task.n_train if task.task == "memorization" else task.n_eval
     n_probe = check_int("n_probe", n_probe, maximum=n_eval)
     runs = {
         skip: training_run(

@@ -30,9 +30,8 @@ from booktools.outputs import claim_records
 from booktools.toc import toc_notebooks
 
 HEADER = ("where", "claim", "condition", "evidence", "checked")
-STATUS_JSON = (
-    ROOT / "status" / "status.json"
-)  # written by tools/booktools/status.py: each run's claims
+# written by tools/booktools/status.py: each run's claims
+STATUS_JSON = ROOT / "status" / "status.json"
 
 
 class claims_pending(nodes.General, nodes.Element):

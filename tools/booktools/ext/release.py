@@ -127,9 +127,8 @@ def _footer(app, pagename, templatename, context, doctree) -> None:
             f'commit <a href="{html.escape(repository)}/commit/{info["sha"]}">{short}</a>',
             1,
         )
-    cite = (
-        context["pathto"](app.config.root_doc).split("#")[0] + "#how-to-cite"
-    )  # "#": the page itself
+    # "#": the page itself
+    cite = context["pathto"](app.config.root_doc).split("#")[0] + "#how-to-cite"
     pdf = release_url(repository, info["version"], "book.pdf") if repository else None
     links = f'<a href="{cite}">How to cite</a>' + (f' · <a href="{pdf}">PDF</a>' if pdf else "")
     context["theme_extra_footer"] = f'<p class="rc-release">{text} · {links}</p>'

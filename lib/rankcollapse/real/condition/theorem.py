@@ -140,9 +140,8 @@ def condition_details(san, X) -> dict:
     det = theory.gamma_details(san, X)
     cfg = san.config
     b = det["beta"].reshape((-1,) + (1,) * (det["gamma"].ndim - 1))
-    det["constants"] = (
-        4 * det["gamma"] * b * cfg.n_heads / math.sqrt(cfg.d_qk)
-    )  # c_l, as layer_constants
+    # c_l, as layer_constants
+    det["constants"] = 4 * det["gamma"] * b * cfg.n_heads / math.sqrt(cfg.d_qk)
     return det
 
 
