@@ -39,6 +39,24 @@ def test_envelope_bounds_every_activation_pattern(gen):
         assert torch.all((W1 * D) @ W2 <= B + 1e-12) and torch.all(-((W1 * D) @ W2) <= B + 1e-12)
 
 
+@pytest.mark.parametrize("slopes", [(0.0, 1.0), lp.activation_slope("gelu"), (1.0, -0.5)])
+def test_envelope_is_the_largest_sum_term_by_term(slopes, gen):
+    """The four products give B_kj = max(sum_m max(lo t, hi t), -sum_m min(lo t, hi t)) over the
+    terms t = W1_km W2_mj, as the definition builds it term by term (and attains it: each D_m at
+    an end of its interval)."""
+    W1 = torch.randn(7, 30, generator=gen, dtype=torch.float64)
+    W2 = torch.randn(30, 5, generator=gen, dtype=torch.float64)
+    lo, hi = slopes
+    terms = W1.unsqueeze(-1) * W2.unsqueeze(0)
+    top = torch.maximum(lo * terms, hi * terms).sum(dim=1)
+    bottom = torch.minimum(lo * terms, hi * terms).sum(dim=1)
+    want = torch.maximum(top, -bottom)
+    assert torch.allclose(lp.jacobian_envelope(W1, W2, slopes), want, rtol=1e-12, atol=1e-12)
+    D_top = torch.full((30,), min(slopes), dtype=torch.float64)  # attains top[0, 0]
+    D_top[terms[0, :, 0] > 0] = max(slopes)
+    assert torch.isclose((W1[0] * D_top) @ W2[:, 0], top[0, 0], rtol=1e-12)
+
+
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("scale", [0.5, 2.0])
 def test_lower_bound_never_exceeds_upper_bound(activation, scale, gen):

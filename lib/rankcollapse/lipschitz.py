@@ -119,10 +119,17 @@ def jacobian_envelope(
             f"W_1 (d_in, m) and W_2 (m, d_out) must share m, got W_1 {tuple(W_1.shape)} and W_2 "
             f"{tuple(W_2.shape)}"
         )
-    lo, hi = slopes
-    terms = W_1.unsqueeze(-1) * W_2.unsqueeze(0)  # (d, m, d'): W1_km W2_mj
-    top = torch.maximum(lo * terms, hi * terms).sum(dim=1)
-    bottom = torch.minimum(lo * terms, hi * terms).sum(dim=1)
+    lo, hi = min(slopes), max(slopes)
+    # A term W1_km W2_mj is positive when its two factors share a sign: split each matrix into
+    # its positive and negative parts and the sums over m of the positive terms (P) and of the
+    # negative ones (N) are four matrix products. The largest value of a term is hi times it
+    # when it is positive, lo times it when negative; the smallest the other way round. (The
+    # (d, m, d') tensor of every term, 1.8 GB at MiniLM's width in float64, is never made.)
+    W1p, W1n, W2p, W2n = W_1.clamp(min=0), W_1.clamp(max=0), W_2.clamp(min=0), W_2.clamp(max=0)
+    P = W1p @ W2p + W1n @ W2n
+    N = W1p @ W2n + W1n @ W2p
+    top = hi * P + lo * N
+    bottom = lo * P + hi * N
     return torch.maximum(top, -bottom)
 
 
