@@ -36,9 +36,11 @@ DECOYS = (
 
 
 # Which papermill runs (fast mode) each test reads: test -> (seed, student edition?) pairs. The
-# session makes every run its collected tests need once, up front, in parallel processes (one per
-# core, at most RUN_JOBS): see `runs`. Each test runs alone too (`pytest -k`): it then makes its
-# own.
+# session starts every run its collected tests need once, as soon as the tests are collected, in
+# parallel processes (one per core, at most RUN_JOBS), and runs the other tests meanwhile: the
+# modules whose tests read a run (through `runs`, `built_book`, `student_book`) come last. See
+# `pytest_collection_modifyitems` and `runs`. Each test runs alone too (`pytest -k`): it then
+# makes its own.
 RUNS_READ = {
     "test_chapter_executes_in_fast_mode": ((0, False),),
     "test_chapter_shows_the_same_results_as_the_book_build": ((0, False),),
@@ -47,6 +49,7 @@ RUNS_READ = {
     "test_student_chapter_executes_and_checks_say_not_attempted": ((0, True),),
 }
 RUN_JOBS = 2
+BATCH = pytest.StashKey()  # the session's runs (booktools.execute.Batch), started at collection
 
 
 def _run_options(seed: int, student: bool) -> dict:
@@ -66,23 +69,50 @@ def _run_options(seed: int, student: bool) -> dict:
     }
 
 
-@pytest.fixture(scope="session")
-def runs(request):
-    """``runs(path, seed=0, student=False)``: this session's papermill run of chapter ``path`` in
-    fast mode (the student edition's when ``student``), the executed notebook; a run that failed
-    raises its error in each test that reads it."""
-    from booktools.execute import execute, execute_all
-
-    wanted = sorted(
+def _wanted_runs(items) -> list:
+    """The (chapter path, seed, student) runs the collected tests read, in a fixed order."""
+    return sorted(
         {
             (item.callspec.params["path"], seed, student)
-            for item in request.session.items
+            for item in items
             if item.originalname in RUNS_READ and hasattr(item, "callspec")
             for seed, student in RUNS_READ[item.originalname]
         },
         key=lambda run: (run[1], run[2], str(run[0])),
     )
-    made = execute_all({key: (key[0], _run_options(*key[1:])) for key in wanted}, jobs=RUN_JOBS)
+
+
+def _start_runs(config, items) -> None:
+    """Start the session's runs (in processes of their own, which keep the environment of this
+    moment: no test has run yet) and put the modules that read them last, each module kept whole
+    (its module-scoped fixtures are made once)."""
+    from booktools.execute import Batch
+
+    late = {item.path for item in items if "runs" in getattr(item, "fixturenames", ())}
+    items.sort(key=lambda item: item.path in late)  # in place, stable: each group's order kept
+    if config.option.collectonly:
+        return
+    wanted = _wanted_runs(items)
+    config.stash[BATCH] = Batch(
+        {key: (key[0], _run_options(*key[1:])) for key in wanted}, jobs=RUN_JOBS
+    )
+
+
+def pytest_sessionfinish(session):
+    batch = session.config.stash.get(BATCH, None)
+    if batch is not None:  # an interrupted session: the runs not yet begun are not begun
+        batch.cancel()
+
+
+@pytest.fixture(scope="session")
+def runs(request):
+    """``runs(path, seed=0, student=False)``: this session's papermill run of chapter ``path`` in
+    fast mode (the student edition's when ``student``), the executed notebook; a run that failed
+    raises its error in each test that reads it."""
+    from booktools.execute import execute
+
+    batch = request.config.stash.get(BATCH, None)
+    made = batch.wait() if batch is not None else {}
 
     def run(path, seed=0, student=False):
         if (path, seed, student) not in made:
@@ -234,3 +264,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if mirrors_library(item.path.stem):
             item.add_marker(pytest.mark.library)
+
+
+def pytest_collection_finish(session):
+    """After ``-k``/``-m`` have chosen the tests: start the runs they read (see RUNS_READ)."""
+    _start_runs(session.config, session.items)

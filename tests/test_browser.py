@@ -16,7 +16,7 @@ On every page the test waits for MathJax to finish typesetting and fails on
 - a JavaScript error (uncaught exceptions, rejected promises, ``console.error``, failed
   resource loads) other than the documented ones in ``ALLOWED_JS_ERRORS``.
 
-Then every page is opened at 1280 and at 390 CSS pixels (a laptop, a phone): nothing (figure,
+Every page is measured at 1280 and at 390 CSS pixels (a laptop, a phone): nothing (figure,
 table, output area, display equation, the explorer) may be wider than the text column unless
 it scrolls inside a box of its own that fits, and at 1280 px a table must fit the column
 outright (its words wrap; only a phone scrolls it), unless it is wide on purpose (the example
@@ -40,7 +40,10 @@ mode figure images must sit on a light backing: the figures are drawn in mid-gre
 transparent background, and pydata-sphinx-theme (under sphinx-book-theme) gives content images a
 white background in dark mode; the test guards it.
 
-Runs when Chromium, chromedriver and selenium are installed; skips with the reason otherwise.
+Two Chromiums do the work at once (``BROWSERS``, one per core of the test machine), each taking
+the next pass (the book in light mode, in dark mode, at 390 px; the student edition in light and
+in dark mode) when it is free. Runs when Chromium, chromedriver and selenium are installed; skips
+with the reason otherwise.
 Selenium is given the driver's path, so selenium-manager never downloads anything.
 """
 
@@ -53,6 +56,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import urllib.parse
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -158,8 +162,9 @@ def server(html_dir):
     yield from _serve(html_dir)
 
 
-@pytest.fixture(scope="module")
-def browser():
+def _start_browser():
+    """A headless Chromium with no network, collecting JavaScript errors from the first script
+    on; skips the test (with the reason) when Chromium, chromedriver or selenium is missing."""
     if not CHROMIUM or not CHROMEDRIVER:
         pytest.skip(
             "Chromium and chromedriver are not installed (Debian: "
@@ -212,9 +217,20 @@ def browser():
     """  # noqa: E501
         },
     )
-    yield driver
+    driver.rankcollapse_profile = profile
+    return driver
+
+
+def _stop_browser(driver) -> None:
     driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    shutil.rmtree(driver.rankcollapse_profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = _start_browser()
+    yield driver
+    _stop_browser(driver)
 
 
 # --------------------------------------------------------------------------- one page
@@ -520,13 +536,8 @@ def _allowed(message: str) -> bool:
     return any(re.search(pattern, message) for pattern in ALLOWED_JS_ERRORS)
 
 
-@pytest.fixture(scope="module")
-def report(browser, html_dir, server):
-    """Open every page in light mode, then every chapter in dark mode, and collect what is wrong."""
-    from selenium.webdriver.support.wait import WebDriverWait
-
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    found = {
+def _empty_found() -> dict:
+    return {
         "pages": [],
         "math": [],
         "images": [],
@@ -547,126 +558,234 @@ def report(browser, html_dir, server):
         "alt": [],
         "nFigures": 0,
     }
-    pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
-    browser.get(server + "/intro.html")  # a reader's first visit: nothing in localStorage yet
+
+
+def _merge(found: dict, more: dict) -> None:
+    """Add what one job found to the whole report (lists joined, tables merged, counts summed)."""
+    for key, value in more.items():
+        if key == "measured":
+            for width, counts in value.items():
+                found[key][width] = [a + b for a, b in zip(found[key].get(width, (0, 0)), counts)]
+        elif isinstance(value, dict):
+            found[key].update(value)
+        else:
+            found[key] += value
+
+
+def _book_first_visit(browser, server) -> dict:
+    """A reader's first visit (nothing in localStorage yet): the landing page's errors."""
+    found = _empty_found()
+    browser.get(server + "/intro.html")
     _wait(browser)
     found["js"] += [
         f"intro.html (first visit): {e['message']}"
         for e in browser.get_log("browser")
         if e["level"] == "SEVERE" and not _allowed(e["message"])
     ]
-    for mode in ("light", "dark"):
-        _set_mode(browser, mode)  # kept in localStorage for every later page of the site
-        for rel in pages:
-            browser.get_log("browser")  # drop what earlier pages logged
-            browser.get(server + "/" + rel)
-            redirect = _REDIRECT.search((html_dir / rel).read_text(errors="replace"))
-            if redirect:  # index.html: a meta refresh to the landing page; check where it lands
-                target = urllib.parse.urljoin(server + "/" + rel, redirect.group(1))
-                # arrived, and the page it landed on loaded (the address changes before its body
-                # exists)
-                WebDriverWait(browser, PAGE_TIMEOUT).until(
-                    lambda d: (
-                        d.current_url.split("#")[0] == target
-                        and d.execute_script("return document.readyState") == "complete"
-                    )
+    return found
+
+
+def _book_in_mode(browser, html_dir, server, pages, mode) -> dict:
+    """Every page in ``mode`` (light or dark): what is wrong with it, axe-core's violations, a
+    screenshot; in light mode also the layout at 1280 px (the window's width: see _layout)."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    found = _empty_found()
+    browser.get(server + "/intro.html")
+    _set_mode(browser, mode)  # kept in localStorage for every later page of the site
+    for rel in pages:
+        browser.get_log("browser")  # drop what earlier pages logged
+        browser.get(server + "/" + rel)
+        redirect = _REDIRECT.search((html_dir / rel).read_text(errors="replace"))
+        if redirect:  # index.html: a meta refresh to the landing page; check where it lands
+            target = urllib.parse.urljoin(server + "/" + rel, redirect.group(1))
+            # arrived, and the page it landed on loaded (the address changes before its body
+            # exists)
+            WebDriverWait(browser, PAGE_TIMEOUT).until(
+                lambda d: (
+                    d.current_url.split("#")[0] == target
+                    and d.execute_script("return document.readyState") == "complete"
                 )
-                found["links"] += _check_links(html_dir, server, rel, [target])
-            waited = _wait(browser)
-            seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
-            found["axe"][(rel, mode)] = _axe(browser)
-            messages = list(seen["errors"]) + list(waited["errors"])
-            messages += [
-                f"{e['level']}: {e['message']}"
-                for e in browser.get_log("browser")
-                if e["level"] == "SEVERE"
+            )
+            found["links"] += _check_links(html_dir, server, rel, [target])
+        waited = _wait(browser)
+        seen = browser.execute_script(_INSPECT, RAW_TEX.pattern)
+        found["axe"][(rel, mode)] = _axe(browser)
+        messages = list(seen["errors"]) + list(waited["errors"])
+        messages += [
+            f"{e['level']}: {e['message']}"
+            for e in browser.get_log("browser")
+            if e["level"] == "SEVERE"
+        ]
+        for m in dict.fromkeys(messages):
+            (found["allowed_js"] if _allowed(m) else found["js"]).append(f"{rel} ({mode}): {m}")
+        if mode == "light":
+            found["pages"].append(rel)
+            found["math"] += [f"{rel}: raw TeX: {t!r}" for t in seen["rawTex"]]
+            found["math"] += [f"{rel}: not typeset: {t!r}" for t in seen["untypeset"]]
+            found["math"] += [f"{rel}: MathJax error: {t!r}" for t in seen["merror"]]
+            found["images"] += [f"{rel}: image did not load: {src}" for src in seen["images"]]
+            found["links"] += _check_links(html_dir, server, rel, seen["links"])
+            found["shown"][rel] = seen["shown"]
+            found["overflow"] += [f"{rel}: {line!r}" for line in seen["overflowing"]]
+            found["tables"] += [
+                f"{rel}: a table without header cells: {t!r}" for t in seen["headless"]
             ]
-            for m in dict.fromkeys(messages):
-                (found["allowed_js"] if _allowed(m) else found["js"]).append(f"{rel} ({mode}): {m}")
-            if mode == "light":
-                found["pages"].append(rel)
-                found["math"] += [f"{rel}: raw TeX: {t!r}" for t in seen["rawTex"]]
-                found["math"] += [f"{rel}: not typeset: {t!r}" for t in seen["untypeset"]]
-                found["math"] += [f"{rel}: MathJax error: {t!r}" for t in seen["merror"]]
-                found["images"] += [f"{rel}: image did not load: {src}" for src in seen["images"]]
-                found["links"] += _check_links(html_dir, server, rel, seen["links"])
-                found["shown"][rel] = seen["shown"]
-                found["overflow"] += [f"{rel}: {line!r}" for line in seen["overflowing"]]
-                found["tables"] += [
-                    f"{rel}: a table without header cells: {t!r}" for t in seen["headless"]
-                ]
-                found["alt"] += _alt_problems(html_dir, rel, seen["alts"])
-                found["nFigures"] += len(seen["alts"])
-            else:
-                if (
-                    browser.execute_script("return document.documentElement.dataset.theme")
-                    != "dark"
-                ):
-                    found["dark"].append(f"{rel}: the theme did not switch to dark mode")
-                for src, background in browser.execute_script(_FIGURE_BACKING):
-                    if background in ("rgba(0, 0, 0, 0)", "transparent"):
-                        found["dark"].append(f"{rel}: figure {src} has no backing in dark mode")
-            if mode == "light" or _is_chapter(rel):
+            found["alt"] += _alt_problems(html_dir, rel, seen["alts"])
+            found["nFigures"] += len(seen["alts"])
+            _layout(browser, rel, WIDTHS[0], found)
+        else:
+            if browser.execute_script("return document.documentElement.dataset.theme") != "dark":
+                found["dark"].append(f"{rel}: the theme did not switch to dark mode")
+            for src, background in browser.execute_script(_FIGURE_BACKING):
+                if background in ("rgba(0, 0, 0, 0)", "transparent"):
+                    found["dark"].append(f"{rel}: figure {src} has no backing in dark mode")
+        if mode == "light" or _is_chapter(rel):
+            _screenshot(
+                browser,
+                SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"),
+            )
+    return found
+
+
+def _layout(browser, rel: str, width: int, found: dict) -> None:
+    """On the open page, at ``width`` CSS pixels (the window's own at WIDTHS[0], 1280 x 900; a
+    phone's emulated otherwise, the page loaded again): what is wider than the column, how large
+    figures are shown, whether the explorer answers its controls."""
+    layout = browser.execute_script(_LAYOUT)
+    found["columns"][(rel, width)] = layout["column"]
+    found["wide"] += [f"{rel} at {width} px: {w}" for w in layout["wide"]]
+    if width >= 1280:
+        found["wide"] += [f"{rel} at {width} px: {t}" for t in layout["tables"]]
+    found["wide"] += [f"{rel} at {width} px: {m}" for m in layout["math"]]
+    _merge(found, {"measured": {width: (layout["nTables"], layout["nMath"])}})
+    if layout["pageScroll"] > 1:
+        found["wide"].append(
+            f"{rel} at {width} px: the page itself scrolls sideways by {layout['pageScroll']} px"
+        )
+    for fig in layout["figures"]:
+        found["figures"][(rel, width, fig["src"])] = fig
+        if fig["shown"] < 0.9 * fig["natural"]:
+            found["small_figures"].append(
+                f"{rel} at {width} px: {fig['src']} shown at "
+                f"{fig['shown'] / fig['natural']:.0%} of its natural size ({fig['natural']} px)"
+            )
+    moved = browser.execute_script(_MOVE_EXPLORER)
+    if moved is not None:
+        found["explorer"][(rel, width)] = moved
+
+
+def _book_on_a_phone(browser, server, pages, width) -> dict:
+    """Every page at a phone's ``width`` (light mode): the layout, and each chapter's screenshot."""
+    found = _empty_found()
+    browser.get(server + "/intro.html")
+    _set_mode(browser, "light")
+    try:
+        for rel in pages:
+            # per page: the screenshot below resets the emulated size when it is done
+            browser.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": PHONE_HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+            )
+            browser.get(server + "/" + rel)
+            _wait(browser)
+            _layout(browser, rel, width, found)
+            if _is_chapter(rel):
                 _screenshot(
                     browser,
-                    SCREENSHOTS / mode / (rel.removesuffix(".html").replace("/", "__") + ".png"),
+                    SCREENSHOTS
+                    / f"w{width}"
+                    / (rel.removesuffix(".html").replace("/", "__") + ".png"),
+                    width=width,
                 )
-    _set_mode(browser, "light")
-    # every page at both widths: what is wider than the column, how large figures are shown
-    for width in WIDTHS:
-        try:
-            for rel in pages:
-                # per page: the screenshot below resets the emulated size when it is done
-                browser.execute_cdp_cmd(
-                    "Emulation.setDeviceMetricsOverride",
-                    {
-                        "width": width,
-                        "height": PHONE_HEIGHT if width < 600 else 900,
-                        "deviceScaleFactor": 1,
-                        "mobile": False,
-                    },
-                )
-                browser.get(server + "/" + rel)
-                _wait(browser)
-                layout = browser.execute_script(_LAYOUT)
-                found["columns"][(rel, width)] = layout["column"]
-                found["wide"] += [f"{rel} at {width} px: {w}" for w in layout["wide"]]
-                if width >= 1280:
-                    found["wide"] += [f"{rel} at {width} px: {t}" for t in layout["tables"]]
-                found["wide"] += [f"{rel} at {width} px: {m}" for m in layout["math"]]
-                found["measured"][width] = [
-                    a + b
-                    for a, b in zip(
-                        found["measured"].get(width, (0, 0)), (layout["nTables"], layout["nMath"])
-                    )
-                ]
-                if layout["pageScroll"] > 1:
-                    found["wide"].append(
-                        f"{rel} at {width} px: the page itself scrolls sideways by "
-                        f"{layout['pageScroll']} px"
-                    )
-                for fig in layout["figures"]:
-                    found["figures"][(rel, width, fig["src"])] = fig
-                    if fig["shown"] < 0.9 * fig["natural"]:
-                        found["small_figures"].append(
-                            f"{rel} at {width} px: {fig['src']} shown at "
-                            f"{fig['shown'] / fig['natural']:.0%} "
-                            f"of its natural size ({fig['natural']} px)"
-                        )
-                moved = browser.execute_script(_MOVE_EXPLORER)
-                if moved is not None:
-                    found["explorer"][(rel, width)] = moved
-                if width != 1280 and _is_chapter(rel):
-                    _screenshot(
-                        browser,
-                        SCREENSHOTS
-                        / f"w{width}"
-                        / (rel.removesuffix(".html").replace("/", "__") + ".png"),
-                        width=width,
-                    )
-        finally:
-            browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     return found
+
+
+def _run_jobs(browsers, jobs) -> list:
+    """Run ``jobs`` (functions of a browser) on the ``browsers``, each browser in a thread of its
+    own taking the next job when it is free (the longest are listed first); the results in the
+    jobs' order. Selenium waits on a socket, so the browsers work at once, one core each."""
+    import queue
+
+    todo = queue.Queue()
+    for i, job in enumerate(jobs):
+        todo.put((i, job))
+    results, errors = [None] * len(jobs), []
+    seconds = [None] * len(jobs)
+
+    def work(driver):
+        while True:
+            try:
+                i, job = todo.get_nowait()
+            except queue.Empty:
+                return
+            start = time.monotonic()
+            try:
+                results[i] = job(driver)
+                seconds[i] = round(time.monotonic() - start, 1)
+            except BaseException as error:  # noqa: BLE001  (raised in the test below)
+                errors.append(error)
+                return
+
+    threads = [threading.Thread(target=work, args=(b,)) for b in browsers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results, seconds
+
+
+BROWSERS = 2  # Chromiums at once (the test machine's 2 cores)
+
+
+@pytest.fixture(scope="module")
+def visits(browser, html_dir, server, student_book, student_server):
+    """Every page of the book and of its student edition opened in every way the tests below
+    read, by BROWSERS Chromiums at once: the book in light mode (checks, axe, layout at 1280 px,
+    screenshot), in dark mode (axe, the theme, each figure's backing, chapters' screenshots) and
+    at 390 px (layout, chapters' screenshots); the student edition in light and dark mode (see
+    `_student_in_mode`). Returns ``{"book": report, "student": report}``."""
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
+    student_pages = [p.relative_to(student_book).as_posix() for p in _pages(student_book)]
+    jobs = [
+        lambda b: _book_in_mode(b, html_dir, server, pages, "light"),
+        lambda b: _book_in_mode(b, html_dir, server, pages, "dark"),
+        lambda b: _student_in_mode(b, student_book, student_server, student_pages, "light"),
+        lambda b: _student_in_mode(b, student_book, student_server, student_pages, "dark"),
+        lambda b: _book_on_a_phone(b, server, pages, WIDTHS[1]),
+    ]
+    others = [_start_browser() for _ in range(BROWSERS - 1)]
+    try:
+        first = _book_first_visit(browser, server)
+        (book_light, book_dark, student_light, student_dark, phone), seconds = _run_jobs(
+            [browser, *others], jobs
+        )
+    finally:
+        for driver in others:
+            _stop_browser(driver)
+    browser.get(server + "/intro.html")  # the later tests' browser: light mode, the window's size
+    _set_mode(browser, "light")
+    book = _empty_found()
+    for found in (first, book_light, book_dark, phone):
+        _merge(book, found)
+    student = {"pages": student_pages, "problems": [], "axe": {}}
+    for found in (student_light, student_dark):
+        student["problems"] += found["problems"]
+        student["axe"].update(found["axe"])
+    names = ("book, light", "book, dark", "student, light", "student, dark", "book, 390 px")
+    print("browser passes (s):", dict(zip(names, seconds)))  # pytest -rP shows it
+    return {"book": book, "student": student}
+
+
+@pytest.fixture(scope="module")
+def report(visits):
+    """What is wrong with the book's pages (see `visits`)."""
+    return visits["book"]
 
 
 # --------------------------------------------------------------------------- the tests
@@ -951,43 +1070,43 @@ def student_server(student_book):
     yield from _serve(student_book)
 
 
-@pytest.fixture(scope="module")
-def student_report(browser, student_book, student_server):
-    """Every page of the student edition in light and then dark mode: what is wrong with it (see
-    the test below), and axe-core's violations per page and mode."""
-    pages = [p.relative_to(student_book).as_posix() for p in _pages(student_book)]
-    found = {"pages": pages, "problems": [], "axe": {}}
+def _student_in_mode(browser, student_book, student_server, pages, mode) -> dict:
+    """Every page of the student edition in ``mode``: axe-core's violations; in light mode also
+    what is wrong with it (see the test below)."""
+    found = {"problems": [], "axe": {}}
     problems = found["problems"]
-    for mode in ("light", "dark"):
-        browser.get(student_server + "/intro.html")
-        _set_mode(browser, mode)
-        for rel in pages:
-            browser.get_log("browser")
-            browser.get(student_server + "/" + rel)
-            waited = _wait(browser)
-            found["axe"][(rel, mode)] = _axe(browser)
-            if mode == "dark":
-                continue  # the pages' content is checked once, in light mode
-            seen = browser.execute_script(_STUDENT_PAGE)
-            if seen["solutions"]:
-                problems.append(f"{rel}: {seen['solutions']} solution element(s)")
-            problems += [f"{rel}: link to the guide {href}" for href in seen["guide"]]
-            problems += [f"{rel}: image did not load: {src}" for src in seen["images"]]
-            problems += [
-                f"{rel}: {m}"
-                for m in list(seen["errors"]) + list(waited["errors"])
-                if not _allowed(m)
-            ]
-            problems += [
-                f"{rel}: {e['message']}"
-                for e in browser.get_log("browser")
-                if e["level"] == "SEVERE" and not _allowed(e["message"])
-            ]
-            problems += _check_links(student_book, student_server, rel, seen["links"])
-            if _is_chapter(rel) and seen["exercises"] == 0:
-                problems.append(f"{rel}: no exercise shown")
-    _set_mode(browser, "light")
+    browser.get(student_server + "/intro.html")
+    _set_mode(browser, mode)
+    for rel in pages:
+        browser.get_log("browser")
+        browser.get(student_server + "/" + rel)
+        waited = _wait(browser)
+        found["axe"][(rel, mode)] = _axe(browser)
+        if mode == "dark":
+            continue  # the pages' content is checked once, in light mode
+        seen = browser.execute_script(_STUDENT_PAGE)
+        if seen["solutions"]:
+            problems.append(f"{rel}: {seen['solutions']} solution element(s)")
+        problems += [f"{rel}: link to the guide {href}" for href in seen["guide"]]
+        problems += [f"{rel}: image did not load: {src}" for src in seen["images"]]
+        problems += [
+            f"{rel}: {m}" for m in list(seen["errors"]) + list(waited["errors"]) if not _allowed(m)
+        ]
+        problems += [
+            f"{rel}: {e['message']}"
+            for e in browser.get_log("browser")
+            if e["level"] == "SEVERE" and not _allowed(e["message"])
+        ]
+        problems += _check_links(student_book, student_server, rel, seen["links"])
+        if _is_chapter(rel) and seen["exercises"] == 0:
+            problems.append(f"{rel}: no exercise shown")
     return found
+
+
+@pytest.fixture(scope="module")
+def student_report(visits):
+    """What is wrong with the student edition's pages, and axe-core's violations (see `visits`)."""
+    return visits["student"]
 
 
 @pytest.mark.build

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from . import BUILD
+from .timings import longest_first
 
 # rankbook.checks.BOOK_BUILD_ENV, named again (booktools stays off the book layer here)
 BOOK_BUILD_ENV = "RANKCOLLAPSE_BOOK_BUILD"
@@ -96,33 +97,62 @@ def execute_all(runs, jobs: int | None = None, done=None) -> dict:
 
     ``runs``: ``{key: (path, options)}``, ``options`` being :func:`execute`'s keyword arguments.
     ``done(key, seconds, error)`` is called as each run ends (``error`` is ``None`` on success).
+    The runs start longest first (:func:`booktools.timings.longest_first`); the result keeps the
+    order of ``runs``.
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    return Batch(runs, jobs).wait(done)
 
-    runs = dict(runs)
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ValueError(f"execute_all: jobs must be a positive integer, got {jobs!r}")
-    jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(runs) or 1))
-    made = {}
-    if not runs:
-        return made
-    KERNELS_LOG.parent.mkdir(parents=True, exist_ok=True)
-    KERNELS_LOG.write_text("")  # this call's kernels only
-    with ProcessPoolExecutor(
-        jobs,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_worker,
-        initargs=(jobs > 1, str(KERNELS_LOG)),
-    ) as pool:
-        started = time.monotonic()
-        futures = {pool.submit(_timed, path, options): key for key, (path, options) in runs.items()}
-        for future in as_completed(futures):
-            key, error = futures[future], future.exception()
+
+class Batch:
+    """Runs started now and collected later: :func:`execute_all` without the wait. The processes
+    (and their kernels) start, with this process's environment and folder, before the constructor
+    returns, so that what the caller changes afterwards (a test's ``monkeypatch``) reaches none of
+    them. :meth:`wait` returns what :func:`execute_all` returns; :meth:`cancel` stops the runs not
+    yet begun."""
+
+    def __init__(self, runs, jobs: int | None = None):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.order = list(runs)
+        runs = longest_first(runs)
+        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+            raise ValueError(f"execute_all: jobs must be a positive integer, got {jobs!r}")
+        jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(runs) or 1))
+        self.made: dict = {}
+        self.futures: dict = {}
+        self.pool = None
+        self.started = time.monotonic()
+        if not runs:
+            return
+        KERNELS_LOG.parent.mkdir(parents=True, exist_ok=True)
+        KERNELS_LOG.write_text("")  # this batch's kernels only
+        self.pool = ProcessPoolExecutor(
+            jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker,
+            initargs=(jobs > 1, str(KERNELS_LOG)),
+        )
+        self.futures = {
+            self.pool.submit(_timed, path, options): key for key, (path, options) in runs.items()
+        }
+
+    def wait(self, done=None) -> dict:
+        """Wait for every run; ``done(key, seconds, error)`` as each ends (see execute_all)."""
+        from concurrent.futures import as_completed
+
+        for future in as_completed(self.futures):
+            key, error = self.futures[future], future.exception()
             if error is None:
-                made[key], seconds = future.result()
+                self.made[key], seconds = future.result()
             else:
-                made[key], seconds = error, time.monotonic() - started
+                self.made[key], seconds = error, time.monotonic() - self.started
             if done is not None:
                 done(key, seconds, error)
-    return {key: made[key] for key in runs}
+        self.cancel()
+        return {key: self.made[key] for key in self.order if key in self.made}
+
+    def cancel(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None

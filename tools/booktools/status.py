@@ -42,10 +42,11 @@ from booktools import ROOT
 from booktools.build import build
 from booktools.execute import execute
 from booktools.outputs import claim_records, glued_values
+from booktools.timings import STATUS_JSON, read
 from booktools.toc import chapter_key, toc_notebooks
 
-STATUS_DIR = ROOT / "status"
-JSON_PATH = STATUS_DIR / "status.json"
+JSON_PATH = STATUS_JSON
+STATUS_DIR = JSON_PATH.parent
 TABLE_PATH = STATUS_DIR / "table.md"
 MODES = ("fast", "full")
 
@@ -318,9 +319,7 @@ def render(status: dict) -> str:
 
 
 def load() -> dict:
-    if JSON_PATH.exists():
-        return json.loads(JSON_PATH.read_text())
-    return {"chapters": {}}
+    return read(JSON_PATH)
 
 
 def save(status: dict) -> None:
