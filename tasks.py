@@ -19,7 +19,9 @@
                               installs TeX (Debian's packages, apt-get) when it is missing
     python tasks.py install   only install the pinned requirements and the library
 
-Every command installs first: `pip install` of pinned versions is a no-op when they are present.
+Every command installs first, unless this environment's last install was made from the same
+requirements files and pyproject.toml and every pinned package is still there at its version
+(then it says so and goes on); `python tasks.py install` always runs pip.
 Extra arguments after `test` go to pytest (`python tasks.py test -k paths`); after `grade`, to
 `booktools.grade` (`python tasks.py grade submissions/ --timeout 300`).
 
@@ -53,7 +55,58 @@ def step(title: str, *cmd: str) -> None:
     print(f"==> done in {seconds:.0f} s: {title}", flush=True)
 
 
-def install() -> None:
+INSTALLED = Path(sys.prefix) / "rankcollapse-installed.txt"  # in the environment, not the clone
+REQUIREMENTS = ("requirements.txt", "requirements-nodeps.txt")
+
+
+def _fingerprint() -> str:
+    """What the install was made from: the requirements files, pyproject.toml and this clone."""
+    import hashlib
+
+    digest = hashlib.sha256(str(ROOT).encode())
+    for name in (*REQUIREMENTS, "pyproject.toml"):
+        path = ROOT / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
+    return digest.hexdigest()
+
+
+def installed() -> bool:
+    """Whether this environment already holds the install: the last install in it was made from
+    the same requirements files and pyproject.toml of this clone, and every pinned package is
+    there at its version (importlib.metadata: a fraction of a second, where pip takes ~10 s)."""
+    import json
+    from importlib import metadata
+
+    if not INSTALLED.exists() or INSTALLED.read_text().strip() != _fingerprint():
+        return False
+    for name in REQUIREMENTS:
+        path = ROOT / name
+        for line in path.read_text().splitlines() if path.exists() else ():
+            pin = line.split("#", 1)[0].strip()
+            if not pin:
+                continue
+            package, _, version = pin.partition("==")
+            try:  # a local label (torch's "+cpu") satisfies the pin, as it does for pip
+                if metadata.version(package.strip()).split("+")[0] != version.strip():
+                    return False
+            except metadata.PackageNotFoundError:
+                return False
+    try:
+        url = json.loads(metadata.distribution("rankcollapse").read_text("direct_url.json") or "{}")
+    except metadata.PackageNotFoundError:
+        return False
+    return url.get("url") == ROOT.as_uri() and url.get("dir_info", {}).get("editable", False)
+
+
+def install(always: bool = False) -> None:
+    if not always and installed():
+        print(
+            "==> install: already done in this environment (the pinned packages are there, and "
+            "requirements*.txt and pyproject.toml are as they were); python3 tasks.py install "
+            "runs pip again",
+            flush=True,
+        )
+        return
     pip = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     step(
         "install the pinned requirements (pip install -r requirements.txt)",
@@ -74,6 +127,10 @@ def install() -> None:
     step(
         "install the library and the book's tools (pip install -e .)", *pip, "--no-deps", "-e", "."
     )
+    try:
+        INSTALLED.write_text(_fingerprint() + "\n")
+    except OSError:  # a system Python's prefix: pip runs again next time
+        pass
 
 
 # the student edition of the HTML book (booktools.edition; `--reuse` takes the last book build)
@@ -104,7 +161,7 @@ def main(argv: list[str]) -> None:
             )
         sys.exit(2)
     cmd, rest = argv[0], argv[1:]
-    install()
+    install(always=cmd == "install")
     if cmd == "book":
         # booktools.build prints one line per chapter with its time, and the failing cell if any
         step("build the book (full mode)", PY, "-m", "booktools.build", "--mode", "full")

@@ -188,6 +188,45 @@ def test_tasks_runs_on_the_standard_library_alone():
     assert result.returncode == 2 and "python tasks.py book" in result.stdout, result.stderr
 
 
+def _tasks_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tasks_under_test", ROOT / "tasks.py")
+    tasks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tasks)
+    return tasks
+
+
+def test_tasks_skips_the_install_only_when_nothing_changed(tmp_path, monkeypatch):
+    """tasks.py runs pip unless this environment's last install was made from the same files and
+    every pin is still installed at its version; a changed requirements file, a pin the
+    environment lacks and a missing record each make it install again."""
+    tasks = _tasks_module()
+    monkeypatch.setattr(tasks, "INSTALLED", tmp_path / "record.txt")
+    assert not tasks.installed()  # no record
+    (tmp_path / "record.txt").write_text(tasks._fingerprint() + "\n")
+    from importlib import metadata
+
+    try:
+        url = metadata.distribution("rankcollapse").read_text("direct_url.json") or ""
+    except metadata.PackageNotFoundError:
+        url = ""
+    if ROOT.as_uri() in url:  # this clone's editable install (as tasks.py makes it)
+        assert tasks.installed()
+    # another clone's files: a changed requirements file
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in (*tasks.REQUIREMENTS, "pyproject.toml"):
+        (clone / name).write_bytes((ROOT / name).read_bytes())
+    monkeypatch.setattr(tasks, "ROOT", clone)
+    (tmp_path / "record.txt").write_text(tasks._fingerprint() + "\n")
+    with open(clone / "requirements.txt", "a") as f:
+        f.write("no-such-package-of-ours==1.0\n")
+    assert not tasks.installed()  # the record no longer matches
+    (tmp_path / "record.txt").write_text(tasks._fingerprint() + "\n")
+    assert not tasks.installed()  # the record matches; the pin is not installed
+
+
 # ---------------------------------------------------------------------- the build's progress report
 
 
