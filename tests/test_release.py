@@ -72,14 +72,11 @@ def _head():
 
 @pytest.mark.build
 @pytest.mark.parametrize("edition", ["book", "student edition"])
-def test_every_page_carries_the_version_date_and_commit(edition, request):
+def test_every_page_carries_the_version_date_and_commit(edition, built_book, student_book):
     """Every page's footer: the version of CITATION.cff, the build date, the commit built from;
-    the landing page has the "How to cite" section with the citation of that version."""
-    html = (
-        request.getfixturevalue("built_book") / "html"
-        if edition == "book"
-        else request.getfixturevalue("student_book")
-    )
+    the landing page has the "How to cite" section with the citation of that version. (Both
+    builds named in the signature: the session runs this module after the chapters' runs.)"""
+    html = built_book / "html" if edition == "book" else student_book
     version = str(release.citation(ROOT)["version"])
     head = _head()
     stamp = re.compile(
