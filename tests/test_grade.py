@@ -805,10 +805,10 @@ def test_tasks_py_passes_grade_on(monkeypatch):
     finally:
         sys.path.remove(str(ROOT))
     calls = []
-    monkeypatch.setattr(tasks, "install", lambda: calls.append("install"))
+    monkeypatch.setattr(tasks, "install", lambda always=False: calls.append(("install", always)))
     monkeypatch.setattr(tasks, "step", lambda title, *cmd: calls.append(cmd))
     tasks.main(["grade", "subs", "--out", "o", "--merge", "h.csv"])
     assert calls == [
-        "install",
+        ("install", False),  # pip only if the environment lacks the install (tasks.installed)
         (tasks.PY, "-m", "booktools.grade", "subs", "--out", "o", "--merge", "h.csv"),
     ]
