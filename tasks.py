@@ -91,11 +91,13 @@ def installed() -> bool:
                     return False
             except metadata.PackageNotFoundError:
                 return False
-    try:
-        url = json.loads(metadata.distribution("rankcollapse").read_text("direct_url.json") or "{}")
-    except metadata.PackageNotFoundError:
-        return False
-    return url.get("url") == ROOT.as_uri() and url.get("dir_info", {}).get("editable", False)
+    # this clone's editable install (pip's record of where it came from, in site-packages; the
+    # clone's own rankcollapse.egg-info, which setuptools leaves beside pyproject.toml, has none)
+    for dist in metadata.distributions(name="rankcollapse"):
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+        if url.get("url") == ROOT.as_uri() and url.get("dir_info", {}).get("editable", False):
+            return True
+    return False
 
 
 def install(always: bool = False) -> None:
