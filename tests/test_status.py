@@ -256,11 +256,14 @@ def test_tests_alone_measure_only_the_test_session(tmp_path, monkeypatch):
     assert "**failed**" in (tmp_path / "table.md").read_text()
 
 
-def test_the_session_summary_is_read_from_pytests_last_line(monkeypatch):
+def test_the_session_summary_is_read_from_pytests_last_line(monkeypatch, tmp_path):
     class Done:
         returncode = 0
         stdout = "....\n==> done\n1404 passed, 3 skipped, 2 deselected in 612.3s (0:10:12)\n"
+        stderr = "a warning\n"
 
     monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: Done())
+    monkeypatch.setattr(script, "TESTS_LOG", tmp_path / "tests.log")
     out = script.time_test_session()
     assert out["ok"] and out["counts"] == {"passed": 1404, "skipped": 3, "deselected": 2}
+    assert (tmp_path / "tests.log").read_text() == Done.stdout + Done.stderr  # kept to read

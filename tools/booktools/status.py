@@ -49,6 +49,7 @@ JSON_PATH = STATUS_JSON
 STATUS_DIR = JSON_PATH.parent
 TABLE_PATH = STATUS_DIR / "table.md"
 MODES = ("fast", "full")
+TESTS_LOG = ROOT / "_build" / "status" / "tests.log"  # the last timed test session's output
 
 
 # --------------------------------------------------------------------------- the machine
@@ -145,7 +146,7 @@ def time_book_build(mode: str) -> dict:
     t = time.perf_counter()
     ok = build(mode, out=io.StringIO()) == 0
     seconds = time.perf_counter() - t
-    print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
+    print(f" {seconds:.1f} s" + ("" if ok else f" (FAILED: the output is in {TESTS_LOG})"))
     return {
         "mode": mode,
         "seconds": round(seconds, 1),
@@ -170,12 +171,14 @@ def time_test_session() -> dict:
         text=True,
     )
     seconds = time.perf_counter() - t
+    TESTS_LOG.parent.mkdir(parents=True, exist_ok=True)
+    TESTS_LOG.write_text(result.stdout + result.stderr)  # what failed, when something did
     last = ([ln for ln in result.stdout.splitlines() if " in " in ln and "passed" in ln] or [""])[
         -1
     ]
     counts = {kind.rstrip("s"): int(n) for n, kind in _SUMMARY.findall(last)}
     ok = result.returncode == 0
-    print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
+    print(f" {seconds:.1f} s" + ("" if ok else f" (FAILED: the output is in {TESTS_LOG})"))
     return {
         "seconds": round(seconds, 1),
         "ok": ok,
