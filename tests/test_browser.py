@@ -27,7 +27,9 @@ skip chapter's explorer must redraw its curve when each of its controls moves. T
 snippets must show no raw TeX.
 
 Accessibility: axe-core (the copy selenium-axe-python bundles: nothing is fetched) runs on every
-page of the book and of the student edition, in light and in dark mode; its results are printed
+page of the book in light and in dark mode, and of the student edition in light mode (its dark mode
+is the book's: the same theme and stylesheet, whose colours the book's dark pass checks on the same
+pages with the solutions in); its results are printed
 per page (pytest -rP) and written to ``_build/tests/_build/axe.json``, and a violation of impact
 "serious" or "critical" fails. Every table has header cells; every image has alt text, and a
 figure's is the description its SVG carries (``book.plotting.alt_text``, read from the figure's
@@ -41,8 +43,8 @@ transparent background, and pydata-sphinx-theme (under sphinx-book-theme) gives 
 white background in dark mode; the test guards it.
 
 Two Chromiums do the work at once (``BROWSERS``, one per core of the test machine), each taking
-the next pass (the book in light mode, in dark mode, at 390 px; the student edition in light and
-in dark mode) when it is free. Runs when Chromium, chromedriver and selenium are installed; skips
+the next pass (the book in light mode, in dark mode, at 390 px; the student edition in light mode)
+when it is free. Runs when Chromium, chromedriver and selenium are installed; skips
 with the reason otherwise.
 Selenium is given the driver's path, so selenium-manager never downloads anything.
 """
@@ -747,24 +749,21 @@ def visits(browser, html_dir, server, student_book, student_server):
     """Every page of the book and of its student edition opened in every way the tests below
     read, by BROWSERS Chromiums at once: the book in light mode (checks, axe, layout at 1280 px,
     screenshot), in dark mode (axe, the theme, each figure's backing, chapters' screenshots) and
-    at 390 px (layout, chapters' screenshots); the student edition in light and dark mode (see
-    `_student_in_mode`). Returns ``{"book": report, "student": report}``."""
+    at 390 px (layout, chapters' screenshots); the student edition in light mode (see
+    `_student_in_light_mode`). Returns ``{"book": report, "student": report}``."""
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     pages = [p.relative_to(html_dir).as_posix() for p in _pages(html_dir)]
     student_pages = [p.relative_to(student_book).as_posix() for p in _pages(student_book)]
     jobs = [
         lambda b: _book_in_mode(b, html_dir, server, pages, "light"),
         lambda b: _book_in_mode(b, html_dir, server, pages, "dark"),
-        lambda b: _student_in_mode(b, student_book, student_server, student_pages, "light"),
-        lambda b: _student_in_mode(b, student_book, student_server, student_pages, "dark"),
+        lambda b: _student_in_light_mode(b, student_book, student_server, student_pages),
         lambda b: _book_on_a_phone(b, server, pages, WIDTHS[1]),
     ]
     others = [_start_browser() for _ in range(BROWSERS - 1)]
     try:
         first = _book_first_visit(browser, server)
-        (book_light, book_dark, student_light, student_dark, phone), seconds = _run_jobs(
-            [browser, *others], jobs
-        )
+        (book_light, book_dark, student_light, phone), seconds = _run_jobs([browser, *others], jobs)
     finally:
         for driver in others:
             _stop_browser(driver)
@@ -774,10 +773,9 @@ def visits(browser, html_dir, server, student_book, student_server):
     for found in (first, book_light, book_dark, phone):
         _merge(book, found)
     student = {"pages": student_pages, "problems": [], "axe": {}}
-    for found in (student_light, student_dark):
-        student["problems"] += found["problems"]
-        student["axe"].update(found["axe"])
-    names = ("book, light", "book, dark", "student, light", "student, dark", "book, 390 px")
+    student["problems"] += student_light["problems"]
+    student["axe"].update(student_light["axe"])
+    names = ("book, light", "book, dark", "student, light", "book, 390 px")
     print("browser passes (s):", dict(zip(names, seconds)))  # pytest -rP shows it
     return {"book": book, "student": student}
 
@@ -841,16 +839,16 @@ def test_every_figure_was_checked_for_its_alt_text(report):
 
 @pytest.mark.build
 def test_axe_finds_no_serious_or_critical_violation(report, student_report):
-    """axe-core on every page of the book and of the student edition, in light and dark mode:
-    the results per page are printed (pytest -rP) and written to _build/tests/_build/axe.json;
-    a violation of impact serious or critical fails."""
+    """axe-core on every page of the book in light and dark mode, and of the student edition in
+    light mode (see the module's note): the results per page are printed (pytest -rP) and
+    written to _build/tests/_build/axe.json; a violation of impact serious or critical fails."""
     import json
 
     results = {
         **report["axe"],
         **{(f"student/{rel}", mode): v for (rel, mode), v in student_report["axe"].items()},
     }
-    assert len(results) == 2 * (len(report["pages"]) + len(student_report["pages"]))
+    assert len(results) == 2 * len(report["pages"]) + len(student_report["pages"])
     AXE_REPORT.write_text(
         json.dumps({f"{rel} ({mode})": v for (rel, mode), v in sorted(results.items())}, indent=1)
     )
@@ -1070,20 +1068,18 @@ def student_server(student_book):
     yield from _serve(student_book)
 
 
-def _student_in_mode(browser, student_book, student_server, pages, mode) -> dict:
-    """Every page of the student edition in ``mode``: axe-core's violations; in light mode also
-    what is wrong with it (see the test below)."""
+def _student_in_light_mode(browser, student_book, student_server, pages) -> dict:
+    """Every page of the student edition in light mode: what is wrong with it (see the test below)
+    and axe-core's violations."""
     found = {"problems": [], "axe": {}}
     problems = found["problems"]
     browser.get(student_server + "/intro.html")
-    _set_mode(browser, mode)
+    _set_mode(browser, "light")
     for rel in pages:
         browser.get_log("browser")
         browser.get(student_server + "/" + rel)
         waited = _wait(browser)
-        found["axe"][(rel, mode)] = _axe(browser)
-        if mode == "dark":
-            continue  # the pages' content is checked once, in light mode
+        found["axe"][(rel, "light")] = _axe(browser)
         seen = browser.execute_script(_STUDENT_PAGE)
         if seen["solutions"]:
             problems.append(f"{rel}: {seen['solutions']} solution element(s)")
@@ -1114,7 +1110,7 @@ def test_the_student_edition_in_the_browser(student_report):
     """Every page of the student edition (booktools.edition) opens with no solution element, no
     link to the instructor's guide, no JavaScript error, every image loaded and every internal
     link resolved; each chapter still shows its exercises. Checked in light mode (the pages are
-    the book's, checked in full above); axe-core runs in both modes (the test above)."""
+    the book's, checked in full above, in both modes), as axe-core is (the test above)."""
     pages = student_report["pages"]
     assert "instructors.html" not in pages and "chapters/paths.html" in pages
     assert not student_report["problems"], "\n".join(student_report["problems"])

@@ -500,19 +500,25 @@ CASES = {
 }
 
 
+# The cases that loop: each spends its whole time limit, so they are graded apart with a shorter
+# one (LOOP_TIMEOUT: the kernel's start, the imports and the cells before the loop fit in it on a
+# loaded machine); the others get room for a loaded machine and never reach theirs.
+LOOPS = ("loop.md", "late.md")
+TIMEOUT, LOOP_TIMEOUT = 40, 15
+
+
 @pytest.fixture(scope="module")
 def tampered_graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("submissions")
+    folder, loops = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("loops")
     for name, (text, _, _) in CASES.items():
         if name.endswith(".ipynb"):
             text = to_ipynb(text)
-        (folder / name).write_text(text)
+        (loops if name in LOOPS else folder).joinpath(name).write_text(text)
     (folder / "notes").mkdir()
     (folder / "notes" / "unrelated.md").write_text(HEADER + "```{code-cell} ipython3\n1 + 1\n```\n")
     (folder / "broken.ipynb").write_text("{not json")
-    subs = grade.grade(
-        folder, timeout=40, jobs=2, echo=lambda *a: None
-    )  # room for a loaded machine
+    subs = grade.grade(folder, timeout=TIMEOUT, jobs=2, echo=lambda *a: None)
+    subs += grade.grade(loops, timeout=LOOP_TIMEOUT, jobs=2, echo=lambda *a: None)
     return {s.rel: s for s in subs}, folder / "graded"
 
 
