@@ -57,8 +57,6 @@ RUNS_READ = {
 }
 RUN_JOBS = 2
 BATCH = pytest.StashKey()  # the session's runs (booktools.execute.Batch), started at collection
-WANTS_PDF = pytest.StashKey()  # whether tests/test_pdf.py is among the collected tests
-PDF_JOB = pytest.StashKey()  # the PDF build started beside the other tests (`PdfJob`), if any
 
 
 def _run_options(seed: int, student: bool) -> dict:
@@ -111,47 +109,6 @@ def pytest_sessionfinish(session):
     batch = session.config.stash.get(BATCH, None)
     if batch is not None:  # an interrupted session: the runs not yet begun are not begun
         batch.cancel()
-    job = session.config.stash.get(PDF_JOB, None)
-    if job is not None:
-        job.stop()
-
-
-class PdfJob:
-    """Both PDFs (``python -m booktools.pdf``) built in a process of their own from the session's
-    book build, started as soon as that build is made (see `built_book`): they are typeset while
-    the student edition is built and the browser reads the pages, where a core is often free
-    (Sphinx's builds use one). ``tests/test_pdf.py`` waits for it (`wait`)."""
-
-    def __init__(self):
-        import subprocess
-        import sys
-        import time
-
-        self.log = BUILD / "pdf-tests.log"
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.start = time.monotonic()
-        with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "booktools.pdf"],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its group (Sphinx, latexmk) is stopped with it
-            )
-
-    def wait(self) -> tuple[int, str, float]:
-        """The build's exit code, what it printed, and its seconds from start to end."""
-        import time
-
-        code = self.proc.wait()
-        return code, self.log.read_text(), time.monotonic() - self.start
-
-    def stop(self) -> None:
-        import signal
-
-        if self.proc.poll() is None:  # an interrupted session
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait()
 
 
 @pytest.fixture(scope="session")
@@ -232,7 +189,7 @@ def remove_decoys(planted, root=ROOT) -> None:
 
 
 @pytest.fixture(scope="session")
-def built_book(runs, request):
+def built_book(runs):
     """The whole book built once per test session, in fast mode, from a clean build folder, with
     the decoy folders of ``DECOYS`` present in the repository (removed again after the build).
     The chapters' seed-0 runs this session has made are reused (none is executed twice); the
@@ -278,10 +235,6 @@ def built_book(runs, request):
             f"the tests' book build wrote into the reader's book ({readers}), not {BUILD}: "
             + ", ".join(touched[:5])
         )
-    from booktools.pdf import missing_tools
-
-    if request.config.stash.get(WANTS_PDF, False) and not missing_tools():
-        request.config.stash[PDF_JOB] = PdfJob()
     return BUILD
 
 
@@ -321,7 +274,5 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """After ``-k``/``-m`` have chosen the tests: start the runs they read (see RUNS_READ), and
-    note whether they read the PDFs (see `PdfJob`)."""
-    session.config.stash[WANTS_PDF] = any(i.path.name == "test_pdf.py" for i in session.items)
+    """After ``-k``/``-m`` have chosen the tests: start the runs they read (see RUNS_READ)."""
     _start_runs(session.config, session.items)

@@ -1,9 +1,8 @@
 """The PDF edition (booktools.pdf), built from the test session's book build, read back with
 pdftotext.
 
-Both PDFs are built once from the chapters the session's fast book build executed
-(tests/conftest.py's ``built_book``: no chapter runs again; the build starts, in a process of its
-own, as soon as the book is built: ``PdfJob``), and checked:
+Both PDFs are built once for this module from the chapters the session's fast book build executed
+(tests/conftest.py's ``built_book``: no chapter runs again), and checked:
 
 - every chapter's title is in the PDF, and a sample of each chapter's glued values that the HTML
   page shows (up to 8 a chapter, spread over its values) is in the PDF's text too;
@@ -30,7 +29,6 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import PDF_JOB
 
 from booktools import ROOT
 from booktools.pdf import PDF, TEX_PACKAGES, build, missing_tools
@@ -41,24 +39,20 @@ SAMPLE = 8  # glued values checked per chapter
 
 
 @pytest.fixture(scope="module")
-def pdfs(built_book, request):
+def pdfs(built_book):
     missing = missing_tools()
     if missing:
         pytest.skip(
             f"TeX is not installed ({', '.join(missing)} missing; Debian: apt-get install "
             f"--no-install-recommends {' '.join(TEX_PACKAGES)}, or python3 tasks.py pdf)"
         )
-    job = request.config.stash.get(PDF_JOB, None)
-    if job is not None:  # started beside the other tests as soon as the book was built
-        code, text, seconds = job.wait()
-    else:
-        report = io.StringIO()
-        start = time.monotonic()
-        code = build(out=report)
-        text, seconds = report.getvalue(), time.monotonic() - start
+    report = io.StringIO()
+    start = time.monotonic()
+    code = build(out=report)
+    seconds = time.monotonic() - start
     if code:
-        pytest.fail("the PDF failed to build:\n" + text)
-    print(text + f"both PDFs in {seconds:.0f} s")
+        pytest.fail("the PDF failed to build:\n" + report.getvalue())
+    print(report.getvalue() + f"both PDFs in {seconds:.0f} s")
     return {"book": PDF / "book.pdf", "student": PDF / "book-student.pdf", "seconds": seconds}
 
 
