@@ -13,9 +13,9 @@ Both PDFs are built once for this module from the chapters the session's fast bo
 - the student PDF has no solution: no "Solution to Exercise" heading and none of the solutions'
   code, which the book's PDF does show.
 
-The time both PDFs take is printed (pytest -rP), not asserted: on this 2-core machine, shared with
-other work, about 3 minutes; less on an idle one. The module skips, saying so, when TeX is not
-installed (``python3 tasks.py pdf`` installs it from Debian's packages; ``.ci/run`` does not).
+The time both PDFs take is printed (pytest -rP), not asserted: on this 2-core machine about 40 s
+alone, 44 s in a whole test session (the two editions at once). The module skips, saying so, when
+TeX is not installed (``python3 tasks.py pdf`` installs it from Debian's packages; ``.ci/run`` does not).
 """
 
 from __future__ import annotations
