@@ -15,7 +15,8 @@ Both PDFs are built once for this module from the chapters the session's fast bo
 
 The time both PDFs take is printed (pytest -rP), not asserted: on this 2-core machine about 40 s
 alone, 44 s in a whole test session (the two editions at once). The module skips, saying so, when
-TeX is not installed (``python3 tasks.py pdf`` installs it from Debian's packages; ``.ci/run`` does not).
+TeX is not installed (``python3 tasks.py pdf`` installs it from Debian's packages; ``.ci/run``
+does not).
 """
 
 from __future__ import annotations
