@@ -772,9 +772,7 @@ def visits(browser, html_dir, server, student_book, student_server):
     book = _empty_found()
     for found in (first, book_light, book_dark, phone):
         _merge(book, found)
-    student = {"pages": student_pages, "problems": [], "axe": {}}
-    student["problems"] += student_light["problems"]
-    student["axe"].update(student_light["axe"])
+    student = {"pages": student_pages, **student_light}  # its problems and axe's violations
     names = ("book, light", "book, dark", "student, light", "book, 390 px")
     print("browser passes (s):", dict(zip(names, seconds)))  # pytest -rP shows it
     return {"book": book, "student": student}

@@ -176,13 +176,14 @@ def build(names=tuple(EDITIONS), out=None) -> int:
     out.write(f"The PDF from the last book build ({mode} mode; no chapter is executed again):\n")
     start = time.monotonic()
     # the editions at once, each in a thread of its own: their steps are processes (Sphinx's LaTeX
-    # builder, latexmk), one core each; each edition's lines are written when it is done
+    # builder, latexmk), one core each; each edition's lines are written once both are done, in
+    # the order of ``names``
     reports = {name: io.StringIO() for name in names}
     with cf.ThreadPoolExecutor(max_workers=len(names)) as pool:
-        built = dict(zip(names, pool.map(lambda n: build_pdf(n, executed, reports[n]), names)))
+        built = list(pool.map(lambda n: build_pdf(n, executed, reports[n]), names))
     for name in names:
         out.write(reports[name].getvalue())
-    if any(pdf is None for pdf in built.values()):
+    if None in built:
         return 1
     out.write(f"PDF done in {time.monotonic() - start:.0f} s.\n")
     return 0
