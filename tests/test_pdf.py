@@ -13,7 +13,7 @@ Both PDFs are built once for this module from the chapters the session's fast bo
 - the student PDF has no solution: no "Solution to Exercise" heading and none of the solutions'
   code, which the book's PDF does show.
 
-The time both PDFs take is printed (pytest -rP), not asserted: on this 2-core machine about 40 s
+The time both PDFs take is printed (pytest -rP), not asserted: on this 2-core machine 39 to 48 s
 alone, 44 s in a whole test session (the two editions at once). The module skips, saying so, when
 TeX is not installed (``python3 tasks.py pdf`` installs it from Debian's packages; ``.ci/run``
 does not).
