@@ -5,6 +5,7 @@ When a chapter is added to _toc.yml, measure it: ``python -m booktools.status --
 """
 
 import json
+import os
 
 import pytest
 
@@ -115,18 +116,53 @@ def test_build_alone_measures_only_the_build(tmp_path, monkeypatch):
     done = []
     monkeypatch.setattr(script, "time_chapter", lambda path, mode: done.append("chapter"))
     monkeypatch.setattr(script, "run_benchmark", lambda: done.append("benchmark"))
-    monkeypatch.setattr(
-        script,
-        "time_book_build",
-        lambda mode: (
-            done.append(mode) or {"mode": mode, "seconds": 3.0, "ok": True, "measured": "x"}
-        ),
-    )
+    seconds = {"fast": 3.0, "full": 290.0}
+
+    def fake_build(mode, cache=None):
+        toy = None if cache is None else ("cached" if any(cache.iterdir()) else "trained")
+        done.append((mode, toy))
+        if cache is not None:
+            (cache / "toy.pt").write_text("a checkpoint")  # what a build from scratch leaves
+        extra = 400.0 if toy == "trained" else 0.0
+        return {"mode": mode, "seconds": seconds[mode] + extra, "ok": True, "toy": toy}
+
+    monkeypatch.setattr(script, "time_book_build", fake_build)
     assert script.main(["--build"]) == 0
-    assert done == ["fast", "full"]
+    # fast in the reader's cache; full from scratch (an empty cache), then with what it trained
+    assert done == [("fast", None), ("full", "trained"), ("full", "cached")]
     builds = json.loads((tmp_path / "status.json").read_text())["book_builds"]
-    assert builds["fast"]["seconds"] == builds["full"]["seconds"] == 3.0
-    assert "| 3 s | 3 s |" in (tmp_path / "table.md").read_text()
+    assert builds["fast"]["seconds"] == 3.0
+    assert (builds["full"]["seconds"], builds["full-scratch"]["seconds"]) == (290.0, 690.0)
+    table = (tmp_path / "table.md").read_text()
+    assert "toy tasks' checkpoints cached)* | 3 s | 4.8 min |" in table
+    assert "from scratch (the toy tasks' checkpoints trained first)* | | 11.5 min |" in table
+    # the targets' verdicts, from the numbers (the machine's cores are this machine's)
+    cores = os.cpu_count()
+    targets = [line for line in table.splitlines() if line.startswith("Targets")]
+    assert targets == [
+        "Targets, on an idle 2-core machine: the full book with the toy checkpoints cached under "
+        "5 minutes (met); the full book from scratch under 10 minutes (missed)."
+        + ("" if cores == 2 else f" (these were measured on {cores} cores: the verdicts do not")
+        + ("" if cores == 2 else " apply)")
+    ]
+
+
+def test_a_book_build_uses_the_cache_it_is_given_and_records_its_state(tmp_path, monkeypatch):
+    """``time_book_build(mode, cache)``: the build (and the kernels, which inherit the
+    environment) sees ``$RANKCOLLAPSE_CACHE`` = ``cache``; the reader's own value is back after
+    it; an empty cache is recorded as trained, one holding a checkpoint as cached."""
+    seen = []
+    monkeypatch.setenv("RANKCOLLAPSE_CACHE", "the-readers")
+    monkeypatch.setattr(
+        script, "build", lambda mode, out: seen.append(os.environ["RANKCOLLAPSE_CACHE"]) or 0
+    )
+    first = script.time_book_build("full", cache=tmp_path)
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "sorting-abc.pt").write_text("x")
+    second = script.time_book_build("full", cache=tmp_path)
+    assert seen == [str(tmp_path)] * 2 and os.environ["RANKCOLLAPSE_CACHE"] == "the-readers"
+    assert (first["toy"], second["toy"]) == ("trained", "cached")
+    assert script.time_book_build("fast")["toy"] is None and seen[-1] == "the-readers"
 
 
 def test_a_run_records_the_claims_it_declared():
@@ -244,13 +280,20 @@ def test_tests_alone_measure_only_the_test_session(tmp_path, monkeypatch):
     done = []
     monkeypatch.setattr(script, "time_chapter", lambda path, mode: done.append("chapter"))
     monkeypatch.setattr(script, "run_benchmark", lambda: done.append("benchmark"))
-    monkeypatch.setattr(script, "time_book_build", lambda mode: done.append(mode))
+    monkeypatch.setattr(script, "time_book_build", lambda mode, cache=None: done.append(mode))
     session = {"seconds": 600.0, "ok": True, "counts": {"passed": 12}, "measured": "2026-01-02"}
     monkeypatch.setattr(script, "time_test_session", lambda: done.append("tests") or session)
     assert script.main(["--tests"]) == 0
     assert done == ["tests"]
     table = (tmp_path / "table.md").read_text()
-    assert "`python3 tasks.py test`: 12 passed" in table and "| 10.0 min |" in table
+    assert "`python3 tasks.py test`: 12 passed)* | 10.0 min |" in table
+    assert "the test session under 8 minutes (missed)" in table
+    monkeypatch.setattr(script, "time_test_session", lambda: {**session, "tex": False})
+    assert script.main(["--tests"]) == 0
+    assert (
+        "12 passed; no TeX on the machine: the PDF tests skipped)*"
+        in (tmp_path / "table.md").read_text()
+    )
     session = {**session, "ok": False}
     assert script.main(["--tests"]) == 1
     assert "**failed**" in (tmp_path / "table.md").read_text()
