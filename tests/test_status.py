@@ -310,3 +310,39 @@ def test_the_session_summary_is_read_from_pytests_last_line(monkeypatch, tmp_pat
     out = script.time_test_session()
     assert out["ok"] and out["counts"] == {"passed": 1404, "skipped": 3, "deselected": 2}
     assert (tmp_path / "tests.log").read_text() == Done.stdout + Done.stderr  # kept to read
+
+
+def test_the_page_says_how_much_other_work_shared_the_machine():
+    """Each run records the cores other work kept busy while it ran (``others``,
+    booktools.machine): the page says the most any run saw, or that some runs shared the machine
+    (their times upper bounds, a missed target said to be missed on a shared machine); records
+    from before that measurement fall back on their load average."""
+    cores = os.cpu_count()
+    session = {"seconds": 420.0, "ok": True, "measured": "2026-12-07T07:00:00Z"}
+    build = {"mode": "full", "seconds": 280.0, "ok": True, "toy": "cached", "measured": "x"}
+    idle = {
+        "machine": {"cores": cores},
+        "book_builds": {"full": {**build, "others": 0.01}},
+        "test_session": {**session, "others": 0.03},
+    }
+    table = script.render(idle)
+    assert (
+        "Other work kept at most 0.03 of the machine's cores busy, on average, during the 2 "
+        in (table)
+    )
+    assert "shared the machine" not in table and "under 8 minutes (met)" in table
+    shared = {**idle, "test_session": {**session, "seconds": 600.0, "others": 1.2}}
+    table = script.render(shared)
+    assert "1 of these runs shared the machine with other work (on average up to 1.2 of its " in (
+        table
+    )
+    assert "Other work kept" not in table
+    assert "the test session under 8 minutes (missed, on a machine shared with other work)" in (
+        table
+    )
+    old = {**idle, "test_session": {**session, "load": 2.0 * cores + 1}}
+    table = script.render(old)
+    assert (
+        "1 of these runs (measured before other work was) ended with a load average above the "
+        f"machine's {cores} cores" in table
+    )

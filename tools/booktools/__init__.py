@@ -27,6 +27,7 @@ the folder its builds go to.
 - :mod:`booktools.grade` (and its ``grade_*`` modules): the grading command;
   :mod:`booktools.samples`: its sample submissions and example grade sheet;
 - :mod:`booktools.status`: the status page's measurements (``python -m booktools.status``);
+  :mod:`booktools.machine`: the machine they ran on and the other work that shared it;
 - :mod:`booktools.pdf`, :mod:`booktools.release`: the PDF edition; the version and citation;
 - :mod:`booktools.claims`, :mod:`booktools.results`: whose result is whose (the book's, the
   paper's) and the check that the prose credits each right;

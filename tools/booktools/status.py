@@ -6,7 +6,8 @@ reader waits for). Then time the whole book build from a clean ``_build`` in bot
 the tests' build; full: the README's ``python3 tasks.py book``, twice: first from scratch, the toy
 tasks' checkpoints trained into an empty cache of its own, then again with those checkpoints
 cached, as a reader's second build finds them), and run the library benchmark
-(``benchmarks/paths.py --json``). Record the machine, and each run's declared claims (whether
+(``benchmarks/paths.py --json``). Record the machine, how much other work shared it during each
+run (:class:`booktools.machine.OtherWork`), and each run's declared claims (whether
 each held: the status page's table of claims shows the last full-mode run's). Everything goes to
 ``status/status.json``, and the table the status page includes to ``status/table.md`` (generated
 from the JSON).
@@ -31,18 +32,17 @@ import datetime as dt
 import io
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 
 from booktools import ROOT
 from booktools.build import build
 from booktools.execute import execute
+from booktools.machine import BUSY_CORES, OtherWork, facts
 from booktools.outputs import claim_records, glued_values
 from booktools.timings import STATUS_JSON, read
 from booktools.toc import chapter_key, toc_notebooks
@@ -52,46 +52,6 @@ STATUS_DIR = JSON_PATH.parent
 TABLE_PATH = STATUS_DIR / "table.md"
 MODES = ("fast", "full")
 TESTS_LOG = ROOT / "_build" / "status" / "tests.log"  # the last timed test session's output
-
-
-# --------------------------------------------------------------------------- the machine
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine() -> dict:
-    """What the measurements ran on (recorded with every measurement)."""
-
-    def version(pkg):
-        try:
-            return metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "torch": version("torch"),
-        "jupyter-book": version("jupyter-book"),
-    }
-
-
-def load_average() -> float | None:
-    """The machine's 1-minute load average at the end of a run (other work slows a run down)."""
-    try:
-        return round(os.getloadavg()[0], 1)
-    except OSError:
-        return None
 
 
 def now() -> str:
@@ -114,7 +74,8 @@ def time_chapter(path: Path, mode: str) -> dict:
     print(f"  {chapter_key(path)} [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
     try:
-        nb = execute(path, mode=mode, out_dir=out_dir)
+        with OtherWork() as other:
+            nb = execute(path, mode=mode, out_dir=out_dir)
     except Exception as exc:  # noqa: BLE001  (a failing chapter is a measurement too)
         seconds = time.perf_counter() - t
         last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
@@ -126,7 +87,7 @@ def time_chapter(path: Path, mode: str) -> dict:
         "seconds": round(seconds, 1),
         "ok": True,
         "measured": now(),
-        "load": load_average(),
+        "others": other.cores,
         "claims": claims_of(nb),
     }
 
@@ -160,7 +121,8 @@ def time_book_build(mode: str, cache: Path | None = None) -> dict:
         os.environ[CACHE_ENV] = str(cache)
     try:
         t = time.perf_counter()
-        ok = build(mode, out=io.StringIO()) == 0
+        with OtherWork() as other:
+            ok = build(mode, out=io.StringIO()) == 0
         seconds = time.perf_counter() - t
     finally:
         os.environ.pop(CACHE_ENV, None)
@@ -173,7 +135,7 @@ def time_book_build(mode: str, cache: Path | None = None) -> dict:
         "ok": ok,
         "toy": toy,
         "measured": now(),
-        "load": load_average(),
+        "others": other.cores,
     }
 
 
@@ -188,12 +150,13 @@ def time_test_session() -> dict:
     print("  test session (python3 tasks.py test) ...", end="", flush=True)
     tex = not missing_tools()  # without TeX the PDF tests skip (as in CI)
     t = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tasks.py"), "test", "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    with OtherWork() as other:
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "tasks.py"), "test", "-q", "-p", "no:cacheprovider"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
     seconds = time.perf_counter() - t
     TESTS_LOG.parent.mkdir(parents=True, exist_ok=True)
     TESTS_LOG.write_text(result.stdout + result.stderr)  # what failed, when something did
@@ -209,7 +172,7 @@ def time_test_session() -> dict:
         "counts": counts,
         "tex": tex,
         "measured": now(),
-        "load": load_average(),
+        "others": other.cores,
     }
 
 
@@ -304,15 +267,35 @@ def render(status: dict) -> str:
         )
     runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()]
     runs += list(builds.values()) + ([tests] if tests else [])
-    busy = [
-        r["load"] for r in runs if r.get("load") is not None and r["load"] > (m.get("cores") or 1)
+    shared = [r["others"] for r in runs if (r.get("others") or 0) > BUSY_CORES]
+    busy = [  # records from before other work was measured: the load average at their end
+        r["load"]
+        for r in runs
+        if r.get("others") is None
+        and r.get("load") is not None
+        and r["load"] > (m.get("cores") or 1)
     ]
+    if shared:
+        lines += [
+            "",
+            f"{len(shared)} of these runs shared the machine with other work (on average up to "
+            f"{max(shared):.1f} of its {m.get('cores', '?')} cores busy with it): those times "
+            "are upper bounds.",
+        ]
     if busy:
         lines += [
             "",
-            f"{len(busy)} of these runs ended while the machine was busy with other work (load "
-            f"average up to {max(busy):.1f} on {m.get('cores', '?')} cores): "
-            "those times are upper bounds.",
+            f"{len(busy)} of these runs (measured before other work was) ended with a load "
+            f"average above the machine's {m.get('cores', '?')} cores (up to {max(busy):.1f}): "
+            "they may have shared the machine, and their times may be upper bounds.",
+        ]
+    measured = [r["others"] for r in runs if r.get("others") is not None]
+    if measured and not shared:
+        lines += [
+            "",
+            f"Other work kept at most {max(measured):.2f} of the machine's cores busy, on "
+            f"average, during the {len(measured)} runs that measured it "
+            "(`booktools.machine.OtherWork`).",
         ]
     # a full build in the reader's cache (earlier versions of this script) may have trained
     cached_build = builds.get("full") if builds.get("full", {}).get("toy") == "cached" else None
@@ -326,14 +309,17 @@ def render(status: dict) -> str:
         if entry
     ]
     if targets:
+
+        def verdict(entry, limit):
+            if not entry.get("ok"):
+                return "failed"
+            if entry["seconds"] < 60 * limit:
+                return "met"
+            shared = (entry.get("others") or 0) > BUSY_CORES
+            return "missed" + ", on a machine shared with other work" * shared
+
         said = [
-            f"{what} under {limit} minutes ("
-            + (
-                ("met" if entry["seconds"] < 60 * limit else "missed")
-                if entry.get("ok")
-                else "failed"
-            )
-            + ")"
+            f"{what} under {limit} minutes ({verdict(entry, limit)})"
             for what, entry, limit in targets
         ]
         other = (
@@ -447,7 +433,7 @@ def main(argv=None) -> int:
             )
         chapters = [by_name[c] for c in args.chapters]
 
-    status["machine"] = machine()
+    status["machine"] = facts()
     if do_all:
         status.pop("note", None)  # a remark about earlier, partial measurements
     # keep the toc's order; drop chapters that left the toc
