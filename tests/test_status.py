@@ -6,6 +6,7 @@ When a chapter is added to _toc.yml, measure it: ``python -m booktools.status --
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -345,4 +346,33 @@ def test_the_page_says_how_much_other_work_shared_the_machine():
     assert (
         "1 of these runs (measured before other work was) ended with a load average above the "
         f"machine's {cores} cores" in table
+    )
+
+
+def test_a_chapter_run_starts_from_an_empty_checkpoint_cache(monkeypatch, tmp_path):
+    """Each chapter run is a reader's first: its own empty ``$RANKCOLLAPSE_CACHE``, whatever the
+    reader's cache holds, and the reader's value back after it; the page says so."""
+    import nbformat
+
+    monkeypatch.setenv("RANKCOLLAPSE_CACHE", str(tmp_path))
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "sorting-abc.pt").write_text("the reader's checkpoint")
+    seen = []
+
+    def fake_execute(path, mode, out_dir):
+        cache = Path(os.environ["RANKCOLLAPSE_CACHE"])
+        seen.append((cache, list(cache.rglob("*"))))
+        (cache / "toy").mkdir()
+        (cache / "toy" / "trained.pt").write_text("x")  # what the run trains
+        return nbformat.v4.new_notebook()
+
+    monkeypatch.setattr(script, "execute", fake_execute)
+    runs = [script.time_chapter(toc_notebooks()[0], mode) for mode in ("fast", "full")]
+    assert [files for _, files in seen] == [[], []] and seen[0][0] != seen[1][0]
+    assert tmp_path not in [cache for cache, _ in seen]
+    assert os.environ["RANKCOLLAPSE_CACHE"] == str(tmp_path)
+    assert all(r["ok"] and r["cache"] == "empty" for r in runs)
+    chapters = {"chapters/paths": {"runs": dict(zip(("fast", "full"), runs))}}
+    assert "Each chapter's runs start from an empty checkpoint cache" in script.render(
+        {"chapters": chapters}
     )

@@ -28,6 +28,7 @@ non-zero after writing what it measured.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import io
 import json
@@ -69,12 +70,17 @@ def chapter_title(path: Path) -> str:
 
 
 def time_chapter(path: Path, mode: str) -> dict:
-    """Execute one chapter with papermill in ``mode``; seconds, or the error."""
+    """Execute one chapter with papermill in ``mode``, from an empty checkpoint cache of its own
+    (a reader's first run: the networks a chapter trains are trained); seconds, or the error."""
     out_dir = ROOT / "_build" / "status" / mode  # not _build/papermill: the tests compare those
     print(f"  {chapter_key(path)} [{mode}] ...", end="", flush=True)
     t = time.perf_counter()
     try:
-        with OtherWork() as other:
+        with (
+            tempfile.TemporaryDirectory(prefix="rankcollapse-cache-") as cache,
+            checkpoint_cache(Path(cache)),
+            OtherWork() as other,
+        ):
             nb = execute(path, mode=mode, out_dir=out_dir)
     except Exception as exc:  # noqa: BLE001  (a failing chapter is a measurement too)
         seconds = time.perf_counter() - t
@@ -88,6 +94,7 @@ def time_chapter(path: Path, mode: str) -> dict:
         "ok": True,
         "measured": now(),
         "others": other.cores,
+        "cache": "empty",
         "claims": claims_of(nb),
     }
 
@@ -105,29 +112,37 @@ def claims_of(nb) -> dict[str, dict]:
 CACHE_ENV = "RANKCOLLAPSE_CACHE"  # the toy tasks' checkpoint cache (rankcollapse.toy.train)
 
 
-def time_book_build(mode: str, cache: Path | None = None) -> dict:
-    """A whole book build from a clean _build in ``mode``: ``fast`` is the tests' build, ``full``
-    the README's ``python3 tasks.py book`` (without its install step). ``cache``: the toy tasks'
-    checkpoint cache the build uses (``$RANKCOLLAPSE_CACHE``, which the chapters' kernels inherit);
-    its state before the build is recorded: ``"toy": "trained"`` when it held no checkpoint
-    (the build trains them: from scratch), ``"cached"`` otherwise. None: the reader's cache, as
-    it is (recorded as ``"toy": None``)."""
-    label = f"{mode}, " + ("the reader's cache" if cache is None else "cache " + str(cache))
-    print(f"  book build [{label}] ...", end="", flush=True)
+@contextlib.contextmanager
+def checkpoint_cache(cache: Path | None):
+    """``$RANKCOLLAPSE_CACHE`` set to ``cache`` inside the block (the chapters' kernels inherit
+    it), the reader's own value back after it; None: the reader's cache, as it is. Yields the
+    cache's state before the run: ``"trained"`` when it held no checkpoint (the run trains the
+    networks: from scratch), ``"cached"`` when it held some, None for the reader's cache."""
+    if cache is None:
+        yield None
+        return
     saved = os.environ.get(CACHE_ENV)
-    toy = None
-    if cache is not None:
-        toy = "cached" if any(Path(cache).rglob("*.pt")) else "trained"
-        os.environ[CACHE_ENV] = str(cache)
+    state = "cached" if any(Path(cache).rglob("*.pt")) else "trained"
+    os.environ[CACHE_ENV] = str(cache)
     try:
-        t = time.perf_counter()
-        with OtherWork() as other:
-            ok = build(mode, out=io.StringIO()) == 0
-        seconds = time.perf_counter() - t
+        yield state
     finally:
         os.environ.pop(CACHE_ENV, None)
         if saved is not None:
             os.environ[CACHE_ENV] = saved
+
+
+def time_book_build(mode: str, cache: Path | None = None) -> dict:
+    """A whole book build from a clean _build in ``mode``: ``fast`` is the tests' build, ``full``
+    the README's ``python3 tasks.py book`` (without its install step). ``cache``: the toy tasks'
+    checkpoint cache the build uses (:func:`checkpoint_cache`); its state before the build is
+    recorded as ``"toy"``."""
+    label = f"{mode}, " + ("the reader's cache" if cache is None else "cache " + str(cache))
+    print(f"  book build [{label}] ...", end="", flush=True)
+    with checkpoint_cache(cache) as toy, OtherWork() as other:
+        t = time.perf_counter()
+        ok = build(mode, out=io.StringIO()) == 0
+        seconds = time.perf_counter() - t
     print(f" {seconds:.1f} s" + ("" if ok else " (FAILED)"))
     return {
         "mode": mode,
@@ -266,6 +281,13 @@ def render(status: dict) -> str:
             f"{no_tex})* | {fmt_seconds(tests)} | | {day(tests.get('measured'))} |"
         )
     runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()]
+    if runs and all(r.get("cache") == "empty" for r in runs):
+        lines += [
+            "",
+            "Each chapter's runs start from an empty checkpoint cache, as a reader's first run "
+            "does: the networks a chapter trains are trained (the toy tasks' full-mode time is "
+            "mostly that training; the whole book's full-mode row has them cached).",
+        ]
     runs += list(builds.values()) + ([tests] if tests else [])
     shared = [r["others"] for r in runs if (r.get("others") or 0) > BUSY_CORES]
     busy = [  # records from before other work was measured: the load average at their end
