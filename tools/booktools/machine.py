@@ -79,13 +79,15 @@ def own_seconds() -> float:
     return total
 
 
-def become_subreaper() -> None:
+def set_subreaper(on: bool) -> bool:
     """Make orphaned descendants this process's children (Linux ``PR_SET_CHILD_SUBREAPER``), so
-    that their CPU time reaches :func:`own_seconds` once they are reaped; a no-op elsewhere."""
+    that their CPU time reaches :func:`own_seconds` once they are reaped, or stop it; whether
+    the call succeeded (False off Linux or where the system refuses it)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # 36: PR_SET_CHILD_SUBREAPER
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return False
+    return prctl(36, int(on), 0, 0, 0) == 0  # 36: PR_SET_CHILD_SUBREAPER
 
 
 def reap_orphans() -> None:
@@ -101,12 +103,23 @@ def reap_orphans() -> None:
 
 class OtherWork:
     """``with OtherWork() as other: run()`` then ``other.cores``: how many cores, on average,
-    processes outside the run kept busy while it ran (None where it cannot be measured)."""
+    processes outside the run kept busy while it ran (None where it cannot be measured);
+    ``other.own``: the CPU seconds the run itself used.
+
+    Use it innermost, around work that waits for every process it starts (as
+    ``subprocess.run``, papermill and the book build do): a descendant still running at the end
+    counts as other work, and the block reaps the exited orphans it inherits, which a
+    ``Popen`` that outlives the block would then not find. Not in a process that keeps children
+    of its own (a test runner): measure in a child interpreter there. What it cannot separate
+    from other work: the kernel's time for the run's own interrupts (network, disk), and, in a
+    container, the host's other tenants (``/proc/stat`` is the host's)."""
 
     cores: float | None = None
+    own: float | None = None
 
     def __enter__(self) -> OtherWork:
-        become_subreaper()
+        reap_orphans()  # what earlier work left is not this run's
+        self._reaper = set_subreaper(True)
         self._machine, self._own = machine_busy_seconds(), own_seconds()
         self._start = time.perf_counter()
         return self
@@ -114,8 +127,11 @@ class OtherWork:
     def __exit__(self, *exc) -> None:
         reap_orphans()
         wall = time.perf_counter() - self._start
-        machine = machine_busy_seconds()
-        if machine is None or self._machine is None or wall <= 0:
-            return
-        other = (machine - self._machine) - (own_seconds() - self._own)
+        machine, own = machine_busy_seconds(), own_seconds()
+        if self._reaper:
+            set_subreaper(False)
+        self.own = own - self._own
+        if not self._reaper or machine is None or self._machine is None or wall <= 0:
+            return  # without the subreaper a browser's helpers would count as other work
+        other = (machine - self._machine) - self.own
         self.cores = round(max(other, 0.0) / wall, 2)

@@ -86,7 +86,7 @@ def time_chapter(path: Path, mode: str) -> dict:
         seconds = time.perf_counter() - t
         last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
         print(f" FAILED after {seconds:.1f} s: {last}")
-        return {"seconds": None, "ok": False, "error": last, "measured": now()}
+        return {"seconds": None, "ok": False, "error": last, "measured": now(), "cache": "empty"}
     seconds = time.perf_counter() - t
     print(f" {seconds:.1f} s")
     return {
@@ -282,11 +282,13 @@ def render(status: dict) -> str:
         )
     runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()]
     if runs and all(r.get("cache") == "empty" for r in runs):
+        cached = builds.get("full", {}).get("toy") == "cached"
         lines += [
             "",
             "Each chapter's runs start from an empty checkpoint cache, as a reader's first run "
-            "does: the networks a chapter trains are trained (the toy tasks' full-mode time is "
-            "mostly that training; the whole book's full-mode row has them cached).",
+            "does: the networks a chapter trains are trained"
+            + (" (the whole book's full-mode row has them cached)" if cached else "")
+            + ".",
         ]
     runs += list(builds.values()) + ([tests] if tests else [])
     shared = [r["others"] for r in runs if (r.get("others") or 0) > BUSY_CORES]
@@ -301,7 +303,7 @@ def render(status: dict) -> str:
         lines += [
             "",
             f"{len(shared)} of these runs shared the machine with other work (on average up to "
-            f"{max(shared):.1f} of its {m.get('cores', '?')} cores busy with it): those times "
+            f"{max(shared):.2f} of its {m.get('cores', '?')} cores busy with it): those times "
             "are upper bounds.",
         ]
     if busy:
