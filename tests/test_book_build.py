@@ -16,6 +16,22 @@ def test_book_builds_and_every_page_exists(built_book):
 
 
 @pytest.mark.build
+def test_the_sites_address_sends_the_reader_to_the_first_page(built_book):
+    """index.html: a redirect to the first page with a language, a title, a link and the book's
+    icon (without one a browser asks for /favicon.ico, a 404 in its console: booktools.ext)."""
+    import re
+
+    html = built_book / "html"
+    index = (html / "index.html").read_text()
+    first = toc_files()[0].removesuffix(".md") + ".html"
+    assert f'<meta http-equiv="Refresh" content="0; url={first}">' in index
+    assert f'<a href="{first}">' in index and '<html lang="en">' in index
+    assert re.search(r"<title>[^<]+</title>", index)
+    icon = re.search(r'<link rel="icon" href="([^"]+)">', index)
+    assert icon and (html / icon.group(1)).is_file(), index
+
+
+@pytest.mark.build
 def test_math_is_served_offline(built_book):
     """MathJax comes with the book (sphinx-mathjax-offline), not from a CDN."""
     page = (built_book / "html" / "chapters" / "paths.html").read_text()

@@ -20,10 +20,15 @@
    `jupyter_execute/` with its outputs: myst-nb 1.4 renders the cached outputs but writes the
    notebook as read, without them, and that file is the page's .ipynb download, the student
    edition's and the PDF's source.
+8. The site's ``index.html``, which sends a reader to the first page, written as a page: a
+   language, a title, a link to follow where the redirect is blocked, and the book's icon
+   (sphinx-external-toc writes the bare ``<meta http-equiv="Refresh">``, for which a browser asks
+   the server for ``/favicon.ico``: a 404 in its console, on every visit to the site's address).
 """
 
 from __future__ import annotations
 
+import html
 import os
 import unicodedata
 from collections import Counter
@@ -251,6 +256,35 @@ def _write_cached_outputs(app, env):
         nbformat.write(nb, path)
 
 
+_INDEX = """<!DOCTYPE html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Refresh" content="0; url={first}">
+<title>{title}</title>
+{icon}</head>
+<body><p><a href="{first}">{title}</a></p></body>
+</html>
+"""
+
+
+def _write_index(app, exception) -> None:
+    """Before sphinx-external-toc's own (which leaves an index.html it finds alone)."""
+    if exception is not None or app.builder.name != "html" or app.config.root_doc == "index":
+        return
+    icon = app.config.html_favicon
+    link = f'<link rel="icon" href="_static/{Path(icon).name}">\n' if icon else ""
+    Path(app.outdir, "index.html").write_text(
+        _INDEX.format(
+            lang=app.config.language or "en",
+            first=f"{app.config.root_doc}.html",
+            title=html.escape(app.config.html_title or app.config.project),
+            icon=link,
+        ),
+        encoding="utf8",
+    )
+
+
 def setup(app):
     app.add_config_value("colab_branch", "notebooks", "html")
     # "student": the student edition (booktools.edition): Colab opens the student notebook,
@@ -262,6 +296,7 @@ def setup(app):
     app.connect("html-page-context", _dedupe_page_scripts, priority=999)
     app.connect("build-finished", lambda app, exc: exc is None and _write_student_notebooks(app))
     app.connect("env-updated", _write_cached_outputs)
+    app.connect("build-finished", _write_index, priority=400)  # etoc's runs at 500
     # 5. the kernels myst-nb starts inherit this process's environment
     os.environ[BOOK_BUILD_ENV] = "1"
     return {"parallel_read_safe": True, "parallel_write_safe": True}
