@@ -38,7 +38,7 @@ from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
-from sphinx.util import logging
+from sphinx.util import isurl, logging
 
 from booktools.config import github_repo  # the reading of the address the Colab notebooks share
 from booktools.execute import BOOK_BUILD_ENV
@@ -270,16 +270,22 @@ _INDEX = """<!DOCTYPE html>
 
 def _write_index(app, exception) -> None:
     """Before sphinx-external-toc's own (which leaves an index.html it finds alone)."""
-    if exception is not None or app.builder.name != "html" or app.config.root_doc == "index":
+    if (
+        exception is not None
+        or app.builder.name != "html"
+        or app.config.root_doc == "index"
+        or "index" in app.env.found_docs  # a page of the book's own
+    ):
         return
     icon = app.config.html_favicon
-    link = f'<link rel="icon" href="_static/{Path(icon).name}">\n' if icon else ""
+    if icon and not isurl(icon):
+        icon = f"_static/{Path(icon).name}"
     Path(app.outdir, "index.html").write_text(
         _INDEX.format(
-            lang=app.config.language or "en",
-            first=f"{app.config.root_doc}.html",
+            lang=html.escape((app.config.language or "en").replace("_", "-")),
+            first=html.escape(app.builder.get_target_uri(app.config.root_doc)),
             title=html.escape(app.config.html_title or app.config.project),
-            icon=link,
+            icon=f'<link rel="icon" href="{html.escape(icon)}">\n' if icon else "",
         ),
         encoding="utf8",
     )
