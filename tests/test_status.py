@@ -346,10 +346,8 @@ def test_the_page_says_how_much_other_work_shared_the_machine():
         "test_session": {**session, "others": 0.03},
     }
     table = script.render(idle)
-    assert (
-        "Other work kept at most 0.03 of the machine's cores busy, on average, during the 2 "
-        in (table)
-    )
+    said = "Other work kept at most 0.03 of the machine's cores busy, on average, during the 2 "
+    assert said in table
     assert "shared the machine" not in table and "under 8 minutes (met)" in table
     shared = {**idle, "test_session": {**session, "seconds": 600.0, "others": 1.2}}
     table = script.render(shared)

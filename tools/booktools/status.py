@@ -231,6 +231,11 @@ def day(stamp: str | None) -> str:
     return stamp[:10].replace("-", "\u2011") if stamp else "?"
 
 
+def _shared(run: dict) -> bool:
+    """Whether other work kept more than :data:`BUSY_CORES` cores busy during ``run``."""
+    return (run.get("others") or 0) > BUSY_CORES
+
+
 def render(status: dict) -> str:
     """The status page's table and notes, as MyST markdown (included by status.md)."""
     m = status.get("machine", {})
@@ -256,11 +261,11 @@ def render(status: dict) -> str:
             f"| {fmt_seconds(runs.get('full'))} | {', '.join(dates) or '?'} |"
         )
     builds = status.get("book_builds", {})
+    # a full build in the reader's cache (earlier versions of this script) may have trained
+    full_cached = builds.get("full", {}).get("toy") == "cached"
     if builds:
         dates = sorted({day(b.get("measured")) for b in builds.values()})
-        cached = " (full mode: the toy tasks' checkpoints cached)" * (
-            builds.get("full", {}).get("toy") == "cached"
-        )
+        cached = " (full mode: the toy tasks' checkpoints cached)" * full_cached
         lines.append(
             f"| *the whole book (clean `_build`, every chapter executed, HTML written){cached}* "
             f"| {fmt_seconds(builds.get('fast'))} | {fmt_seconds(builds.get('full'))} | "
@@ -282,16 +287,15 @@ def render(status: dict) -> str:
         )
     runs = [r for e in status.get("chapters", {}).values() for r in e.get("runs", {}).values()]
     if runs and all(r.get("cache") == "empty" for r in runs):
-        cached = builds.get("full", {}).get("toy") == "cached"
         lines += [
             "",
             "Each chapter's runs start from an empty checkpoint cache, as a reader's first run "
             "does: the networks a chapter trains are trained"
-            + (" (the whole book's full-mode row has them cached)" if cached else "")
+            + (" (the whole book's full-mode row has them cached)" if full_cached else "")
             + ".",
         ]
     runs += list(builds.values()) + ([tests] if tests else [])
-    shared = [r["others"] for r in runs if (r.get("others") or 0) > BUSY_CORES]
+    shared = [r["others"] for r in runs if _shared(r)]
     busy = [  # records from before other work was measured: the load average at their end
         r["load"]
         for r in runs
@@ -321,8 +325,7 @@ def render(status: dict) -> str:
             f"average, during the {len(measured)} runs that measured it "
             "(`booktools.machine.OtherWork`).",
         ]
-    # a full build in the reader's cache (earlier versions of this script) may have trained
-    cached_build = builds.get("full") if builds.get("full", {}).get("toy") == "cached" else None
+    cached_build = builds["full"] if full_cached else None
     targets = [
         (what, entry, limit)
         for what, entry, limit in (
@@ -339,8 +342,7 @@ def render(status: dict) -> str:
                 return "failed"
             if entry["seconds"] < 60 * limit:
                 return "met"
-            shared = (entry.get("others") or 0) > BUSY_CORES
-            return "missed" + ", on a machine shared with other work" * shared
+            return "missed" + ", on a machine shared with other work" * _shared(entry)
 
         said = [
             f"{what} under {limit} minutes ({verdict(entry, limit)})"

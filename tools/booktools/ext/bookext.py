@@ -273,8 +273,7 @@ def _write_index(app, exception) -> None:
     if (
         exception is not None
         or app.builder.name != "html"
-        or app.config.root_doc == "index"
-        or "index" in app.env.found_docs  # a page of the book's own
+        or "index" in app.env.found_docs  # a page of the book's own (the first, or another)
     ):
         return
     icon = app.config.html_favicon
