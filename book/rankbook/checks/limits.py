@@ -94,8 +94,8 @@ register(
             (
                 1,
                 (
-                    "One or two decades is where the models at initialisation sit (tens to "
-                    "hundreds); MiniLM's curve lies higher."
+                    "One or two decades is about where the models at initialisation sit; "
+                    "MiniLM's curve lies higher."
                 ),
             ),
             (
