@@ -1,5 +1,6 @@
 """Declared claims (book.evidence, book.ChapterRun.claim): a false claim stops the run naming
-itself; the chapters' claims are fixed sentences their prose states, in the section declared.
+itself; each chapter's claim is a sentence its prose marks once ([sentence]{.claim #claim-NAME}),
+in the section declared, and no code cell types it again.
 
 The end-to-end check (a claim broken on purpose fails a real chapter with its name) executes the
 layernorm chapter once in fast mode with RANKCOLLAPSE_BREAK_CLAIM set.
@@ -28,7 +29,6 @@ def test_a_true_claim_is_recorded():
     run = _run()
     c = run.claim(
         "falls",
-        "the residual falls",
         section=2,
         condition="last < first",
         holds=np.bool_(True),
@@ -45,7 +45,6 @@ def test_a_false_claim_fails_naming_itself_and_its_numbers():
     with pytest.raises(book.evidence.ClaimFailed) as e:
         run.claim(
             "falls",
-            "the residual falls",
             section=2,
             condition="last < first",
             holds=False,
@@ -64,7 +63,6 @@ def test_a_false_claim_fails_naming_itself_and_its_numbers():
 def test_a_full_scale_claim_is_not_checked_in_fast_mode_and_says_so(capsys):
     c = _run("fast").claim(
         "u",
-        "U-shaped",
         section=4,
         condition="min inside",
         holds=False,
@@ -76,7 +74,6 @@ def test_a_full_scale_claim_is_not_checked_in_fast_mode_and_says_so(capsys):
     with pytest.raises(book.evidence.ClaimFailed):
         _run("full").claim(
             "u",
-            "U-shaped",
             section=4,
             condition="min inside",
             holds=False,
@@ -88,16 +85,16 @@ def test_a_full_scale_claim_is_not_checked_in_fast_mode_and_says_so(capsys):
 def test_breaking_a_claim_on_purpose(monkeypatch):
     monkeypatch.setenv(book.evidence.BREAK_ENV, "paths.ok")
     run = _run()
-    run.claim("other", "x", section=1, condition="c", holds=True, evidence="e")
+    run.claim("other", section=1, condition="c", holds=True, evidence="e")
     with pytest.raises(book.evidence.ClaimFailed, match="broken on purpose"):
-        run.claim("ok", "x", section=1, condition="c", holds=True, evidence="e")
+        run.claim("ok", section=1, condition="c", holds=True, evidence="e")
 
 
 @pytest.mark.parametrize(
     "kwargs, error",
     [
         (dict(name="Bad Name"), ValueError),
-        (dict(sentence=""), TypeError),
+        (dict(condition=""), TypeError),
         (dict(holds=1), TypeError),
         (dict(holds=np.array([True, False])), TypeError),
         (dict(section=None), TypeError),
@@ -107,18 +104,16 @@ def test_breaking_a_claim_on_purpose(monkeypatch):
     ],
 )
 def test_bad_declarations_are_refused(kwargs, error):
-    args = (
-        dict(name="ok", sentence="x", section=1, condition="c", holds=True, evidence="e") | kwargs
-    )
+    args = dict(name="ok", section=1, condition="c", holds=True, evidence="e") | kwargs
     with pytest.raises(error):
         _run().claim(**args)
 
 
 def test_a_name_twice_is_refused():
     run = _run()
-    run.claim("ok", "x", section=1, condition="c", holds=True, evidence="e")
+    run.claim("ok", section=1, condition="c", holds=True, evidence="e")
     with pytest.raises(ValueError, match="twice"):
-        run.claim("ok", "y", section=1, condition="c", holds=True, evidence="e")
+        run.claim("ok", section=1, condition="c", holds=True, evidence="e")
 
 
 # ---- the chapters' declarations, read from their sources
@@ -149,7 +144,8 @@ def _literal(node):
 
 
 def declarations(path):
-    """(line, name, sentence, section) of every ``run.claim(...)`` in a chapter's code cells."""
+    """(line, name, section, positional arguments) of every ``run.claim(...)`` in a chapter's code
+    cells."""
     text = path.read_text()
     found = []
     for start, src in _code_cells(text):
@@ -162,27 +158,20 @@ def declarations(path):
                 and node.func.value.id == "run"
             ):
                 kw = {k.arg: k.value for k in node.keywords}
-                args = list(node.args) + [None, None]
-                name = _literal(args[0] or kw.get("name"))
-                sentence = _literal(args[1] or kw.get("sentence"))
+                name = _literal(node.args[0] if node.args else kw.get("name"))
                 section = _literal(kw["section"]) if "section" in kw else None
-                found.append((start + node.lineno, name, sentence, section))
+                found.append((start + node.lineno, name, section, len(node.args)))
     return found
 
 
-def _prose(text: str) -> str:
-    """The chapter's text outside code cells, whitespace collapsed."""
-    out, fence = [], None
-    for line in text.splitlines():
-        if fence is None and re.match(r"^```\{code-cell\}", line):
-            fence = "```"
-            continue
-        if fence is not None:
-            if line.strip() == fence:
-                fence = None
-            continue
-        out.append(line)
-    return " ".join(" ".join(out).split())
+def _strings(src: str) -> list[str]:
+    """Every string literal of a code cell (implicitly joined pieces as one), whitespace
+    collapsed."""
+    return [
+        " ".join(node.value.split())
+        for node in ast.walk(ast.parse(src))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
 
 
 def _section_at(text: str, line: int) -> str | None:
@@ -197,40 +186,117 @@ def _section_at(text: str, line: int) -> str | None:
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_every_chapter_declares_its_claims_as_fixed_sentences_of_its_prose(path):
+def test_every_claim_is_a_sentence_of_the_prose_written_once(path):
+    """Issue 43, part 3: each declared claim (``run.claim("NAME", section=...)``) has exactly one
+    span ``[sentence]{.claim #claim-NAME}`` in the prose of the section declared; every span has a
+    declaration; no claim's text is typed in a code cell."""
     text = path.read_text()
     found = declarations(path)
     assert found, (
         f"{path.name} declares no claim (run.claim): its qualitative statements are unchecked"
     )
-    prose = _prose(text)
     names = [f[1] for f in found]
     assert len(set(names)) == len(names), f"{path.name}: a claim name is declared twice: {names}"
-    for line, name, sentence, section in found:
+    spans = book.evidence.claim_spans(text)
+    marked = {}
+    for s in spans:
+        marked.setdefault(s.name, []).append(s)
+    for line, name, section, positional in found:
         where = f"{path.name}:{line} claim {name!r}"
         assert isinstance(name, str), f"{where}: the name must be a string literal"
-        assert isinstance(sentence, str), (
-            f"{where}: the sentence must be fixed text (a string literal)"
-        )
-        assert " ".join(sentence.split()) in prose, (
-            f"{where}: the prose does not state the sentence {sentence!r}"
+        assert positional == 1, (
+            f"{where}: run.claim takes the name only; the sentence is written in the prose"
         )
         assert str(section) == _section_at(text, line), (
             f"{where}: declared in section {_section_at(text, line)}, says section {section}"
         )
+        got = marked.get(name, [])
+        assert len(got) == 1, (
+            f"{where}: the prose marks it {len(got)} times (lines "
+            f"{[s.line for s in got]}); write [the sentence]{{.claim #claim-{name}}} once"
+        )
+        assert _section_at(text, got[0].line) == str(section), (
+            f"{where}: its sentence (line {got[0].line}) is in section "
+            f"{_section_at(text, got[0].line)}, the claim says section {section}"
+        )
+        assert got[0].sentence.strip(), f"{where}: its span is empty"
+    undeclared = sorted(set(marked) - set(names))
+    assert not undeclared, f"{path.name}: spans with no run.claim declaring them: {undeclared}"
+    cells = [(start, " ".join(src.split()), _strings(src)) for start, src in _code_cells(text)]
+    for s in spans:
+        for start, src, strings in cells:
+            assert s.sentence not in src and not any(s.sentence in t for t in strings), (
+                f"{path.name}: the code cell at line {start} types claim {s.name!r}'s text "
+                f"{s.sentence!r}; it is written once, in the prose"
+            )
 
 
-def test_the_source_reader_finds_declarations(tmp_path):
+def test_the_source_reader_finds_declarations_and_spans(tmp_path):
     md = tmp_path / "x.md"
     md.write_text(
-        "## 3. A section\n\nThe residual falls fast.\n\n```{code-cell} ipython3\n:tags: "
-        "[remove-input]\n\n"
-        'run.claim("falls", "The residual falls", section=3, condition="c",\n'
+        "## 3. A section\n\nThe [residual falls\nfast with $[0, 1)$]{.claim #claim-falls}.\n\n"
+        "```{code-cell} ipython3\n:tags: [remove-input]\n\n"
+        'run.claim("falls", section=3, condition="c",\n'
         '          holds=True, evidence="e")\n```\n'
     )
-    [(line, name, sentence, section)] = declarations(md)
-    assert (name, sentence, section) == ("falls", "The residual falls", 3)
-    assert _section_at(md.read_text(), line) == "3"
+    text = md.read_text()
+    [(line, name, section, positional)] = declarations(md)
+    assert (name, section, positional) == ("falls", 3, 1)
+    assert _section_at(text, line) == "3"
+    [span] = book.evidence.claim_spans(text)
+    assert (span.name, span.sentence, span.line) == (
+        "falls",
+        "residual falls fast with $[0, 1)$",
+        3,
+    )
+    assert text[span.start : span.end].startswith("[residual") and text[span.end - 1] == "}"
+
+
+def test_the_code_cell_check_sees_a_sentence_typed_twice():
+    """The check of the chapters' code cells reads implicitly joined string pieces as one."""
+    src = 'x = ("the residual falls "\n     "fast")\nprint("other")'
+    assert "the residual falls fast" in _strings(src)
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("A [sentence]{#claim-x .claim}.", "must read"),
+        ("A [sentence]{.claim}.", "must read"),
+        ("A sentence]{.claim #claim-x}.", "has no"),
+    ],
+)
+def test_a_misspelt_span_is_refused(text, error):
+    with pytest.raises(ValueError, match=error):
+        book.evidence.claim_spans(text)
+
+
+def test_the_record_reads_its_sentence_from_the_chapter_source():
+    """A declared claim's record carries the sentence its chapter's prose marks (the failure
+    message quotes it); a chapter whose source is not at hand records none."""
+    path = ROOT / "chapters" / "layernorm.md"
+    span = book.evidence.claim_spans(path.read_text())[0]
+    c = book.evidence.declare(
+        "layernorm", "fast", 0, span.name, section=1, condition="c", holds=True, evidence="e"
+    )
+    assert c.sentence == span.sentence and c.record()["sentence"] == span.sentence
+    lost = book.evidence.declare(
+        "no-such-chapter",
+        "fast",
+        0,
+        "x",
+        section=1,
+        condition="c",
+        holds=False,
+        evidence="e",
+        scale="full",
+    )
+    assert lost.sentence is None and "source is not at hand" in lost.failure()
+
+
+def test_a_sentence_given_to_run_claim_is_refused():
+    with pytest.raises(TypeError, match="in the prose"):
+        _run().claim("x", "the sentence", section=1, condition="c", holds=True, evidence="e")
 
 
 @pytest.mark.chapters
@@ -260,7 +326,6 @@ def test_a_claim_cell_shows_no_claim_object():
         "fast",
         0,
         "shows-nothing",
-        "It shows nothing.",
         section=1,
         condition="true",
         holds=True,

@@ -3,23 +3,30 @@ makes it true.
 
 A qualitative statement about a result ("falls", "U-shaped", "agrees", "no single path carries
 the task") is only as good as the run behind it. A chapter therefore *declares* each such
-statement next to the numbers that decide it::
+statement: the prose marks the sentence where the reader reads it, as a MyST span (myst-parser's
+``attrs_inline``) whose id names the claim::
+
+    ... so [short paths together carry sorting and memorization]{.claim #claim-short-paths-carry},
+    as the figure shows.
+
+and a code cell beside the numbers that decide it names the claim and decides it::
 
     run.claim(
         "short-paths-carry", section=3,
-        sentence="short paths together carry sorting and memorization",
         condition="the paths up to length 3 reach 95% of the full model, every seed",
         holds=bool((enough <= 3).all()),
         numbers={"shortest sufficient length, per seed": enough},
         evidence="3 seeds; the same 256 evaluation tokens on both sides")
 
-``run`` is the chapter's run (:func:`rankbook.page.start`). The sentence is fixed text that
-the chapter's prose contains word for word (``tests/test_evidence.py`` checks it, and that
-``section`` is the section the declaration sits in). When the condition is false the run stops
-with :class:`ClaimFailed`, naming the claim, its condition and its numbers: the chapter, the
-book build and the tests fail. A claim that holds only at the paper's scale is declared
-``scale="full"``: it is checked in full mode only, and a fast run says so on the page, with
-whether it happened to hold.
+The sentence is written once, in the prose (``tests/test_evidence.py`` checks that every declared
+claim has exactly one span, in the section declared, and that no claim's text is typed in a code
+cell). The record takes the sentence from the chapter's source (:func:`sentence_of`) where the
+source is at hand (the book, the tests), for the failure message; run elsewhere (Colab) it is
+``None``. ``run`` is the chapter's run (:func:`rankbook.page.start`). When the condition is false
+the run stops with :class:`ClaimFailed`, naming the claim, its condition and its numbers: the
+chapter, the book build and the tests fail. A claim that holds only at the paper's scale is
+declared ``scale="full"``: it is checked in full mode only, and a fast run says so on the page,
+with whether it happened to hold.
 
 This module is pure bookkeeping (no plotting, no glue): :class:`rankbook.page.ChapterRun`
 calls :func:`declare`, then glues the record (``claim.<name>``, read by the status page's table
@@ -36,12 +43,26 @@ import json
 import math
 import numbers as _numbers
 import os
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
 
-__all__ = ["SCALES", "BREAK_ENV", "GLUE_PREFIX", "Claim", "ClaimFailed", "declare", "plain"]
+__all__ = [
+    "SCALES",
+    "BREAK_ENV",
+    "GLUE_PREFIX",
+    "Claim",
+    "ClaimFailed",
+    "Span",
+    "claim_spans",
+    "sentence_of",
+    "declare",
+    "plain",
+]
 
 #: ``"any"``: checked in every run; ``"full"``: checked at the paper's scale (full mode) only.
 SCALES = ("any", "full")
@@ -51,6 +72,144 @@ BREAK_ENV = "RANKCOLLAPSE_BREAK_CLAIM"
 GLUE_PREFIX = "claim."
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+#: How the prose marks a claim's sentence: ``[sentence]{.claim #claim-NAME}``; the closing part.
+SPAN_END = re.compile(r"\]\{\.claim #claim-([a-z0-9][a-z0-9-]*)\}")
+#: Any attribute block that mentions a claim (a marking not of the form above is refused).
+ANY_CLAIM_ATTRS = re.compile(r"\{[^{}\n]*(\.claim\b|#claim-)[^{}\n]*\}")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A claim's sentence as the prose marks it: ``name``, the sentence's MyST source with its
+    whitespace collapsed (roles such as ``{glue}`x``` and ``$math$`` as written), and where it
+    is: ``line`` (1-based, of the opening bracket), ``start``/``end`` (offsets of the opening
+    ``[`` and just past the closing ``}``)."""
+
+    name: str
+    sentence: str
+    line: int
+    start: int
+    end: int
+
+
+def _prose_mask(text: str) -> list[bool]:
+    """Per line of ``text``: whether it is prose (outside ```` ```{code-cell} ```` cells)."""
+    out, cell = [], False
+    for line in text.splitlines():
+        if not cell and re.match(r"^```\{code-cell\}", line):
+            cell = True
+            out.append(False)
+        elif cell:
+            cell = line.strip() != "```"
+            out.append(False)
+        else:
+            out.append(True)
+    return out
+
+
+def claim_spans(text: str) -> list[Span]:
+    """Every claim span ``[sentence]{.claim #claim-NAME}`` in the prose of a MyST chapter, in
+    order of their closing brackets (an inner span before the one around it).
+
+    Brackets are matched as MyST does: those inside inline code (backticks) and inline math
+    (``$...$``) do not count, and a span does not cross a blank line. A claim attribute block
+    written otherwise (``{#claim-x .claim}``, a missing ``.claim``) or a span without its
+    opening bracket raises ``ValueError`` naming the line.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a chapter's source (str), got {type(text).__name__}")
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    spans = []
+    # paragraphs: runs of non-blank prose lines (a span does not cross a blank line)
+    para: list[int] = []
+    for i, (line, prose) in enumerate([*zip(lines, _prose_mask(text)), ("", False)]):
+        if prose and line.strip():
+            para.append(i)
+            continue
+        if para:
+            spans.extend(_paragraph_spans(text, offsets[para[0]], offsets[para[-1] + 1]))
+        para = []
+    return sorted(spans, key=lambda s: s.end)
+
+
+def _paragraph_spans(text: str, begin: int, stop: int) -> list[Span]:
+    block = text[begin:stop]
+    for bad in ANY_CLAIM_ATTRS.finditer(block):
+        if bad.start() == 0 or not SPAN_END.match(block, bad.start() - 1):
+            line = text.count("\n", 0, begin + bad.start()) + 1
+            raise ValueError(
+                f"line {line}: claim attributes must read ']{{.claim #claim-NAME}}' right "
+                f"after the sentence, got {bad.group(0)!r}"
+            )
+    spans, stack, i = [], [], 0
+    while i < len(block):
+        ch = block[i]
+        if ch == "`":  # inline code or a role's content: to the closing run of as many backticks
+            run = len(block[i:]) - len(block[i:].lstrip("`"))
+            close = block.find("`" * run, i + run)
+            i = len(block) if close < 0 else close + run
+            continue
+        if ch == "$":  # inline math ($...$ or $$...$$): to its closing dollars
+            run = 2 if block.startswith("$$", i) else 1
+            close = block.find("$" * run, i + run)
+            if close > 0:
+                i = close + run
+                continue
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            stack.append(i)
+        elif ch == "]":
+            m = SPAN_END.match(block, i)
+            opened = stack.pop() if stack else None
+            if m:
+                line = text.count("\n", 0, begin + (i if opened is None else opened)) + 1
+                if opened is None:
+                    raise ValueError(f"line {line}: claim span {m.group(1)!r} has no '['")
+                drop = set()  # a span nested in this one: its marks are not the sentence's
+                for n in spans:
+                    if n.start > begin + opened:
+                        close = n.end - begin - len(f"]{{.claim #claim-{n.name}}}")
+                        drop |= {n.start - begin, *range(close, n.end - begin)}
+                inner = "".join(block[k] for k in range(opened + 1, i) if k not in drop)
+                inner = " ".join(inner.split())
+                spans.append(Span(m.group(1), inner, line, begin + opened, begin + m.end()))
+                i = m.end()
+                continue
+        i += 1
+    return spans
+
+
+@lru_cache(maxsize=32)
+def _spans_of(path: str, mtime: float) -> dict:
+    return {s.name: s.sentence for s in claim_spans(Path(path).read_text())}
+
+
+def _source(chapter: str) -> Path | None:
+    """The chapter's MyST source, where it is at hand: the repository's ``chapters/`` (the library
+    installed editable from it, as in the book and its tests), or the working folder (a chapter
+    run from its own folder)."""
+    here = Path(__file__).resolve().parents[2] / "chapters" / f"{chapter}.md"
+    for path in (here, Path.cwd() / f"{chapter}.md"):
+        if path.is_file():
+            return path
+    return None
+
+
+def sentence_of(chapter: str, name: str) -> str | None:
+    """The sentence the chapter's prose marks for claim ``name`` (:func:`claim_spans`), or
+    ``None`` where the chapter's source is not at hand (a notebook run on Colab) or marks none."""
+    path = _source(chapter)
+    if path is None:
+        return None
+    try:
+        return _spans_of(str(path), path.stat().st_mtime).get(name)
+    except (OSError, ValueError):
+        return None
 
 
 class ClaimFailed(AssertionError):
@@ -117,7 +276,8 @@ class Claim:
     """One declared claim and what this run found.
 
     ``chapter`` and ``name`` identify it (``"<chapter>.<name>"``); ``section`` is the chapter's
-    section that states it; ``sentence`` the statement as the prose gives it; ``condition`` the
+    section that states it; ``sentence`` the statement as the prose marks it (its MyST source,
+    :func:`sentence_of`; ``None`` where the chapter's source is not at hand); ``condition`` the
     condition in words; ``holds`` whether the condition is true in this run; ``scale`` one of
     :data:`SCALES`; ``mode`` and ``seed`` the run's; ``numbers`` what decided it (JSON-able, see
     :func:`plain`); ``evidence`` the seeds, depths and inputs behind it.
@@ -126,7 +286,7 @@ class Claim:
     chapter: str
     name: str
     section: str
-    sentence: str
+    sentence: str | None
     condition: str
     holds: bool
     scale: str
@@ -174,9 +334,10 @@ class Claim:
         """The message of :class:`ClaimFailed`: the claim, its condition and the numbers."""
         why = f" (broken on purpose: {BREAK_ENV}={self.id})" if self.broken else ""
         nums = "; ".join(f"{k} = {v}" for k, v in self.numbers.items()) or "none given"
+        sentence = self.sentence or "(the chapter's source is not at hand)"
         return (
             f"claim {self.id!r} (section {self.section}) does not hold in this run "
-            f"(mode {self.mode}, seed {self.seed}){why}.\n  sentence: {self.sentence}\n"
+            f"(mode {self.mode}, seed {self.seed}){why}.\n  sentence: {sentence}\n"
             f"  condition: {self.condition}\n  numbers: {nums}"
         )
 
@@ -186,7 +347,6 @@ def declare(
     mode: str,
     seed: int,
     name: str,
-    sentence: str,
     *,
     section,
     condition: str,
@@ -195,13 +355,15 @@ def declare(
     evidence: str,
     scale: str = "any",
     taken=(),
+    sentence: str | None = None,
 ) -> Claim:
     """Check one claim and return its :class:`Claim`; raise :class:`ClaimFailed` when it is checked
     in this run (see :attr:`Claim.checked`) and false.
 
     ``name``: lower-case letters, digits and hyphens, unique in the chapter (``taken`` holds the
     names already declared); ``section``: the section number as an int or a string (``3`` or
-    ``"4.2"``); ``sentence``, ``condition`` and ``evidence``: non-empty text; ``holds``: the
+    ``"4.2"``); ``condition`` and ``evidence``: non-empty text; ``sentence``: the prose's sentence
+    for the record (default: read from the chapter's source, :func:`sentence_of`); ``holds``: the
     condition's value (a bool, or a one-element boolean array); ``numbers``: a dict of what
     decided it; ``scale``: one of :data:`SCALES`.
     """
@@ -225,7 +387,7 @@ def declare(
         chapter=chapter,
         name=name,
         section=str(section).strip(),
-        sentence=_text("sentence", sentence),
+        sentence=sentence_of(chapter, name) if sentence is None else _text("sentence", sentence),
         condition=_text("condition", condition),
         holds=truth and not broken,
         scale=scale,

@@ -92,8 +92,7 @@ class ChapterRun(Run):
     def claim(
         self,
         name: str,
-        sentence: str,
-        *,
+        *sentence,
         section,
         condition: str,
         holds,
@@ -101,9 +100,10 @@ class ChapterRun(Run):
         evidence: str,
         scale: str = "any",
     ) -> Claim:
-        """Declare a claim of the chapter's prose (:func:`rankbook.evidence.declare`): ``sentence``
-        as the prose states it, in ``section``; ``condition`` in words and ``holds`` its value in
-        this run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
+        """Declare a claim of the chapter's prose (:func:`rankbook.evidence.declare`): ``name``
+        is the claim the prose marks ``[sentence]{.claim #claim-NAME}`` (the sentence is written
+        there only, once), in ``section``; ``condition`` in words and ``holds`` its value in this
+        run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
 
         A false claim that this run checks raises :class:`rankbook.evidence.ClaimFailed`, naming
         it. The record is glued as ``claim.<name>`` (the status page's table of claims). A claim
@@ -111,13 +111,17 @@ class ChapterRun(Run):
         so, and whether it held in this small run (tag the cell ``remove-input``, so that the note
         reaches the page).
         """
+        if sentence:
+            raise TypeError(
+                f"run.claim({name!r}, ...) takes the claim's name only: its sentence is written "
+                f"once, in the prose, as [the sentence]{{.claim #claim-{name}}}"
+            )
         claims = self.__dict__["_claims"]
         c = declare(
             self.chapter,
             self.mode,
             self.seed,
             name,
-            sentence,
             section=section,
             condition=condition,
             holds=holds,
@@ -142,9 +146,9 @@ class _FastNote:
     def text(self) -> str:
         c = self.claim
         state = "holds" if c.holds else "does not hold"
+        what = f'"{c.sentence}"' if c.sentence else f"{c.name!r} (section {c.section})"
         return (
-            f'Fast run: the claim "{c.sentence}" is checked at the paper\'s scale (full mode) '
-            "only; "
+            f"Fast run: the claim {what} is checked at the paper's scale (full mode) only; "
             f"in this small run it {state}."
         )
 

@@ -149,7 +149,7 @@ def table(
         row = nodes.row()
         row += _where(i, docname, refdoc, r["chapter"].replace("_", " "), r["section"])
         for key in ("sentence", "condition", "evidence"):
-            row += _cell(*inline(r[key]))
+            row += _cell(*inline(r[key] or f"(claim {r['name']}: its sentence was not found)"))
         row += _text(
             f"this build: {_verdict(r)}; last full run: "
             f"{_last_full((full or {}).get(docname), r['name'])}"
