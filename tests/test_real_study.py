@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 import rankcollapse as rc
 
@@ -90,3 +91,48 @@ def test_path_products_medians(minilm):
     np.testing.assert_allclose(med, np.median(p.profiles[(minilm.label, "correct", "mean")], 0))
     assert p.median(minilm, "correct", "mean", 1) == med[0]
     assert p.median(minilm, "reversed", "rank1", 6) == p.medians(minilm, "reversed", "rank1")[5]
+
+
+@pytest.fixture(scope="module")
+def albert():
+    return rc.real.load("albert-base-v2", False, 0)
+
+
+def test_applied_again_is_the_same_layer_applied_more_times(albert):
+    deep = S.applied_again(albert, 20)
+    assert deep.n_layers == 20 and albert.n_layers == 12
+    assert deep.hf.config.num_hidden_layers == 20 and albert.hf.config.num_hidden_layers == 12
+    for key, value in albert.hf.state_dict().items():  # the same weights, bit for bit
+        assert torch.equal(deep.hf.state_dict()[key], value), key
+    ids = rc.real.token_windows(albert, 1, 8)
+    short = rc.real.hidden_states(albert, ids, "san+skip", "clean")
+    long = rc.real.hidden_states(deep, ids, "san+skip", "clean")
+    assert long.shape[0] == 21
+    # the first 12 layers of the deep model are the 12 layers of the original
+    torch.testing.assert_close(long[:13], short, rtol=0, atol=0)
+    # and transformers' own forward of the deep model agrees with the converted network
+    with torch.no_grad():
+        hf = deep.hf.double()(ids, output_hidden_states=True).hidden_states
+        deep.hf.float()
+    converted = rc.real.hidden_states(deep, ids, "full", "clean")
+    torch.testing.assert_close(converted[-1], hf[-1], rtol=1e-9, atol=1e-9)
+
+
+def test_applied_again_refuses_a_model_without_one_shared_layer(minilm):
+    with pytest.raises(ValueError, match="ALBERT"):
+        S.applied_again(minilm, 12)
+    with pytest.raises(TypeError, match="RealModel"):
+        S.applied_again("albert-base-v2", 12)
+
+
+def test_deeper_study_reads_its_curves(albert):
+    d = S.deeper_study([albert], 16, 1, 8, variants=("san+skip",))
+    assert (d.native, d.n_layers, d.n_models, d.variants) == (12, 16, 1, ("san+skip",))
+    curve = d.curves[(0, "san+skip")]
+    assert curve.shape == (1, 17)
+    np.testing.assert_allclose(d.typical(0, "san+skip"), curve[0], rtol=1e-12)
+    assert d.at("san+skip", 16) == pytest.approx([curve[0, 16]], rel=1e-12)
+    expected = np.log10(curve[0, 4] / curve[0, 16]) / 12
+    assert d.decades_per_layer("san+skip", 4, 16) == pytest.approx([expected], rel=1e-12)
+    with pytest.raises(ValueError, match="models"):
+        S.deeper_study([], 16, 1, 8)

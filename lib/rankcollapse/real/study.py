@@ -3,7 +3,8 @@
 Each function runs one of the chapter's measurements and returns an object holding the raw
 results (what the figures draw) and methods that reduce them to numbers (a typical curve, the
 layer where a curve reaches rounding error, a median over paths). The chapter builds its tables,
-glued values and sentences from those numbers. Book: chapter "Real transformers", sections 3 to 6.
+glued values and sentences from those numbers. Book: chapter "Real transformers", sections 3 to 6
+(:func:`deeper_study`: section 3, ALBERT's shared layer applied past its own depth).
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from .._validate import check_int, check_seed
 from ..centering import optimal_center
 from ..stats import first_below, log_slope
 from ..stats import geometric_mean as gmean
 from .measure import hidden_states, residual_curve, residual_curves
-from .model import check_model
+from .model import RealModel, check_model
 from .products import path_profile
 from .text import token_windows
 
@@ -30,6 +32,9 @@ __all__ = [
     "centres",
     "PathProducts",
     "path_products_study",
+    "applied_again",
+    "Deeper",
+    "deeper_study",
 ]
 
 FLOOR = 1e-12  # below this a float64 relative residual is rounding error
@@ -181,3 +186,94 @@ def path_products_study(
                 ).numpy()
         del attn
     return PathProducts(list(models), profiles)
+
+
+def applied_again(model, n_layers: int) -> RealModel:
+    """ALBERT ``model`` with its one shared layer applied ``n_layers`` times instead of its own
+    number: the same weights, ``num_hidden_layers = n_layers`` in its configuration (a new
+    transformers model into which the original's state dict is loaded, strictly: ALBERT's
+    parameters do not depend on its depth). Only a model whose layers all share one set of
+    weights can be deepened so (``ValueError`` otherwise)."""
+    check_model(model)
+    n_layers = check_int("n_layers", n_layers)
+    config = model.hf.config
+    if model.family != "albert" or config.num_hidden_groups != 1:
+        raise ValueError(
+            f"model must be an ALBERT whose layers share one set of weights (num_hidden_groups=1), "
+            f"got {model.name} ({model.family})"
+        )
+    config = config.__class__(**{**config.to_dict(), "num_hidden_layers": n_layers})
+    config._attn_implementation = "eager"
+    hf = type(model.hf)(config, add_pooling_layer=False).eval()
+    hf.load_state_dict(model.hf.state_dict(), strict=True)
+    return RealModel(
+        model.name,
+        model.family,
+        hf,
+        model.pretrained,
+        f"{model.source}, its shared layer applied {n_layers} times",
+        model.tokenizer,
+        model.cls_sep,
+    )
+
+
+@dataclass
+class Deeper:
+    """Relative-residual curves of ALBERT models with their shared layer applied ``n_layers``
+    times (chapter "Real transformers", section 3).
+
+    ``curves``: ``{(i, variant): array (n_seq, n_layers + 1)}`` for the ``i``-th model given
+    (clean surgery); ``native``: the models' own number of layers.
+    """
+
+    native: int
+    n_layers: int
+    n_models: int
+    variants: tuple
+    curves: dict
+
+    def typical(self, i, variant) -> np.ndarray:
+        """The geometric mean over sequences of model ``i``'s curve, ``(n_layers + 1,)``."""
+        return gmean(self.curves[(i, variant)])
+
+    def at(self, variant, layer) -> np.ndarray:
+        """The typical relative residual after ``layer`` layers, one per model, ``(k,)``."""
+        return np.array([self.typical(i, variant)[layer] for i in range(self.n_models)])
+
+    def decades_per_layer(self, variant, start, stop) -> np.ndarray:
+        """Orders of magnitude lost per layer between layers ``start`` and ``stop`` of the typical
+        curve, one per model, ``(k,)``."""
+        return np.log10(self.at(variant, start) / self.at(variant, stop)) / (stop - start)
+
+
+def deeper_study(
+    models,
+    n_layers: int,
+    n_seq: int,
+    n_tokens: int,
+    *,
+    variants=("full", "san+skip"),
+    dtype=torch.float32,
+    batch_size: int = 8,
+) -> Deeper:
+    """Each ALBERT of ``models`` with its shared layer applied ``n_layers`` times
+    (:func:`applied_again`), run as each clean ``variant`` on :func:`token_windows` ``(n_seq,
+    n_tokens)`` of the book's text in ``dtype`` (float32 by default: these variants stay far above
+    its rounding error). A :class:`Deeper`."""
+    models = [check_model(m) for m in models]
+    if not models:
+        raise ValueError("models must hold at least one ALBERT RealModel")
+    natives = {m.n_layers for m in models}
+    if len(natives) != 1:
+        raise ValueError(f"models must share one number of layers, got {sorted(natives)}")
+    n_layers, n_seq = check_int("n_layers", n_layers), check_int("n_seq", n_seq)
+    n_tokens, batch_size = check_int("n_tokens", n_tokens), check_int("batch_size", batch_size)
+    curves = {}
+    for i, m in enumerate(models):
+        deep = applied_again(m, n_layers)
+        ids = token_windows(deep, n_seq, n_tokens)
+        for v in variants:
+            curves[(i, v)] = residual_curve(
+                deep, ids, v, "clean", dtype=dtype, batch_size=batch_size
+            ).numpy()
+    return Deeper(natives.pop(), n_layers, len(models), tuple(variants), curves)
