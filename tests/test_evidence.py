@@ -82,6 +82,32 @@ def test_a_full_scale_claim_is_not_checked_in_fast_mode_and_says_so(capsys):
         )
 
 
+def test_a_claim_with_a_rate_is_recorded_not_raised_when_false():
+    """A claim whose sentence states a rate (``rate=0.8``: in at least 80% of draws) does not stop
+    a run where it is false: the record says so, and the sweep checks the share."""
+    c = _run().claim("mostly", section=2, condition="c", holds=False, evidence="e", rate=0.8)
+    assert c.checked and not c.holds and c.record()["rate"] == 0.8
+    with pytest.raises(book.evidence.ClaimFailed):  # the same claim without a rate stops the run
+        _run().claim("mostly", section=2, condition="c", holds=False, evidence="e")
+
+
+@pytest.mark.parametrize("rate", [0, 1, 1.5, -0.1, True, "0.8", float("nan")])
+def test_a_rate_outside_zero_to_one_is_refused(rate):
+    with pytest.raises(ValueError, match="rate"):
+        _run().claim("x", section=1, condition="c", holds=True, evidence="e", rate=rate)
+
+
+def test_in_the_sweep_a_false_claim_is_recorded_and_the_run_goes_on(monkeypatch):
+    monkeypatch.setenv(book.evidence.SWEEP_ENV, "1")
+    run = _run()
+    c = run.claim("falls", section=2, condition="c", holds=False, evidence="e")
+    run.claim("next", section=2, condition="c", holds=True, evidence="e")
+    assert not c.holds and [x.name for x in run.claims] == ["falls", "next"]
+    monkeypatch.setenv(book.evidence.SWEEP_ENV, "0")  # "0" is off
+    with pytest.raises(book.evidence.ClaimFailed):
+        _run().claim("falls", section=2, condition="c", holds=False, evidence="e")
+
+
 def test_breaking_a_claim_on_purpose(monkeypatch):
     monkeypatch.setenv(book.evidence.BREAK_ENV, "paths.ok")
     run = _run()

@@ -8,6 +8,7 @@ A chapter imports it beside the library (``import rankbook as book``) and writes
 - :mod:`.page`: a chapter's start, glued numbers, figures and tables;
 - :mod:`.tables`: tables rendered for the page, notebooks and plain text;
 - :mod:`.evidence`: a chapter's qualitative claims with the condition that makes each true;
+- :mod:`.spans`: where the prose states them (``[sentence]{.claim #claim-NAME}``);
 - :mod:`.presets`: the sizes of every chapter in ``fast`` and ``full`` mode (``book.presets.get``);
 - :mod:`.checks`: the exercises and their checks (``book.checks.check``);
 - :mod:`.plotting`: the figures' style, drawings, alt text and each chapter's figures
@@ -25,7 +26,7 @@ from .page import __all__ as _page_all
 from .tables import *  # noqa: F403
 from .tables import __all__ as _tables_all
 
-_MODULES = ("page", "tables", "evidence", "presets", "checks", "plotting", "explorer")
+_MODULES = ("page", "tables", "evidence", "spans", "presets", "checks", "plotting", "explorer")
 
 __all__ = [*_MODULES, *_page_all, *_tables_all]
 

@@ -32,6 +32,14 @@ This module is pure bookkeeping (no plotting, no glue): :class:`rankbook.page.Ch
 calls :func:`declare`, then glues the record (``claim.<name>``, read by the status page's table
 of claims, ``tools/booktools/ext/claimtable.py``) and shows the fast-mode note.
 
+A claim that holds in most draws but not every one says so in words ("in 9 of 10 draws") and
+declares it: ``rate=0.9`` means the sentence states that the condition holds in at least that
+share of the draws (seeds) of its scale. Such a claim does not stop a run where it is false (a
+draw may be one of the others); the claims sweep (``python -m booktools.sweep``, which runs every
+chapter at many seeds) records how often it held and ``tests/test_sweep.py`` checks the share
+against the rate. In the sweep's own runs (``RANKCOLLAPSE_SWEEP=1`` in the environment) no false
+claim stops the run: each is recorded, and the run goes on to the next.
+
 Testing the wiring: with ``RANKCOLLAPSE_BREAK_CLAIM=<chapter>.<name>`` in the environment the
 named claim is treated as false, whatever the run measured, so a test can show that a false
 claim fails the chapter with its name.
@@ -43,17 +51,17 @@ import json
 import math
 import numbers as _numbers
 import os
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from .spans import Span, claim_spans, sentence_of
+
 __all__ = [
     "SCALES",
     "BREAK_ENV",
+    "SWEEP_ENV",
     "GLUE_PREFIX",
     "Claim",
     "ClaimFailed",
@@ -61,6 +69,7 @@ __all__ = [
     "claim_spans",
     "sentence_of",
     "declare",
+    "sweeping",
     "plain",
 ]
 
@@ -68,148 +77,13 @@ __all__ = [
 SCALES = ("any", "full")
 #: The environment variable that breaks one claim on purpose (``<chapter>.<name>``), for tests.
 BREAK_ENV = "RANKCOLLAPSE_BREAK_CLAIM"
+#: Set (to anything but ``0``) by the claims sweep (``booktools.sweep``): false claims are recorded
+#: and the run goes on.
+SWEEP_ENV = "RANKCOLLAPSE_SWEEP"
 #: Glue key prefix of a claim's record.
 GLUE_PREFIX = "claim."
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
-#: How the prose marks a claim's sentence: ``[sentence]{.claim #claim-NAME}``; the closing part.
-SPAN_END = re.compile(r"\]\{\.claim #claim-([a-z0-9][a-z0-9-]*)\}")
-#: Any attribute block that mentions a claim (a marking not of the form above is refused).
-ANY_CLAIM_ATTRS = re.compile(r"\{[^{}\n]*(\.claim\b|#claim-)[^{}\n]*\}")
-
-
-@dataclass(frozen=True)
-class Span:
-    """A claim's sentence as the prose marks it: ``name``, the sentence's MyST source with its
-    whitespace collapsed (roles such as ``{glue}`x``` and ``$math$`` as written), and where it
-    is: ``line`` (1-based, of the opening bracket), ``start``/``end`` (offsets of the opening
-    ``[`` and just past the closing ``}``)."""
-
-    name: str
-    sentence: str
-    line: int
-    start: int
-    end: int
-
-
-def _prose_mask(text: str) -> list[bool]:
-    """Per line of ``text``: whether it is prose (outside ```` ```{code-cell} ```` cells)."""
-    out, cell = [], False
-    for line in text.splitlines():
-        if not cell and re.match(r"^```\{code-cell\}", line):
-            cell = True
-            out.append(False)
-        elif cell:
-            cell = line.strip() != "```"
-            out.append(False)
-        else:
-            out.append(True)
-    return out
-
-
-def claim_spans(text: str) -> list[Span]:
-    """Every claim span ``[sentence]{.claim #claim-NAME}`` in the prose of a MyST chapter, in
-    order of their closing brackets (an inner span before the one around it).
-
-    Brackets are matched as MyST does: those inside inline code (backticks) and inline math
-    (``$...$``) do not count, and a span does not cross a blank line. A claim attribute block
-    written otherwise (``{#claim-x .claim}``, a missing ``.claim``) or a span without its
-    opening bracket raises ``ValueError`` naming the line.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a chapter's source (str), got {type(text).__name__}")
-    lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    spans = []
-    # paragraphs: runs of non-blank prose lines (a span does not cross a blank line)
-    para: list[int] = []
-    for i, (line, prose) in enumerate([*zip(lines, _prose_mask(text)), ("", False)]):
-        if prose and line.strip():
-            para.append(i)
-            continue
-        if para:
-            spans.extend(_paragraph_spans(text, offsets[para[0]], offsets[para[-1] + 1]))
-        para = []
-    return sorted(spans, key=lambda s: s.end)
-
-
-def _paragraph_spans(text: str, begin: int, stop: int) -> list[Span]:
-    block = text[begin:stop]
-    for bad in ANY_CLAIM_ATTRS.finditer(block):
-        if bad.start() == 0 or not SPAN_END.match(block, bad.start() - 1):
-            line = text.count("\n", 0, begin + bad.start()) + 1
-            raise ValueError(
-                f"line {line}: claim attributes must read ']{{.claim #claim-NAME}}' right "
-                f"after the sentence, got {bad.group(0)!r}"
-            )
-    spans, stack, i = [], [], 0
-    while i < len(block):
-        ch = block[i]
-        if ch == "`":  # inline code or a role's content: to the closing run of as many backticks
-            run = len(block[i:]) - len(block[i:].lstrip("`"))
-            close = block.find("`" * run, i + run)
-            i = len(block) if close < 0 else close + run
-            continue
-        if ch == "$":  # inline math ($...$ or $$...$$): to its closing dollars
-            run = 2 if block.startswith("$$", i) else 1
-            close = block.find("$" * run, i + run)
-            if close > 0:
-                i = close + run
-                continue
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            stack.append(i)
-        elif ch == "]":
-            m = SPAN_END.match(block, i)
-            opened = stack.pop() if stack else None
-            if m:
-                line = text.count("\n", 0, begin + (i if opened is None else opened)) + 1
-                if opened is None:
-                    raise ValueError(f"line {line}: claim span {m.group(1)!r} has no '['")
-                drop = set()  # a span nested in this one: its marks are not the sentence's
-                for n in spans:
-                    if n.start > begin + opened:
-                        close = n.end - begin - len(f"]{{.claim #claim-{n.name}}}")
-                        drop |= {n.start - begin, *range(close, n.end - begin)}
-                inner = "".join(block[k] for k in range(opened + 1, i) if k not in drop)
-                inner = " ".join(inner.split())
-                spans.append(Span(m.group(1), inner, line, begin + opened, begin + m.end()))
-                i = m.end()
-                continue
-        i += 1
-    return spans
-
-
-@lru_cache(maxsize=32)
-def _spans_of(path: str, mtime: float) -> dict:
-    return {s.name: s.sentence for s in claim_spans(Path(path).read_text())}
-
-
-def _source(chapter: str) -> Path | None:
-    """The chapter's MyST source, where it is at hand: the repository's ``chapters/`` (the library
-    installed editable from it, as in the book and its tests), or the working folder (a chapter
-    run from its own folder)."""
-    here = Path(__file__).resolve().parents[2] / "chapters" / f"{chapter}.md"
-    for path in (here, Path.cwd() / f"{chapter}.md"):
-        if path.is_file():
-            return path
-    return None
-
-
-def sentence_of(chapter: str, name: str) -> str | None:
-    """The sentence the chapter's prose marks for claim ``name`` (:func:`claim_spans`), or
-    ``None`` where the chapter's source is not at hand (a notebook run on Colab) or marks none."""
-    path = _source(chapter)
-    if path is None:
-        return None
-    try:
-        return _spans_of(str(path), path.stat().st_mtime).get(name)
-    except (OSError, ValueError):
-        return None
 
 
 class ClaimFailed(AssertionError):
@@ -280,7 +154,8 @@ class Claim:
     :func:`sentence_of`; ``None`` where the chapter's source is not at hand); ``condition`` the
     condition in words; ``holds`` whether the condition is true in this run; ``scale`` one of
     :data:`SCALES`; ``mode`` and ``seed`` the run's; ``numbers`` what decided it (JSON-able, see
-    :func:`plain`); ``evidence`` the seeds, depths and inputs behind it.
+    :func:`plain`); ``evidence`` the seeds, depths and inputs behind it; ``rate`` the share of
+    draws the sentence says it holds in (``None``: every draw).
     """
 
     chapter: str
@@ -295,6 +170,7 @@ class Claim:
     numbers: dict = field(default_factory=dict)
     evidence: str = ""
     broken: bool = False
+    rate: float | None = None
 
     @property
     def id(self) -> str:
@@ -321,6 +197,7 @@ class Claim:
             "seed": self.seed,
             "numbers": self.numbers,
             "evidence": self.evidence,
+            "rate": self.rate,
         }
 
     def json(self) -> str:
@@ -356,6 +233,7 @@ def declare(
     scale: str = "any",
     taken=(),
     sentence: str | None = None,
+    rate: float | None = None,
 ) -> Claim:
     """Check one claim and return its :class:`Claim`; raise :class:`ClaimFailed` when it is checked
     in this run (see :attr:`Claim.checked`) and false.
@@ -365,7 +243,10 @@ def declare(
     ``"4.2"``); ``condition`` and ``evidence``: non-empty text; ``sentence``: the prose's sentence
     for the record (default: read from the chapter's source, :func:`sentence_of`); ``holds``: the
     condition's value (a bool, or a one-element boolean array); ``numbers``: a dict of what
-    decided it; ``scale``: one of :data:`SCALES`.
+    decided it; ``scale``: one of :data:`SCALES`; ``rate``: ``None`` (the sentence speaks for every
+    draw) or the share of draws it says the condition holds in, ``0 < rate < 1``: such a claim is
+    recorded, never raised, when false (the sweep checks the share). With :data:`SWEEP_ENV` set,
+    nothing raises: every claim is recorded.
     """
     name = _text("name", name)
     if set(name) - _NAME_CHARS or name.startswith("-"):
@@ -381,6 +262,13 @@ def declare(
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     if numbers is not None and not isinstance(numbers, dict):
         raise TypeError(f"numbers must be a dict (name -> value), got {type(numbers).__name__}")
+    if rate is not None:
+        if isinstance(rate, bool) or not isinstance(rate, _numbers.Real) or not 0 < rate < 1:
+            raise ValueError(
+                "rate must be None (every draw) or the share of draws the sentence says the "
+                f"claim holds in, strictly between 0 and 1, got {rate!r}"
+            )
+        rate = float(rate)
     truth = _truth(holds)
     broken = os.environ.get(BREAK_ENV, "").strip() == f"{chapter}.{name}"
     claim = Claim(
@@ -396,7 +284,16 @@ def declare(
         numbers=plain(numbers or {}),
         evidence=_text("evidence", evidence),
         broken=broken,
+        rate=rate,
     )
-    if not claim.holds and (claim.checked or broken):
+    if claim.holds or sweeping():
+        return claim
+    if broken or (claim.checked and rate is None):
         raise ClaimFailed(claim.failure())
     return claim
+
+
+def sweeping() -> bool:
+    """Whether this run is one of the claims sweep's (:data:`SWEEP_ENV`): false claims are
+    recorded, not raised."""
+    return os.environ.get(SWEEP_ENV, "").strip() not in ("", "0")

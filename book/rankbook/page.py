@@ -99,11 +99,15 @@ class ChapterRun(Run):
         numbers: dict | None = None,
         evidence: str,
         scale: str = "any",
+        rate: float | None = None,
     ) -> Claim:
         """Declare a claim of the chapter's prose (:func:`rankbook.evidence.declare`): ``name``
         is the claim the prose marks ``[sentence]{.claim #claim-NAME}`` (the sentence is written
         there only, once), in ``section``; ``condition`` in words and ``holds`` its value in this
-        run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it.
+        run; ``numbers`` what decided it; ``evidence`` the seeds, depths and inputs behind it;
+        ``rate`` the share of draws the sentence says it holds in (say it in words too), where it
+        does not hold in every draw: then a false claim is recorded, not raised, and the claims
+        sweep checks the share (:func:`rankbook.evidence.declare`).
 
         A false claim that this run checks raises :class:`rankbook.evidence.ClaimFailed`, naming
         it. The record is glued as ``claim.<name>`` (the status page's table of claims). A claim
@@ -129,6 +133,7 @@ class ChapterRun(Run):
             evidence=evidence,
             scale=scale,
             taken=claims,
+            rate=rate,
         )
         claims[c.name] = c
         glue(GLUE_PREFIX + c.name, Formatted(c.record(), c.json()), None)

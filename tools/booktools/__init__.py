@@ -27,6 +27,8 @@ the folder its builds go to.
 - :mod:`booktools.grade` (and its ``grade_*`` modules): the grading command;
   :mod:`booktools.samples`: its sample submissions and example grade sheet;
 - :mod:`booktools.status`: the status page's measurements (``python -m booktools.status``);
+  :mod:`booktools.sweep`: the claims sweep, every chapter at many seeds
+  (``python -m booktools.sweep``);
   :mod:`booktools.machine`: the machine they ran on and the other work that shared it;
 - :mod:`booktools.pdf`, :mod:`booktools.release`: the PDF edition; the version and citation;
 - :mod:`booktools.claims`, :mod:`booktools.results`: whose result is whose (the book's, the
