@@ -63,14 +63,26 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
+import math
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from . import grade_export as export
 from .grade_hand import read_scores, write_sheets
 from .grade_plan import OUTPUT_MARK, chapter_specs, find_submissions, identify, plan  # noqa: F401
 from .grade_report import markdown_table, report_name, write_report
-from .grade_submission import Outcome, Submission, grade_one  # noqa: F401
+from .grade_server import Verifiers
+from .grade_submission import (  # noqa: F401
+    Outcome,
+    Submission,
+    child_env,
+    failed,
+    grade_one,
+    prepare,
+)
 
 OUTCOMES = (
     "correct",
@@ -86,18 +98,65 @@ OUTCOMES = (
 # ----------------------------------------------------------------------------- the command
 
 
-def _options(out, formats, pattern, assignments, specs=None):
+MAX_TIMEOUT = 86400.0  # seconds: a day per notebook is more than any chapter needs
+
+
+def check_timeout(timeout) -> float:
+    """``--timeout``: a finite number of seconds above 0 (``inf`` would never stop a notebook,
+    and the kernel's clock cannot count it)."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT)
+    ):
+        raise ValueError(
+            f"--timeout must be a positive, finite number of seconds (at most {MAX_TIMEOUT:g}), "
+            f"got {timeout!r}"
+        )
+    return float(timeout)
+
+
+def check_out(out: Path, folder: Path | None = None, formats=()) -> Path:
+    """``--out``, refused before any work: a file, or below one; the submissions folder itself;
+    not writable; a file where ``gradescope/`` goes. A folder inside the submissions is fine
+    (the default, ``SUBMISSIONS_DIR/graded``): what it holds is never graded."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(
             f"--out {str(out)!r} is a file, not a folder: give a folder to write the grades to"
         )
+    resolved = out.resolve()
+    above = next((p for p in resolved.parents if p.exists()), None)
+    if not out.exists() and above is not None and not above.is_dir():
+        raise ValueError(
+            f"--out {str(out)!r} is below {str(above)!r}, a file: give a folder to write the "
+            "grades to"
+        )
+    if folder is not None and resolved == Path(folder).resolve():
+        raise ValueError(
+            f"--out {str(out)!r} is the submissions folder itself: give a folder of its own "
+            "(the default is SUBMISSIONS_DIR/graded)"
+        )
+    nearest = resolved if out.exists() else above
+    if nearest is not None and not os.access(nearest, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {str(out)!r}: {str(nearest)!r} is not writable")
+    if "gradescope" in formats and (resolved / "gradescope").exists():
+        if not (resolved / "gradescope").is_dir():
+            raise ValueError(
+                f"--out {str(out)!r} holds a file named gradescope, where --format gradescope "
+                "writes its folder: move it, or give another --out"
+            )
+    return out
+
+
+def _options(out, formats, pattern, assignments, specs=None, folder=None):
     formats = sorted(
         {"csv", *(f.strip() for spec in formats or () for f in spec.split(",") if f.strip())}
     )
     bad = [f for f in formats if f not in export.FORMATS]
     if bad:
         raise ValueError(f"--format {bad[0]!r} is not one of {', '.join(export.FORMATS)}")
+    out = check_out(out, folder, formats)
     export.check_pattern(pattern)
     parsed = {}
     for item in assignments or ():
@@ -112,6 +171,12 @@ def _options(out, formats, pattern, assignments, specs=None):
             )
         parsed[chapter] = header.strip()
     return out, formats, parsed
+
+
+def shown(rel: str) -> str:
+    """A path as the grades show it: a byte that is not UTF-8 (a zip made on Windows) written as
+    ``\\xe9``, so that every name can be printed, written and told apart."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def grade(
@@ -132,34 +197,50 @@ def grade(
             if folder.exists()
             else f"SUBMISSIONS_DIR {str(folder)!r} does not exist"
         )
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if not (isinstance(jobs, int) and jobs >= 1):
+    timeout = check_timeout(timeout)
+    if isinstance(jobs, bool) or not (isinstance(jobs, int) and jobs >= 1):
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     if mode not in ("fast", "full"):
         raise ValueError(f"mode must be 'fast' or 'full', got {mode!r}")
     out, formats, _ = _options(
-        out if out is not None else folder / "graded", formats, student_pattern, ()
+        out if out is not None else folder / "graded", formats, student_pattern, (), None, folder
     )
     paths = find_submissions(folder, out)
     if not paths:
         raise ValueError(f"no .ipynb or .md notebooks in {str(folder)!r}")
     specs = chapter_specs()
-    _, _, named = _options(out, formats, student_pattern, assignments, specs)
+    _, _, named = _options(out, formats, student_pattern, assignments, specs, folder)
+    out.mkdir(parents=True, exist_ok=True)
     base = folder.resolve()
-    subs = [Submission(p, p.relative_to(base).as_posix(), pattern=student_pattern) for p in paths]
-    with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(grade_one, s, specs, mode, timeout) for s in subs]
-        for fut in cf.as_completed(futures):
-            s = fut.result()
-            p = export.score(s, specs.get(s.chapter))
-            right = sum(o.outcome == "correct" for o in s.outcomes.values())
-            later = f" ({export._num(p['to grade'])} to grade by hand)" if p["to grade"] else ""
-            echo(
-                f"graded {s.rel}: {s.chapter or '-'}, {s.run}, {export._num(p['total'])} of "
-                f"{export._num(p['max'])} points{later}, {right}/{len(s.outcomes)} checks correct "
-                f"({s.seconds:.0f} s)"
-            )
+    subs = [
+        Submission(p, shown(p.relative_to(base).as_posix()), pattern=student_pattern) for p in paths
+    ]
+    # every submission read before any runs: what one does to another's file changes nothing
+    cells = [prepare(s, specs) for s in subs]
+    verifiers = Verifiers(min(jobs, len(subs)), child_env()) if any(cells) else None
+    try:
+        with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {
+                pool.submit(grade_one, s, specs, mode, timeout, c, verifiers): s
+                for s, c in zip(subs, cells)
+            }
+            for fut in cf.as_completed(futures):
+                s = futures[fut]
+                try:
+                    fut.result()
+                except Exception as err:  # noqa: BLE001 (the grader's failure: this row's only)
+                    failed(s, specs, err)
+                p = export.score(s, specs.get(s.chapter))
+                right = sum(o.outcome == "correct" for o in s.outcomes.values())
+                later = f" ({export._num(p['to grade'])} to grade by hand)" if p["to grade"] else ""
+                echo(
+                    f"graded {s.rel}: {s.chapter or '-'}, {s.run}, {export._num(p['total'])} of "
+                    f"{export._num(p['max'])} points{later}, {right}/{len(s.outcomes)} checks "
+                    f"correct ({s.seconds:.0f} s)"
+                )
+    finally:
+        if verifiers is not None:
+            verifiers.close()
     write_outputs(subs, specs, out, formats, named, echo)
     return subs
 
@@ -191,8 +272,14 @@ def merge(
             f"no earlier grading in {str(out)!r} ({OUTPUT_MARK} is missing): "
             f"run `python3 tasks.py grade {folder or 'SUBMISSIONS_DIR'}` first"
         )
-    state = json.loads((out / OUTPUT_MARK).read_text())
-    subs = [_from_state(r) for r in state["submissions"]]
+    try:
+        state = json.loads((out / OUTPUT_MARK).read_text())
+        subs = [_from_state(r) for r in state["submissions"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(
+            f"{str(out / OUTPUT_MARK)!r} is not a grading's record ({type(err).__name__}): "
+            "grade the submissions again"
+        ) from None
     specs = chapter_specs()
     _, formats, named = _options(
         out,
@@ -226,14 +313,44 @@ def _from_state(r: dict) -> Submission:
 def write_outputs(
     subs, specs: dict, out: Path, formats=("csv",), assignments=None, echo=print
 ) -> None:
+    """Every output written to a private folder inside ``out``, then moved into place: a
+    submission that put something where an output goes (a folder named ``grades.csv``) has it
+    moved aside (``NAME.in-the-way``), not the run crash after the grading."""
     out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
+    try:
+        _write_outputs(subs, specs, stage, formats, assignments, echo, out)
+        for moved in _publish(stage, out):
+            echo(f"warning: {moved} was in the way of the grades: renamed {moved}.in-the-way")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _publish(stage: Path, out: Path) -> list[str]:
+    aside = []
+    for path in sorted(stage.rglob("*")):
+        target = out / path.relative_to(stage)
+        if target.is_dir() and not target.is_symlink() and not path.is_dir():
+            target.rename(target.with_name(target.name + ".in-the-way"))
+            aside.append(str(target))
+        elif path.is_dir() and target.exists() and (target.is_symlink() or not target.is_dir()):
+            target.rename(target.with_name(target.name + ".in-the-way"))
+            aside.append(str(target))
+        if path.is_dir():
+            target.mkdir(exist_ok=True)
+        else:
+            os.replace(path, target)
+    return aside
+
+
+def _write_outputs(subs, specs: dict, out: Path, formats, assignments, echo, final) -> None:
     taken, reports = set(), {}
     for s in subs:
         reports[s.rel] = report_name(s.rel, taken)
         write_report(s, specs.get(s.chapter), out / reports[s.rel])
     export.write_csv(subs, specs, out / "grades.csv", reports)
     (out / "grades.md").write_text(markdown_table(subs, specs, *export.columns(subs, specs)))
-    sheets = write_sheets(subs, specs, out, lambda s: export.student_of(s.rel, s.pattern))
+    sheets = write_sheets(subs, specs, out, lambda s: export.student_of(s.rel, s.pattern), final)
     written = [
         "grades.csv",
         f"{len(subs)} reports",
@@ -275,7 +392,7 @@ def write_outputs(
         if pts[0] is None
     )
     echo(
-        f"wrote to {out}: {', '.join(written)}"
+        f"wrote to {final}: {', '.join(written)}"
         + (
             f"; {unscored} answers to grade by hand count 0 until merged (--merge)"
             if unscored
@@ -290,7 +407,12 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--out", default=None, help="where to write the grades (default SUBMISSIONS_DIR/graded/)"
     )
-    ap.add_argument("--timeout", type=float, default=600, help="seconds per notebook (default 600)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds per notebook (default 600, at most a day)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="submissions run at a time (default 2)")
     ap.add_argument("--mode", default="fast", choices=("fast", "full"))
     ap.add_argument(

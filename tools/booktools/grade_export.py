@@ -322,10 +322,39 @@ def gradescope_autograder(dest: Path, timeout: float = 600) -> list[Path]:
     return [setup, run]
 
 
+def main(argv=None) -> int:
+    """``python -m booktools.grade_export gradescope-autograder DIR``: exit 2 with one line for a
+    bad ``DIR`` (a file, or below one)."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] != ["gradescope-autograder"] or len(argv) != 2:
+        print("usage: python -m booktools.grade_export gradescope-autograder DIR", file=sys.stderr)
+        return 2
+    dest = Path(argv[1])
+    above = next((p for p in [dest, *dest.resolve().parents] if p.exists()), None)
+    if above is not None and not above.is_dir():
+        where = "is a file" if above == dest else f"is below {str(above)!r}, a file"
+        print(
+            f"gradescope-autograder: error: DIR {str(dest)!r} {where}: give a folder to write "
+            "setup.sh and run_autograder to",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        written = gradescope_autograder(dest)
+    except OSError as err:
+        print(
+            f"gradescope-autograder: error: DIR {str(dest)!r}: {err.strerror or err}",
+            file=sys.stderr,
+        )
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:2] != ["gradescope-autograder"] or len(sys.argv) != 3:
-        sys.exit("usage: python -m booktools.grade_export gradescope-autograder DIR")
-    for written in gradescope_autograder(Path(sys.argv[2])):
-        print(f"wrote {written}")
+    sys.exit(main())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import re
 from pathlib import Path
 
@@ -113,9 +114,11 @@ def _model(text: str) -> str:
     return re.sub(r"^(`{3,})\{code-cell\}[^\n]*$", r"\1python", text, flags=re.M)
 
 
-def write_sheets(subs, specs: dict, out: Path, student_of) -> list[Path]:
-    """One Markdown and one CSV sheet per question of the chapters graded."""
+def write_sheets(subs, specs: dict, out: Path, student_of, shown: Path | None = None) -> list[Path]:
+    """One Markdown and one CSV sheet per question of the chapters graded (``shown``: the output
+    folder the sheets name, when ``out`` is where they are written first)."""
     folder = out / "hand"
+    named = Path(shown if shown is not None else out) / "hand"
     written = []
     for name, chapter in specs.items():
         mine = [s for s in subs if s.chapter == name]
@@ -135,7 +138,7 @@ def write_sheets(subs, specs: dict, out: Path, student_of) -> list[Path]:
                 "",
                 f"Chapter `{name}`, {'an' if h.kind[0] in 'aeiou' else 'a'} {h.kind} question. "
                 f"Fill in the `score` column of `{h.label}.csv` and run `python3 tasks.py grade "
-                f"--merge {folder / (h.label + '.csv')}`.",
+                f"--merge {named / (h.label + '.csv')}`.",
                 "",
                 "## Rubric",
                 "",
@@ -167,38 +170,80 @@ def read_scores(paths, subs, specs: dict) -> dict[str, dict[str, tuple]]:
     points = {h.label: (h.points, name) for name, ch in specs.items() for h in ch.hand}
     out: dict[str, dict] = {}
     for path in map(Path, paths):
-        if not path.is_file():
-            raise ValueError(f"--merge {str(path)!r} is not a file")
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = {"question", "submission", "score"} - set(reader.fieldnames or [])
-            if missing:
+        for n, row in _rows(path):
+            label, rel, raw = (
+                row["question"].strip(),
+                row["submission"].strip(),
+                (row["score"] or "").strip(),
+            )
+            if not raw:
+                continue
+            where = f"--merge {path.name}, line {n}"
+            if label not in points:
+                raise ValueError(f"{where}: unknown question {label!r}")
+            if rel not in by_rel or by_rel[rel].chapter != points[label][1]:
                 raise ValueError(
-                    f"--merge {path.name}: no column {sorted(missing)} (a sheet from hand/ has "
-                    "them)"
+                    f"{where}: no submission {rel!r} of chapter {points[label][1]} was graded"
                 )
-            for n, row in enumerate(reader, start=2):
-                label, rel, raw = (
-                    row["question"].strip(),
-                    row["submission"].strip(),
-                    (row["score"] or "").strip(),
-                )
-                if not raw:
-                    continue
-                where = f"--merge {path.name}, line {n}"
-                if label not in points:
-                    raise ValueError(f"{where}: unknown question {label!r}")
-                if rel not in by_rel or by_rel[rel].chapter != points[label][1]:
-                    raise ValueError(
-                        f"{where}: no submission {rel!r} of chapter {points[label][1]} was graded"
-                    )
-                try:
-                    value = float(raw)
-                except ValueError:
-                    raise ValueError(f"{where}: score {raw!r} is not a number") from None
-                if not 0 <= value <= points[label][0]:
-                    raise ValueError(
-                        f"{where}: score {raw} is not between 0 and {points[label][0]:g}"
-                    )
-                out.setdefault(rel, {})[label] = (value, (row.get("comment") or "").strip())
+            try:
+                value = float(raw)
+            except ValueError:
+                raise ValueError(f"{where}: score {raw!r} is not a number") from None
+            if not 0 <= value <= points[label][0]:
+                raise ValueError(f"{where}: score {raw} is not between 0 and {points[label][0]:g}")
+            out.setdefault(rel, {})[label] = (value, (row.get("comment") or "").strip())
     return out
+
+
+FIX = (
+    "save it again as UTF-8 (Excel: Save As, 'CSV UTF-8 (Comma delimited)'; LibreOffice: Text "
+    "CSV, character set 'Unicode (UTF-8)')"
+)
+
+
+def _rows(path: Path):
+    """``(line, row)`` of a filled-in sheet: UTF-8 with or without a byte-order mark (Excel's
+    'CSV UTF-8'); another encoding, a missing column or a row that does not fit the columns is
+    refused naming the sheet and the line."""
+    if not path.is_file():
+        raise ValueError(f"--merge {str(path)!r} is not a file")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"--merge {path.name}: not UTF-8 (byte 0x{err.object[err.start]:02x} at offset "
+            f"{err.start}; Windows-1252?): {FIX}"
+        ) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        fields = reader.fieldnames or []
+    except csv.Error as err:
+        raise ValueError(f"--merge {path.name}, line 1: {err}") from None
+    missing = {"question", "submission", "score"} - {f.strip() for f in fields}
+    if missing:
+        raise ValueError(
+            f"--merge {path.name}: no column {sorted(missing)} (a sheet from hand/ has them)"
+        )
+    reader.fieldnames = [f.strip() for f in fields]
+    line = reader.line_num
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise ValueError(f"--merge {path.name}, line {reader.line_num}: {err}") from None
+        n, line = line + 1, reader.line_num
+        extra = [v for v in row.pop(None, None) or [] if v.strip()]
+        short = [k for k in ("question", "submission", "score") if row.get(k) is None]
+        if not extra and not short:
+            yield n, row
+            continue
+        if short and not any((v or "").strip() for v in row.values()):
+            continue  # an empty row
+        got = len([v for v in row.values() if v is not None]) + len(extra)
+        raise ValueError(
+            f"--merge {path.name}, line {n}: {got} fields where the sheet has {len(fields)} "
+            "columns (a note typed in a row of its own? write it in the comment column of a "
+            "submission's row; a comma in a cell? the cell must be quoted)"
+        )

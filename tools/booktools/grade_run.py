@@ -11,12 +11,14 @@ allowed (an error is logged and the next cell runs, so one broken exercise does 
 others), a kernel that dies (``os._exit``, a segfault, ``exit()``) reported as such, and the
 kernel killed at the end. The grader adds its own cells: one first (``grade_kernel.setup``:
 tracing the cells the student wrote) and one after each check cell (``grade_kernel.capture``:
-the check's answer taken out of the kernel into ``RUN_DIR/answers/``); nothing is checked there.
+the check's answer taken out of the kernel into ``answers/`` of the plan's ``outbox``, a folder
+apart from ``RUN_DIR``, the grader's state); nothing is checked there.
 The state (``ran``, or ``timed out``/``crashed`` and in which cell) goes to ``RUN_DIR/run.json``:
 a notebook that ends its own kernel, even with ``os._exit(0)``, has not run to its end.
 
-``verify`` runs with nothing of the student's imported: it rebuilds each answer and calls the
-book's ``book.checks.check`` on it (on copies of the inputs) under a call tracer
+``verify`` runs with nothing of the student's imported, in a fork of the verifier's server
+(``grade_server``: the book's checks loaded before any submission ran): it rebuilds each answer
+and calls the book's ``book.checks.check`` on it (on copies of the inputs) under a call tracer
 (``grade_trace``), writing one verdict a line to ``RUN_DIR/verdicts.jsonl``: the check's
 status and credit, or *used the reference* when the answer called the function its check
 compares against. Before each check it notes which check runs (``verifying``), so that the
@@ -73,10 +75,14 @@ def _error_text(err) -> str:
 
 def _jsonl(path: Path) -> list[dict]:
     out = []
-    for line in path.read_text().splitlines() if path.exists() else []:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
         try:
             out.append(json.loads(line))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a line that is not the grader's
             pass
     return out
 
@@ -88,18 +94,21 @@ def _cell_error(cell) -> str | None:
     return None
 
 
+def _outbox(plan: dict, run_dir: Path) -> Path:
+    """Where the kernel writes (its answers, its trace): a folder apart from the grader's state."""
+    return Path(plan.get("outbox") or run_dir)
+
+
 def _program(plan: dict, run_dir: Path) -> list[tuple[str, int | None, str]]:
     """``(kind, plan cell, source)`` of every cell the kernel runs, the grader's included."""
     traced = [digest(c["source"]) for c in plan["cells"] if c.get("traced")]
     call = "__import__('booktools.grade_kernel').grade_kernel."
-    out = [("grader", None, f"{call}setup({traced!r}, {str(run_dir / 'traces.jsonl')!r})")]
+    box = _outbox(plan, run_dir)
+    out = [("grader", None, f"{call}setup({traced!r}, {str(box / 'traces.jsonl')!r})")]
     for i, cell in enumerate(plan["cells"]):
         out.append(("cell", i, cell["source"]))
         if cell["capture"]:
-            args = (
-                f"{cell['capture']!r}, {str(run_dir / 'answers')!r}, "
-                f"{cell.get('origin') or i + 1!r}"
-            )
+            args = f"{cell['capture']!r}, {str(box / 'answers')!r}, {cell.get('origin') or i + 1!r}"
             out.append(("grader", i, f"{call}capture({args})"))
     return out
 
@@ -110,7 +119,8 @@ def run(run_dir: Path) -> None:
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     plan = json.loads((run_dir / "plan.json").read_text())
-    (run_dir / "answers").mkdir(exist_ok=True)
+    (_outbox(plan, run_dir) / "answers").mkdir(exist_ok=True)
+    (run_dir / "calls").mkdir(exist_ok=True)
     log = run_dir / "cells.jsonl"
     program = _program(plan, run_dir)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for _, _, src in program])
@@ -162,10 +172,15 @@ def run(run_dir: Path) -> None:
 
 
 def _attribute_calls(plan: dict, run_dir: Path) -> None:
-    """For each value answer: the library functions its cells called (``answers/<id>.calls.json``),
+    """For each value answer: the library functions its cells called (``calls/<id>.json``),
     and whether one of them ran without the tracer (it was turned off, or its hooks removed)."""
     ran = {r["cell"]: r.get("count") for r in _jsonl(run_dir / "cells.jsonl") if "error" in r}
-    traces = {r.get("execution_count"): r for r in _jsonl(run_dir / "traces.jsonl")}
+    box = _outbox(plan, run_dir)
+    traces = {
+        r.get("execution_count"): r
+        for r in _jsonl(box / "traces.jsonl")  # the kernel's: what is not a record is dropped
+        if isinstance(r, dict) and isinstance(r.get("calls", []), list)
+    }
     for ex_id, window in plan.get("windows", {}).items():
         calls, untraced = set(), False
         for i in window:
@@ -175,7 +190,7 @@ def _attribute_calls(plan: dict, run_dir: Path) -> None:
             if record is None or not record.get("intact"):
                 untraced = True
             calls.update(record.get("calls", []) if record else [])
-        (run_dir / "answers" / f"{ex_id}.calls.json").write_text(
+        (run_dir / "calls" / f"{ex_id}.json").write_text(
             json.dumps({"calls": sorted(calls), "untraced": untraced})
         )
 
@@ -264,11 +279,16 @@ def verify(run_dir: Path, ids: list[str]) -> None:
 
     before = _snapshot()
     out = run_dir / "verdicts.jsonl"
+    box = _outbox(json.loads((run_dir / "plan.json").read_text()), run_dir)
     for ex_id in ids:
-        path = run_dir / "answers" / f"{ex_id}.pkl"
         (run_dir / "verifying").write_text(ex_id)
-        record = pickle.loads(path.read_bytes())
-        calls_file = path.with_suffix(".calls.json")
+        try:
+            record = pickle.loads((box / "answers" / f"{ex_id}.pkl").read_bytes())
+            if not isinstance(record, dict):
+                raise TypeError(f"a {type(record).__name__}, not the grader's record")
+        except Exception as err:  # noqa: BLE001 (written in the kernel: anything can be there)
+            record = {"failed": f"the answer could not be read back: {_error_text(err)}"}
+        calls_file = run_dir / "calls" / f"{ex_id}.json"
         calls = json.loads(calls_file.read_text()) if calls_file.exists() else {}
         verdict = _verdict(book, ex_id, record, calls)
         tampered = _changed(before)

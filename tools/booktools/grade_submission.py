@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import NamedTuple
 
 from .grade_hand import collect
 from .grade_plan import identify, plan, read_cells
+from .grade_server import VerifierError
 
 SCORED = ("correct", "incorrect", "crashed")  # outcomes whose credit counts (partial credit)
 GRACE = 120  # seconds the run process gets beyond the notebook's budget (kernel start, clean-up)
@@ -67,16 +69,22 @@ def _kill_kernel(pid: int) -> None:
         _kill_group(pid)
 
 
-def _child(args: list[str], cwd: Path, timeout: float, log: Path) -> str:
-    """Run ``python -m booktools.grade_run ...`` in its own session; "ok", "timed out" or "died
-    (…)". On a time-out or a death its process group goes, and the kernel it started (its own
-    session)."""
+def child_env() -> dict:
+    """The grader's environment, less what would make a child grade in the book build's mode."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("RANKCOLLAPSE_MODE", "RANKCOLLAPSE_BOOK_BUILD")
     }
     env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def _child(args: list[str], cwd: Path, timeout: float, log: Path) -> str:
+    """Run ``python -m booktools.grade_run ...`` in its own session; "ok", "timed out" or "died
+    (…)". On a time-out or a death its process group goes, and the kernel it started (its own
+    session)."""
+    env = child_env()
     with open(log, "ab") as f:
         proc = subprocess.Popen(
             [sys.executable, "-m", "booktools.grade_run", *args],
@@ -94,9 +102,11 @@ def _child(args: list[str], cwd: Path, timeout: float, log: Path) -> str:
         finally:
             _kill_group(proc.pid)  # the notebook's children go with it
             proc.wait()
-    kernel = Path(args[1]) / "kernel.pid"
-    if args[0] == "run" and code != 0 and kernel.exists():
-        _kill_kernel(int(kernel.read_text()))
+    if args[0] == "run" and code != 0:
+        try:
+            _kill_kernel(int((Path(args[1]) / "kernel.pid").read_text()))
+        except (OSError, ValueError):
+            pass
     if code is None:
         return "timed out"
     return "ok" if code == 0 else f"died (exit code {code})"
@@ -108,35 +118,78 @@ def _jsonl(path: Path) -> list[dict]:
     return read(path)
 
 
-def grade_one(sub: Submission, specs: dict, mode: str, timeout: float) -> Submission:
-    start = time.monotonic()
+def prepare(sub: Submission, specs: dict) -> list | None:
+    """The submission's cells, read (and its chapter found) before any submission runs; ``None``
+    when there is nothing to run (``sub.run`` says why)."""
     try:
         cells = read_cells(sub.path)
-    except Exception as err:  # noqa: BLE001 (not JSON, not a notebook)
+    except Exception as err:  # noqa: BLE001 (not JSON, not a notebook, not UTF-8)
         sub.run = f"unreadable ({type(err).__name__})"
-        return sub
+        return None
     sub.chapter = identify(cells, specs)
     if sub.chapter is None:
         sub.run = "unknown chapter"
-        return sub
+        return None
+    sub.hand = collect(cells, specs[sub.chapter])
+    return cells
+
+
+def _folders() -> tuple[Path, Path, Path]:
+    """The grader's state (``plan.json``, the logs, the verdicts), the notebook's working folder
+    and the folder its answers are taken out to: three private folders, none inside another, none
+    the grader's working folder or below it."""
+    return tuple(Path(tempfile.mkdtemp(prefix=f"grade-{k}-")) for k in ("state", "work", "answers"))
+
+
+def _records(path: Path, n_cells: int) -> list[dict]:
+    """The run's cell log, each line checked (a line that is not the grader's is dropped)."""
+    out = []
+    for r in _jsonl(path):
+        cell = r.get("cell") if isinstance(r, dict) else None
+        if isinstance(r, dict) and "kernel" in r and isinstance(r["kernel"], str):
+            out.append({"kernel": r["kernel"][:300]})
+        elif isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < n_cells:
+            error = r.get("error")
+            out.append({**r, "error": error[:300] if isinstance(error, str) else None})
+    return out
+
+
+def _run_state(path: Path, n_cells: int) -> dict | None:
+    try:
+        ran = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(ran, dict) or ran.get("state") not in ("ran", "timed out", "crashed"):
+        return None
+    cell = ran.get("cell")
+    ok = cell is None or (
+        isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < n_cells
+    )
+    return {"state": ran["state"], "cell": cell} if ok else None
+
+
+def grade_one(
+    sub: Submission, specs: dict, mode: str, timeout: float, cells=None, verifiers=None
+) -> Submission:
+    start = time.monotonic()
+    if cells is None:
+        cells = prepare(sub, specs)
+        if cells is None:
+            return sub
     chapter = specs[sub.chapter]
-    sub.hand = collect(cells, chapter)
     to_run, status, windows = plan(cells, chapter, mode)
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        run_dir, work = Path(tmp), Path(tmp) / "work"
-        work.mkdir()
-        (run_dir / "plan.json").write_text(
-            json.dumps({"cells": to_run, "timeout": timeout, "windows": windows})
+    state_dir, work, outbox = _folders()
+    try:
+        (state_dir / "plan.json").write_text(
+            json.dumps(
+                {"cells": to_run, "timeout": timeout, "windows": windows, "outbox": str(outbox)}
+            )
         )
-        state = _child(["run", str(run_dir)], work, timeout + GRACE, run_dir / "output.txt")
+        state = _child(["run", str(state_dir)], work, timeout + GRACE, state_dir / "output.txt")
         origin = [c["origin"] for c in to_run]  # the submission's code cell, counted from 1
-        log = _jsonl(run_dir / "cells.jsonl")
+        log = _records(state_dir / "cells.jsonl", len(to_run))
         sub.cell_errors = [(origin[r["cell"]], r["error"]) for r in log if r.get("error")]
-        ran = (
-            json.loads((run_dir / "run.json").read_text())
-            if (run_dir / "run.json").exists()
-            else None
-        )
+        ran = _run_state(state_dir / "run.json", len(to_run))
         if state == "timed out" or ran is None:
             stuck = next((r["cell"] for r in reversed(log) if r.get("started")), None)
             ran = {"state": "timed out" if state == "timed out" else "crashed", "cell": stuck}
@@ -145,8 +198,8 @@ def grade_one(sub: Submission, specs: dict, mode: str, timeout: float) -> Submis
             where = f" in code cell {origin[where]}" if where is not None and origin[where] else ""
             kernel = next((r["kernel"] for r in log if "kernel" in r), "")
             sub.run = ran["state"] + where + (f" (the kernel: {kernel})" if kernel else "")
-        answers = [s.id for s in chapter.checks if (run_dir / "answers" / f"{s.id}.pkl").exists()]
-        verdicts, sub.values = _verify(run_dir, work, answers, timeout)
+        answers = [s.id for s in chapter.checks if (outbox / "answers" / f"{s.id}.pkl").is_file()]
+        verdicts, sub.values = _verify(state_dir, work, answers, timeout, verifiers)
         for s in chapter.checks:
             if s.id in verdicts:
                 got = verdicts[s.id]
@@ -162,7 +215,20 @@ def grade_one(sub: Submission, specs: dict, mode: str, timeout: float) -> Submis
                     f"{got.message}".strip(),
                 )
             sub.outcomes[s.id] = got
+    finally:
+        for folder in (state_dir, work, outbox):
+            shutil.rmtree(folder, ignore_errors=True)
     sub.seconds = time.monotonic() - start
+    return sub
+
+
+def failed(sub: Submission, specs: dict, err: BaseException) -> Submission:
+    """The row of a submission the grader itself failed on: every check crashed, 0 points."""
+    why = f"{type(err).__name__}: {err}"[:300]
+    sub.run = f"not graded: the grader failed on it ({why})"
+    chapter = specs.get(sub.chapter)
+    for s in chapter.checks if chapter else []:
+        sub.outcomes[s.id] = Outcome("crashed", f"The grader failed on this submission ({why}).")
     return sub
 
 
@@ -177,25 +243,38 @@ LIBRARY_STATUS = {
 }
 
 
-def _verify(run_dir: Path, work: Path, ids: list[str], timeout: float) -> dict:
+def _verify(run_dir: Path, work: Path, ids: list[str], timeout: float, verifiers=None) -> dict:
     """``{id: Outcome}`` for the answers left in ``run_dir/answers``, and ``{id: value}`` for the
     value answers (as the check read them)."""
     verdicts, values, todo = {}, {}, list(ids)
     while todo:
         (run_dir / "verdicts.jsonl").unlink(missing_ok=True)  # written by this verifier only
         (run_dir / "verifying").unlink(missing_ok=True)
-        state = _child(["verify", str(run_dir), *todo], work, timeout, run_dir / "verify.txt")
+        log = run_dir / "verify.txt"
+        if verifiers is None:
+            state = _child(["verify", str(run_dir), *todo], work, timeout, log)
+        else:
+            try:
+                state = verifiers.verify(run_dir, work, todo, log, timeout)
+            except VerifierError as err:
+                for i in todo:
+                    verdicts[i] = Outcome("crashed", f"The answer was not checked: {err}.")
+                break
         for r in _jsonl(run_dir / "verdicts.jsonl"):
-            if r.get("id") in todo and r["id"] not in verdicts:
-                outcome = LIBRARY_STATUS.get(r.get("status"), "crashed")
-                credit = float(r.get("credit") or 0.0) if outcome in SCORED else 0.0
-                verdicts[r["id"]] = Outcome(outcome, str(r.get("message", "")), credit)
-                if "value" in r:
-                    values[r["id"]] = r["value"]
+            if not isinstance(r, dict) or r.get("id") not in todo or r["id"] in verdicts:
+                continue
+            outcome = LIBRARY_STATUS.get(r.get("status"), "crashed")
+            credit = _credit(r.get("credit")) if outcome in SCORED else 0.0
+            verdicts[r["id"]] = Outcome(outcome, str(r.get("message", ""))[:2000], credit)
+            if "value" in r:
+                values[r["id"]] = r["value"]
         todo = [i for i in todo if i not in verdicts]
         if not todo:
             break
-        busy = (run_dir / "verifying").read_text() if (run_dir / "verifying").exists() else todo[0]
+        try:
+            busy = (run_dir / "verifying").read_text()
+        except (OSError, ValueError):
+            busy = todo[0]
         busy = busy if busy in todo else todo[0]
         if state == "timed out":
             verdicts[busy] = Outcome(
@@ -209,3 +288,12 @@ def _verify(run_dir: Path, work: Path, ids: list[str], timeout: float) -> dict:
             )
         todo = [i for i in todo if i not in verdicts]
     return verdicts, values
+
+
+def _credit(x) -> float:
+    """A verdict's credit: a number in [0, 1] (anything else: 0)."""
+    try:
+        x = float(x or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return x if 0.0 <= x <= 1.0 else 0.0
