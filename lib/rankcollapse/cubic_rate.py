@@ -26,6 +26,10 @@ from .theory import rank_one_distance, tracked_residual, unit_residual_tokens
 
 __all__ = ["DeltaScaling", "delta_scaling_study", "CubicRate", "cubic_rate_study"]
 
+# ||Delta|| below this is float64's rounding of the attention (its entries are near 1/n, with
+# errors ~1e-16): 1000 times that, so that rounding moves a fitted point by 0.1 % at most
+DELTA_FLOOR = 1000 * float(np.finfo(np.float64).eps)
+
 
 @dataclass
 class DeltaScaling:
@@ -71,6 +75,12 @@ def delta_scaling_study(
     scales = np.asarray([check_positive_float("scales", float(t)) for t in scales])
     if scales.size < 2:
         raise ValueError(f"scales must hold at least two positive scales, got {scales.size}")
+    if not (np.isfinite(scales**2) & (scales**2 >= np.finfo(np.float64).tiny)).all():
+        raise ValueError(
+            "scales must lie in about [1.5e-154, 1.3e154] (their squares are fitted in float64), "
+            "got "
+            f"{scales.min():g} to {scales.max():g}"
+        )
     d_model, n_tokens = check_int("d_model", d_model), check_int("n_tokens", n_tokens, minimum=2)
     check_runs(
         SANConfig(n_layers=1, n_heads=1, d_model=d_model), (scales.size, n_tokens, d_model), samples
@@ -85,6 +95,12 @@ def delta_scaling_study(
             P = model(X).attentions[0][:, 0]  # (scales, n, n)
         r2 = (composite_norm(res(X)) ** 2).numpy()
         dl = rank_one_distance(P, norm="l1inf").numpy()
+        if dl.min() < DELTA_FLOOR:
+            raise ValueError(
+                f"scales: at scale {scales[dl.argmin()]:g} the attention's ||Delta|| is "
+                f"{dl.min():.2g}, at float64's rounding (below {DELTA_FLOOR:g}): its exponent "
+                "cannot be measured there; use larger scales (the book's: 0.01 to 1)"
+            )
         residual_sq.append(r2)
         delta.append(dl)
         slopes.append(log_slope(r2, dl, log_x=True))
@@ -122,6 +138,11 @@ class CubicRate:
         same layers (mean), the largest gap between a network's slope and its reference, the first
         factor, and the layers to fall three orders of magnitude (the networks' median; a linear
         rate with the same first step)."""
+        if not self.slopes:
+            raise ValueError(
+                "no network has two layers from layer 2 on where rho_L is in (0, 1): no slope to "
+                "fit (the residual vanished exactly, or grew); n_layers or the inputs"
+            )
         a = self.linear_factor
         slopes, ref = np.array(self.slopes), np.array(self.reference)
         return {
@@ -149,7 +170,12 @@ def cubic_rate_study(
         check_seed("seed", seed),
         check_generator("generator", generator),
     )
-    depths = np.arange(1, check_int("n_layers", n_layers) + 1)
+    if check_int("n_layers", n_layers) < 3:
+        raise ValueError(
+            f"n_layers must be >= 3 (the slope is fitted from layer 2 on, over two layers at "
+            f"least), got {n_layers}"
+        )
+    depths = np.arange(1, n_layers + 1)
     check_runs(
         SANConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model),
         (check_int("n_tokens", n_tokens), check_int("d_model", d_model)),

@@ -72,6 +72,10 @@ def compare(a: dict, b: dict, rtol: float = 1e-12) -> list[str]:
 def _read_record(parser: argparse.ArgumentParser, path: Path) -> dict:
     """The record in ``path``, or a one-line usage error (exit 2) naming the file when it is
     missing, unreadable, not JSON, or not a record written by ``record``."""
+    if path.is_dir():
+        parser.error(
+            f"{path}: a folder, not a record (compare takes two JSON files written by record)"
+        )
     if not path.is_file():
         parser.error(f"{path}: no such file (compare takes two JSON files written by record)")
     try:
@@ -81,14 +85,41 @@ def _read_record(parser: argparse.ArgumentParser, path: Path) -> dict:
     missing = [
         k for k in ("mode", "seed", "chapters") if not isinstance(data, dict) or k not in data
     ]
-    if missing or not isinstance(data["chapters"], dict):
-        what = (
-            f"it lacks {', '.join(repr(k) for k in missing)}"
-            if missing
-            else "its 'chapters' is not a mapping"
-        )
+    what = (
+        f"it lacks {', '.join(repr(k) for k in missing)}"
+        if missing
+        else "its 'chapters' is not a mapping"
+        if not isinstance(data["chapters"], dict)
+        else _malformed(data["chapters"])
+    )
+    if what:
         parser.error(f"{path}: not a record written by `record` ({what})")
     return data
+
+
+def _malformed(chapters: dict) -> str | None:
+    """What is wrong with a record's chapters (``None``: each has the shape ``results`` writes:
+    ``glue`` {name: {mime: text}}, ``text`` [[line, ...], ...], ``figures`` {key: {...}})."""
+
+    def texts(x):
+        return isinstance(x, dict) and all(isinstance(v, str) for v in x.values())
+
+    for key, c in chapters.items():
+        if not isinstance(c, dict):
+            return f"chapter {key!r} is a {type(c).__name__}, not a mapping"
+        glue, text, figures = c.get("glue", {}), c.get("text", []), c.get("figures", {})
+        if not (isinstance(glue, dict) and all(texts(v) for v in glue.values())):
+            return f"chapter {key!r}: 'glue' is not a mapping of name to {{mime: text}}"
+        if not (
+            isinstance(text, list)
+            and all(
+                isinstance(cell, list) and all(isinstance(t, str) for t in cell) for cell in text
+            )
+        ):
+            return f"chapter {key!r}: 'text' is not a list of lists of lines"
+        if not (isinstance(figures, dict) and all(isinstance(v, dict) for v in figures.values())):
+            return f"chapter {key!r}: 'figures' is not a mapping of key to digest"
+    return None
 
 
 def main(argv=None) -> int:
@@ -120,6 +151,15 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     if args.command == "record":
+        if not 0 <= args.seed < 2**32:
+            rec.error(f"--seed must be in [0, 2**32), got {args.seed}")
+        if args.out.is_dir():
+            rec.error(f"{args.out} is a folder: give the JSON file to write the record to")
+        above = next((p for p in args.out.resolve().parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            rec.error(f"{args.out}: {above} is a file, not a folder")
+        if not args.out.resolve().parent.is_dir():
+            rec.error(f"{args.out}: the folder {args.out.parent} does not exist")
         if args.from_dir is not None and not args.from_dir.is_dir():
             why = "is not a folder" if args.from_dir.exists() else "does not exist"
             rec.error(
@@ -137,7 +177,10 @@ def main(argv=None) -> int:
                 f"--from {args.from_dir}: no executed notebook "
                 f"{Path(exc.filename or '?').name} there"
             )
-        args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        try:
+            args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            rec.error(f"{args.out}: cannot be written ({exc.strerror or exc})")
         print(f"wrote {args.out}: {len(data['chapters'])} chapter(s)")
         return 0
     if not (math.isfinite(args.rtol) and args.rtol >= 0):
@@ -152,7 +195,7 @@ def main(argv=None) -> int:
     for line in found:
         print(line)
     n = sum(
-        len(c["glue"]) + sum(map(len, c["text"])) + len(c["figures"])
+        len(c.get("glue", {})) + sum(map(len, c.get("text", []))) + len(c.get("figures", {}))
         for c in a["chapters"].values()
     )
     print(

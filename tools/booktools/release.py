@@ -31,31 +31,59 @@ CHANGELOG = ROOT / "CHANGELOG.md"
 EDITION = re.compile(r"^## (?P<version>\d+\.\d+\.\d+) \((?P<date>\d{4}-\d{2}-\d{2})\)", re.M)
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{path.name}: no such file ({path})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path.name}: cannot be read ({type(err).__name__}: {err})") from None
+
+
 def project_version(root: Path = ROOT) -> str:
     """The book's version: ``[project] version`` in ``pyproject.toml``."""
-    return tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    try:
+        version = tomllib.loads(_read(root / "pyproject.toml"))["project"]["version"]
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"pyproject.toml is not valid TOML: {err}") from None
+    except (KeyError, TypeError):
+        raise ValueError("pyproject.toml has no [project] version") from None
+    return str(version)
 
 
 def citation(path: Path = CITATION) -> dict:
+    """``CITATION.cff`` read (a clear error naming the file and the line for invalid YAML)."""
     import yaml
 
-    return yaml.safe_load(path.read_text())
+    try:
+        data = yaml.safe_load(_read(path))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ValueError(f"{path.name} is not valid YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path.name} holds a {type(data).__name__}, not a CITATION.cff mapping")
+    return data
 
 
 def editions(path: Path = CHANGELOG) -> list[tuple[str, str]]:
     """``(version, date)`` of every edition in ``CHANGELOG.md``, newest first."""
-    return [(m["version"], m["date"]) for m in EDITION.finditer(path.read_text())]
+    return [(m["version"], m["date"]) for m in EDITION.finditer(_read(path))]
 
 
 def notes(version: str, path: Path = CHANGELOG) -> str:
     """The CHANGELOG entry of ``version`` (its text below its heading, up to the next edition)."""
-    text = path.read_text()
+    text = _read(path)
     heads = list(EDITION.finditer(text))
     for i, m in enumerate(heads):
         if m["version"] == version:
             end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
             return text[m.end() : end].split("\n", 1)[-1].strip()
-    raise ValueError(f"CHANGELOG.md has no entry for version {version}")
+    raise ValueError(
+        f"{path.name} has no entry for version {version} (a heading '## {version} (YYYY-MM-DD): "
+        "title')"
+    )
 
 
 def version_problems(root: Path = ROOT) -> list[str]:
@@ -113,7 +141,8 @@ def validate_citation(path: Path = CITATION, where: Path = CFF_VENV) -> subproce
     )
 
 
-def main(argv=None) -> int:
+def main(argv=None, root: Path = ROOT) -> int:
+    """The command; ``root``: the repository whose files it reads (the tests give another)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument(
@@ -122,15 +151,19 @@ def main(argv=None) -> int:
     what.add_argument("--version", action="store_true", help="print the book's version")
     what.add_argument("--notes", action="store_true", help="print this version's CHANGELOG entry")
     args = ap.parse_args(argv)
-    version = project_version()
-    if args.version:
-        print(version)
-        return 0
-    if args.notes:
-        print(notes(version))
-        return 0
-    problems = version_problems()
-    result = validate_citation()
+    try:
+        version = project_version(root)
+        if args.version:
+            print(version)
+            return 0
+        if args.notes:
+            print(notes(version, root / "CHANGELOG.md"))
+            return 0
+        problems = version_problems(root)
+    except ValueError as err:
+        print(f"release: error: {err}", file=sys.stderr)
+        return 2
+    result = validate_citation(root / "CITATION.cff")
     if result.returncode:
         problems.append("cffconvert --validate: " + (result.stdout + result.stderr).strip())
     for p in problems:

@@ -441,7 +441,11 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
 
-    status = load()
+    try:
+        status = load()
+    except ValueError as err:
+        print(f"status: error: {err}", file=sys.stderr)
+        return 2
     if args.render:
         save(status)
         return 0

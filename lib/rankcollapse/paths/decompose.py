@@ -95,9 +95,7 @@ def _enumerate(layers, X, choices) -> dict:
         nxt = {}
         for prefix, term in paths.items():
             for c in choices:
-                nxt[prefix + (c,)] = (
-                    layer.skip(term) if c is None else layer.head(term.unsqueeze(0), c)[0]
-                )
+                nxt[prefix + (c,)] = layer.branch(term, c)
         paths = nxt
     return paths
 
@@ -239,7 +237,7 @@ def path_norms(model: SAN, X, paths, *, norm: str = "fro") -> torch.Tensor:
     for p in paths:
         term = X
         for layer, c in zip(layers, p):
-            term = layer.skip(term) if c is None else layer.head(term.unsqueeze(0), c)[0]
+            term = layer.branch(term, c)
         out.append(matrix_norm(term, norm=norm))
     return torch.stack(out)
 

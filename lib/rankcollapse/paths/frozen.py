@@ -71,6 +71,12 @@ class FrozenLayer:
         """One head's branch: ``P_h Y W_{V,h} W_{O,h}`` (with LayerNorm's linear part around it)."""
         return self._post(self._mix(self._pre(Y), slice(h, h + 1)))
 
+    def branch(self, Y, c: int | None):
+        """One step of a path on one term ``Y`` (``(..., n, d)``, no stack): the skip branch
+        (``c=None``) or head ``c``."""
+        Y = Y.unsqueeze(0)
+        return (self.skip(Y) if c is None else self.head(Y, c))[0]
+
     def offset(self, like: torch.Tensor):
         """``F(0)``: the constant the layer adds (biases and LayerNorm's shift), shaped like
         ``like``."""
@@ -95,7 +101,7 @@ class FrozenLayer:
         """The whole affine map ``F(Y)`` with frozen attention: equals the layer's forward
         output."""
         out = self.heads(Y.unsqueeze(0))[0] + self.offset(Y)
-        return out + self.skip(Y) if self.skip_on else out
+        return out + self.branch(Y, None) if self.skip_on else out
 
 
 def check_linear(model) -> None:
