@@ -249,12 +249,37 @@ SIZES: dict[str, dict[str, dict]] = {
         # the paper's Figure 2 on real transformers: n_seq windows of n_tokens tokens of the
         # book's prose; every model, variant and surgery; the optimal centre (an LP per matrix,
         # about 1 s at 32 x 384) on MiniLM for opt_seq windows of opt_tokens tokens; products of
-        # attention matrices along n_paths random paths per length on path_seq sequences.
+        # attention matrices along n_paths random paths per length on path_seq sequences; ALBERT
+        # at initialisation with its shared layer applied deep_L times (4x its depth), from
+        # deep_seeds seeds (seed, seed + 1, ...), on the first deep_seq windows, deep_batch at a
+        # time (48 layers of width 768 on 128 tokens: two sequences per call stay under the
+        # library's cost cap). Fast mode reads 3 windows, not 4, to pay for the deeper ALBERT and
+        # MiniLM's architecture at initialisation.
         "fast": dict(
-            n_seq=4, n_tokens=48, batch=4, opt_seq=1, opt_tokens=16, path_seq=1, n_paths=10
+            n_seq=3,
+            n_tokens=48,
+            batch=4,
+            opt_seq=1,
+            opt_tokens=16,
+            path_seq=1,
+            n_paths=10,
+            deep_L=48,
+            deep_seeds=1,
+            deep_seq=1,
+            deep_batch=2,
         ),
         "full": dict(
-            n_seq=32, n_tokens=128, batch=16, opt_seq=2, opt_tokens=32, path_seq=4, n_paths=30
+            n_seq=32,
+            n_tokens=128,
+            batch=16,
+            opt_seq=2,
+            opt_tokens=32,
+            path_seq=4,
+            n_paths=30,
+            deep_L=48,
+            deep_seeds=3,
+            deep_seq=4,
+            deep_batch=2,
         ),
     },
     "paths": {
