@@ -1,0 +1,376 @@
+"""Real transformers past their own depth: every layer's relative residual at 1x to 8x the native
+depth, for the paper's variants, the other LayerNorm placement and depth-scaled branches.
+
+Book: chapter "Skip connections at depth". A model of the registry is built at initialisation by
+transformers (:func:`build`, optionally narrowed for a fast run) and converted into the core's
+:class:`~rankcollapse.san.SAN` (:mod:`rankcollapse.real.convert`); its own layers are the first
+block. Deeper networks continue it (:func:`deeper_layers`):
+
+- ``"draw"``: further layers drawn by the library from the distribution transformers'
+  initialiser draws the native layers from: every weight tensor whose entries are not all equal
+  gets fresh normal entries of mean 0 and the standard deviation of the same tensor pooled over
+  the native layers (transformers draws every linear map and XLNet's position biases from a
+  normal of mean 0; GPT-2's two output projections with a smaller deviation, ``0.02 /
+  sqrt(2 n_layer)``, which the pooled deviation keeps); constant tensors (LayerNorm gains and
+  shifts, biases at 0) are copied;
+- ``"repeat"``: the native layers applied again in order (ALBERT's one shared layer; the
+  pretrained MiniLM, as a probe).
+
+Every layer ``l`` of every variant (:data:`VARIANTS`) runs in lockstep on the same weights
+(:func:`depth_run`): ``"san"``, ``"san+mlp"``, ``"san+skip"`` (the clean ablations of
+:mod:`rankcollapse.real.ablation`, the theorem's models), ``"full"`` (the block as built, its
+final LayerNorm left out: it acts once, after the last layer), ``"flipped"`` (the full block with
+its LayerNorm placement switched, post-LN to pre-LN or back, on the same weights) and
+``"scaled"`` (the full block with both residual branches multiplied by ``sqrt(L_native / L)`` for
+a network of ``L`` layers: 1 at the native depth; the ``1 / sqrt(L)`` scaling of Noci et al.
+2022, and exactly what transformers' initialiser does to a GPT-2 of ``L`` layers, whose output
+projections it draws with ``0.02 / sqrt(2 L)``). The causal mask stays where the model has one.
+Each distinct layer's constants of the book's two theorems are computed from its weights
+(:func:`layer_theorem_constants`). Results are numbers: :class:`DepthRun`; the fits of the curves
+are :mod:`rankcollapse.real.depth_fit`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validate import check_choice, check_int, check_seed, derive_seed
+from ..lower_bound_theorem import head_constants
+from ..residual import relative_residual
+from ..san import SAN, Block
+from .ablation import ablation_config
+from .model import RealModel, check_model
+from .network import Embedding
+from .registry import spec
+from .text import CLS, SEP, token_windows
+from .threads import torch_threads
+
+__all__ = [
+    "VARIANTS",
+    "FACTORS",
+    "EXTENSIONS",
+    "FLOOR64",
+    "WIDTH_KEYS",
+    "build",
+    "deeper_layers",
+    "layer_theorem_constants",
+    "DepthRun",
+    "depth_run",
+]
+
+VARIANTS = ("san", "san+mlp", "san+skip", "full", "flipped", "scaled")
+FACTORS = (1, 2, 4, 8)
+EXTENSIONS = ("draw", "repeat")
+#: below this a float64 relative residual is rounding error: a collapsing variant stops there
+FLOOR64 = 1e-14
+
+# per family, the transformers config keys of (width, heads, MLP width): for narrowed builds
+WIDTH_KEYS = {
+    "bert": ("hidden_size", "num_attention_heads", "intermediate_size"),
+    "albert": ("hidden_size", "num_attention_heads", "intermediate_size"),
+    "xlnet": ("d_model", "n_head", "d_inner"),
+    "gpt2": ("n_embd", "n_head", "n_inner"),
+}
+_CLASSES = {
+    "bert": ("BertConfig", "BertModel"),
+    "albert": ("AlbertConfig", "AlbertModel"),
+    "xlnet": ("XLNetConfig", "XLNetModel"),
+    "gpt2": ("GPT2Config", "GPT2Model"),
+}
+
+
+def build(name: str, seed: int, *, width: int | None = None, heads: int | None = None):
+    """Model ``name`` of the registry at initialisation, by transformers' own initialiser under
+    ``seed`` (the global random state untouched), as a :class:`RealModel`.
+
+    ``width``/``heads``: a narrowed copy of the published configuration (MLP width ``4 width``),
+    for fast runs; ``None`` keeps the published sizes (then the weights are those of
+    :func:`rankcollapse.real.load` with the same seed).
+    """
+    s = spec(name)
+    seed = check_seed("seed", seed)
+    if s.family not in _CLASSES:
+        raise ValueError(f"name must be a model of a family in {sorted(_CLASSES)}, got {name!r}")
+    config = dict(s.config)
+    if (width is None) != (heads is None):
+        raise ValueError("width and heads must be given together (or neither)")
+    if width is not None:
+        width, heads = check_int("width", width), check_int("heads", heads)
+        if width % heads:
+            raise ValueError(f"width must be a multiple of heads, got {width} and {heads}")
+        w_key, h_key, m_key = WIDTH_KEYS[s.family]
+        config.update({w_key: width, h_key: heads, m_key: 4 * width})
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    config_cls, model_cls = (getattr(transformers, c) for c in _CLASSES[s.family])
+    cfg = config_cls(**config)
+    cfg._attn_implementation = "eager"
+    kw = {"add_pooling_layer": False} if s.family in ("bert", "albert") else {}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        hf = model_cls(cfg, **kw).eval()
+    where = "" if width is None else f", narrowed to width {width} and {heads} heads"
+    framing = (CLS, SEP) if s.framed else (None, None)
+    return RealModel(
+        name,
+        s.family,
+        hf,
+        False,
+        f"{name} at initialisation (transformers' initialiser, seed {seed}{where})",
+        None,
+        framing,
+    )
+
+
+def _native_layers(net) -> list[dict]:
+    """The native layers' weights by the core's names (one dict per layer; shared layers repeat)."""
+    return [{k: v.detach() for k, v in block.weights().items()} for block in net.san.layers]
+
+
+def deeper_layers(native: list[dict], n_layers: int, extension: str, seed: int):
+    """Yield ``n_layers`` layers' weights: the ``native`` ones first, then further layers.
+
+    ``extension="draw"``: each further layer's tensors drawn from a normal of mean 0 and the
+    standard deviation of that tensor pooled over the native layers (constant tensors copied), by
+    a generator seeded with ``seed``; ``"repeat"``: the native layers again, in order.
+    """
+    n_layers = check_int("n_layers", n_layers)
+    check_choice("extension", extension, EXTENSIONS)
+    seed = check_seed("seed", seed)
+    if not native:
+        raise ValueError("native must hold at least one layer's weights")
+    L0 = len(native)
+    spread = {}
+    for k in native[0]:
+        pooled = torch.stack([layer[k] for layer in native]).double()
+        spread[k] = None if bool(pooled.min() == pooled.max()) else float(pooled.std())
+    gen = torch.Generator().manual_seed(seed)
+    for l in range(n_layers):
+        if l < L0 or extension == "repeat":
+            yield native[l % L0]
+            continue
+        drawn = {}
+        for k, t in native[0].items():
+            if spread[k] is None:
+                drawn[k] = t
+            else:
+                drawn[k] = torch.empty_like(t).normal_(0.0, spread[k], generator=gen)
+        yield drawn
+
+
+@torch.no_grad()
+def layer_theorem_constants(weights: dict, n_heads: int, d_qk: int) -> dict:
+    """One layer's constants of the book's two theorems, from its attention weights ``W_Q, W_K``
+    ``(H, d, d_qk)`` and ``W_V, W_O``.
+
+    ``"c_floor"``: :math:`4\\beta\\nu H/\\sqrt{d_{qk}}`, the smallest value the pure-attention
+    bound's constant :math:`c_l = 4\\gamma_l\\beta_l H/\\sqrt{d_{qk}}` takes on any input
+    (:math:`\\gamma_l \\ge \\nu_l`; chapter "Pure attention collapses"): its condition
+    :math:`c_l < 1` fails on every input when this is at least 1. ``"omega"`` and ``"k"``: the
+    lower bound's :math:`\\Omega = \\sum_h \\lVert W_h\\rVert_\\infty` and
+    :math:`k = (4/\\sqrt{d_{qk}})\\sum_h q_h\\omega_h` (chapter "A lower bound with skip
+    connections"), which needs :math:`\\Omega < 1/2`. Biases, masks, LayerNorm and XLNet's
+    position terms are outside both theorems: these are the constants of the layer's dot-product
+    attention weights alone. The products are taken in the weights' dtype (at least float32).
+    """
+    dt = torch.promote_types(weights["W_Q"].dtype, torch.float32)  # float32 weights: float32
+    Q, K = weights["W_Q"].to(dt), weights["W_K"].to(dt)
+    V, O = weights["W_V"].to(dt), weights["W_O"].to(dt)
+    if K.shape[0] != n_heads:  # grouped-query attention: each key/value head serves a group
+        K = K.repeat_interleave(n_heads // K.shape[0], dim=0)
+        V = V.repeat_interleave(n_heads // V.shape[0], dim=0)
+    QK = Q @ K.transpose(-1, -2)  # (H, d, d)
+    W = V @ O
+    q1 = QK.abs().sum(-2).amax(-1)  # ||W_QK,h||_1 (largest column sum)
+    w1, winf = W.abs().sum(-2).amax(-1), W.abs().sum(-1).amax(-1)
+    b = q1 * torch.sqrt(w1 * winf)
+    beta = b.max()
+    nu = torch.sqrt((q1 * w1).max() * (q1 * winf).max()) / beta if beta > 0 else 1.0
+    k, omega = head_constants(QK, W, d_qk)
+    return {
+        "c_floor": float(4 * beta * nu * n_heads / math.sqrt(d_qk)),
+        "omega": float(omega),
+        "k": float(k),
+    }
+
+
+def _embed64(net, ids) -> torch.Tensor:
+    """The first layer's input in float64 from ``net``'s (float32) embedding tables."""
+    e = net.embedding
+
+    def cast(t):
+        return None if t is None else t.double()
+
+    return Embedding(
+        e.word.double(),
+        position=cast(e.position),
+        token_type=cast(e.token_type),
+        ln=None if e.ln is None else (e.ln[0].double(), e.ln[1].double(), e.ln[2]),
+        proj=None if e.proj is None else tuple(cast(t) for t in e.proj),
+    )(ids)
+
+
+def _extension_seed(seed: int) -> int:
+    """The seed of the further layers' draws of a run of ``seed`` (apart from transformers')."""
+    return derive_seed(seed, 7919, stride=104729)
+
+
+def _flip(layernorm: str) -> str:
+    if layernorm == "none":
+        raise ValueError("the variant 'flipped' needs a model with LayerNorm")
+    return "pre" if layernorm == "post" else "post"
+
+
+def _variant_config(base, variant):
+    if variant in ("san", "san+mlp", "san+skip"):
+        cfg, _ = ablation_config(base, variant, "clean")
+        return cfg
+    if variant == "flipped":
+        return base.replace(layernorm=_flip(base.layernorm))
+    return base  # full, scaled (the scale is applied to the weights)
+
+
+@dataclass
+class DepthRun:
+    """One model at one seed, every variant through ``factors`` times its native depth.
+
+    ``curves``: ``{variant: array (b, L_max + 1)}`` for the variants whose network does not depend
+    on its total depth (entry ``l`` is layer ``l``'s relative residual, 0 the input; NaN after a
+    collapsing variant stopped at rounding error), and ``{("scaled", f): array (b, f L0 + 1)}``
+    for each factor ``f > 1`` (at ``f = 1`` the scaled network is the full one).
+    ``constants``: ``{"c_floor" | "omega" | "k": array (L_max,)}`` per layer (unscaled weights).
+    ``dtypes``: the arithmetic of each variant. ``causal``, ``layernorm`` (its placement),
+    ``d_model``, ``n_heads``: the model's.
+    """
+
+    name: str
+    family: str
+    seed: int
+    n_layers: int
+    factors: tuple
+    extension: str
+    causal: bool
+    layernorm: str
+    d_model: int
+    n_heads: int
+    curves: dict = field(repr=False)
+    constants: dict = field(repr=False)
+    dtypes: dict = field(repr=False)
+
+
+@torch.no_grad()
+def depth_run(
+    model: RealModel,
+    ids,
+    seed: int,
+    *,
+    factors=FACTORS,
+    extension: str = "draw",
+    variants=VARIANTS,
+    float32=("full", "flipped", "scaled"),
+) -> DepthRun:
+    """Every layer's relative residual of ``model`` at ``max(factors)`` times its native depth.
+
+    ``ids``: token ids ``(b, n)`` (no padding). ``seed``: the further layers' draws
+    (:func:`deeper_layers`). ``variants``: a subset of :data:`VARIANTS`; ``float32``: those run in
+    float32 (the others in float64, whose rounding floor the collapsing variants reach; a
+    float32 state's residual is measured in float64). The relative residual is the paper's
+    (column-mean centre, composite norm). Layers run one at a time, the same weights for every
+    variant, so memory holds one layer.
+    """
+    check_model(model)
+    seed = check_seed("seed", seed)
+    factors = tuple(sorted({check_int("factors", f) for f in factors}))
+    for v in variants:
+        check_choice("variants", v, VARIANTS)
+    extension = check_choice("extension", extension, EXTENSIONS)
+    ids = torch.as_tensor(ids)
+    if ids.ndim != 2:
+        raise ValueError(f"ids must have shape (b, n), got {tuple(ids.shape)}")
+    net = model.network(torch.float32)
+    base = net.config.replace(final_layernorm=False, n_layers=1, shared=False)
+    L0 = net.config.n_layers
+    L_max = L0 * factors[-1]
+    native = _native_layers(net)
+    X0 = _embed64(net, ids)
+    states = {}  # key -> [X, cfg, lam, total depth, list of residual rows]
+    for v in variants:
+        # the scaled network at the native depth is the full one (its branches times 1)
+        keys = [(v, f) for f in factors if f > 1] if v == "scaled" else [v]
+        for key in keys:
+            dt = torch.float32 if v in float32 else torch.float64
+            cfg = _variant_config(base, v).replace(dtype=dt)
+            f = key[1] if v == "scaled" else factors[-1]
+            lam = math.sqrt(1 / f) if v == "scaled" else 1.0
+            if lam != 1:
+                cfg = cfg.replace(branch_scale=lam)
+            r0 = relative_residual(X0).numpy()
+            names = list(Block(cfg, None).weights())  # the weights this variant's layer has
+            states[key] = [X0.to(dt), cfg, lam, f * L0, [r0], names]
+    constants = {"c_floor": [], "omega": [], "k": []}
+    seen = {}
+    H, d_qk = base.n_heads, base.d_qk
+    layers = deeper_layers(native, L_max, extension, _extension_seed(seed))
+    with torch_threads():
+        for l, w in enumerate(layers):
+            if id(w) not in seen:
+                seen[id(w)] = layer_theorem_constants(w, H, d_qk)
+            for name, value in seen[id(w)].items():
+                constants[name].append(value)
+            params = {}  # this layer's weights as parameters of each dtype, shared by the variants
+            for key, st in states.items():
+                X, cfg, lam, total, rows, names = st
+                if X is None or l >= total:
+                    continue
+                if cfg.dtype not in params:
+                    params[cfg.dtype] = {
+                        k: nn.Parameter(t.to(cfg.dtype), requires_grad=False) for k, t in w.items()
+                    }
+                st[0] = _apply(cfg, {k: params[cfg.dtype][k] for k in names}, lam, X)
+                r = relative_residual(st[0].double()).numpy()
+                rows.append(r)
+                if cfg.dtype == torch.float64 and key in ("san", "san+mlp") and (r < FLOOR64).all():
+                    st[0] = None  # at rounding error: the rest is noise
+    curves = {}
+    for key, (_, _, _, total, rows, _) in states.items():
+        out = np.full((ids.shape[0], total + 1), np.nan)
+        out[:, : len(rows)] = np.stack(rows, axis=1)
+        curves[key] = out
+    return DepthRun(
+        model.name,
+        model.family,
+        seed,
+        L0,
+        factors,
+        extension,
+        bool(net.config.causal),
+        net.config.layernorm,
+        net.config.d_model,
+        net.config.n_heads,
+        curves,
+        {k: np.array(v) for k, v in constants.items()},
+        {v: ("float32" if v in float32 else "float64") for v in variants},
+    )
+
+
+def _apply(cfg, weights, lam, X):
+    """One layer of ``cfg`` with ``weights`` on ``X``; ``lam`` scales the MLP's branch (the
+    attention's is ``cfg.branch_scale``)."""
+    if lam != 1 and cfg.mlp:
+        weights = dict(weights, W_2=nn.Parameter(weights["W_2"] * lam, requires_grad=False))
+        if "b_2" in weights:
+            weights["b_2"] = nn.Parameter(weights["b_2"] * lam, requires_grad=False)
+    block = SAN.from_weights(cfg, [weights]).layers[0]
+    return block(X)[0]
+
+
+def texts(model: RealModel, n_texts: int, n_tokens: int) -> torch.Tensor:
+    """``n_texts`` windows of ``n_tokens`` token ids, each from a different essay of the book's
+    corpus (:func:`rankcollapse.real.text.token_windows`), ``(n_texts, n_tokens)``."""
+    return token_windows(model, n_texts, n_tokens)

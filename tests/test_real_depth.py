@@ -1,0 +1,140 @@
+"""rc.real.depth: deeper networks from a real model's own layers, every variant in lockstep, and
+each layer's theorem constants, checked against the library's own forward pass and theorems."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import rankcollapse as rc
+from rankcollapse.real import depth
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def small_bert():
+    return depth.build("bert-base-cased", 3, width=32, heads=2)
+
+
+@pytest.fixture(scope="module")
+def small_gpt2():
+    return depth.build("gpt2", 4, width=32, heads=2)
+
+
+def test_build_narrows_the_published_configuration(small_bert):
+    cfg = small_bert.network_config()
+    assert (cfg.d_model, cfg.n_heads, cfg.mlp, cfg.n_layers) == (32, 2, 128, 12)
+    with pytest.raises(ValueError, match="together"):
+        depth.build("gpt2", 0, width=32)
+    with pytest.raises(ValueError, match="multiple"):
+        depth.build("gpt2", 0, width=30, heads=4)
+
+
+def test_build_at_the_published_size_is_load():
+    built = depth.build("albert-base-v2", 2)
+    loaded = rc.real.load("albert-base-v2", False, 2)
+    for (k, a), (_, b) in zip(built.hf.state_dict().items(), loaded.hf.state_dict().items()):
+        assert torch.equal(a, b), k
+
+
+def test_deeper_layers_keep_the_native_ones_and_draw_from_their_distribution(small_bert):
+    native = depth._native_layers(small_bert.network(torch.float32))
+    drawn = list(depth.deeper_layers(native, 36, "draw", 5))
+    assert all(drawn[l] is native[l] for l in range(12))
+    for k, t in native[0].items():
+        pooled = torch.stack([layer[k] for layer in native]).double()
+        new = torch.stack([layer[k] for layer in drawn[12:]]).double()
+        if bool(pooled.min() == pooled.max()):  # LayerNorm gains and shifts, biases at zero
+            assert all(torch.equal(layer[k], t) for layer in drawn[12:]), k
+        else:
+            assert math.isclose(float(new.std()), float(pooled.std()), rel_tol=0.05), k
+            assert abs(float(new.mean())) < 0.1 * float(pooled.std()), k
+    again = list(depth.deeper_layers(native, 36, "draw", 5))
+    other = list(depth.deeper_layers(native, 36, "draw", 6))
+    assert torch.equal(again[20]["W_Q"], drawn[20]["W_Q"])
+    assert not torch.equal(other[20]["W_Q"], drawn[20]["W_Q"])
+    repeated = list(depth.deeper_layers(native, 30, "repeat", 5))
+    assert repeated[25] is native[1]
+
+
+def test_layer_constants_are_the_theorems():
+    """c_floor is 4 beta nu H / sqrt(d_qk) of rc.theory; Omega and k those of rc.lower_bound."""
+    cfg = rc.san.SANConfig(n_layers=2, n_heads=3, d_model=12, skip=True)
+    san = rc.san.SAN(cfg, seed=1)
+    k, omega = rc.lower_bound.layer_constants(san)
+    q, w1, winf = rc.theory.weights.head_norms(san)
+    b = rc.theory.beta(san)
+    for l, block in enumerate(san.layers):
+        got = depth.layer_theorem_constants(block.weights(), 3, cfg.d_qk)
+        beta = b[l].max()
+        nu = torch.sqrt((q[l] * w1[l]).max() * (q[l] * winf[l]).max()) / beta
+        assert math.isclose(got["c_floor"], float(4 * beta * nu * 3 / math.sqrt(cfg.d_qk)))
+        assert math.isclose(got["omega"], float(omega[l]), rel_tol=1e-12)
+        assert math.isclose(got["k"], float(k[l]), rel_tol=1e-12)
+
+
+def test_grouped_heads_count_each_query_head():
+    w = {
+        "W_Q": torch.randn(4, 8, 2, dtype=torch.float64),
+        "W_K": torch.randn(2, 8, 2, dtype=torch.float64),
+        "W_V": torch.randn(2, 8, 2, dtype=torch.float64),
+        "W_O": torch.randn(4, 2, 8, dtype=torch.float64),
+    }
+    full = dict(w, W_K=w["W_K"].repeat_interleave(2, 0), W_V=w["W_V"].repeat_interleave(2, 0))
+    assert depth.layer_theorem_constants(w, 4, 2) == depth.layer_theorem_constants(full, 4, 2)
+
+
+@pytest.mark.parametrize("fixture", ["small_bert", "small_gpt2"])
+def test_the_native_block_is_the_model_itself(request, fixture):
+    """The lockstep run's first L layers are the library's own forward pass of the model (every
+    variant, clean surgery), to float64 rounding."""
+    model = request.getfixturevalue(fixture)
+    ids = depth.texts(model, 2, 12)
+    run = depth.depth_run(model, ids, 0, factors=(1, 2), float32=())
+    L = model.n_layers
+    assert run.curves["full"].shape == (2, 2 * L + 1)
+    assert run.curves[("scaled", 2)].shape == (2, 2 * L + 1)
+    assert run.causal == (fixture == "small_gpt2")
+    for variant in ("full", "san+skip", "san"):
+        want = rc.real.residual_curve(model, ids, variant, "clean").numpy()
+        got = run.curves[variant][:, : L + 1]
+        # GPT-2's last hidden state is after its final LayerNorm, which the run leaves out
+        upto = L if fixture == "small_gpt2" and variant == "full" else L + 1
+        ok = np.isfinite(got[:, :upto])
+        np.testing.assert_allclose(got[:, :upto][ok], want[:, :upto][ok], rtol=1e-9, atol=1e-15)
+    if not run.causal:  # without a mask pure attention reaches rounding error and stops
+        assert np.isnan(run.curves["san"][:, -1]).all()
+
+
+def test_flipped_and_scaled_are_the_same_weights_under_another_config(small_bert):
+    ids = depth.texts(small_bert, 2, 10)
+    run = depth.depth_run(small_bert, ids, 0, factors=(1, 2), float32=())
+    net = small_bert.network(torch.float64)
+    X = net.embed(ids)
+    native = depth._native_layers(net)
+    layers = list(depth.deeper_layers(native, 24, "draw", depth._extension_seed(0)))
+    cfg = net.config.replace(n_layers=24)
+    flipped = rc.san.SAN.from_weights(cfg.replace(layernorm="pre"), layers)
+    with torch.no_grad():
+        want = [rc.residual.relative_residual(h) for h in flipped(X).hidden_states]
+    np.testing.assert_allclose(run.curves["flipped"], torch.stack(want, 1).numpy(), rtol=1e-9)
+    lam = 1 / math.sqrt(2)
+    scaled_layers = [dict(w, W_2=w["W_2"] * lam, b_2=w["b_2"] * lam) for w in layers]
+    scaled = rc.san.SAN.from_weights(cfg.replace(branch_scale=lam), scaled_layers)
+    with torch.no_grad():
+        want = [rc.residual.relative_residual(h) for h in scaled(X).hidden_states]
+    np.testing.assert_allclose(run.curves[("scaled", 2)], torch.stack(want, 1).numpy(), rtol=1e-9)
+
+
+def test_bad_arguments_name_themselves(small_bert):
+    ids = depth.texts(small_bert, 2, 8)
+    with pytest.raises(ValueError, match="variants"):
+        depth.depth_run(small_bert, ids, 0, variants=("nope",))
+    with pytest.raises(ValueError, match="extension"):
+        depth.depth_run(small_bert, ids, 0, extension="grow")
+    with pytest.raises(ValueError, match="ids"):
+        depth.depth_run(small_bert, ids[0], 0)
+    with pytest.raises(ValueError, match="native"):
+        list(depth.deeper_layers([], 3, "draw", 0))
