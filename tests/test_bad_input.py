@@ -15,6 +15,7 @@ Covers the core (``residual``, ``san``, ``paths``, ``theory``) and ``centering``
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import resource
 import threading
@@ -2405,9 +2406,9 @@ ROWS += [
         Raises(ValueError, "n", "GiB", "cap", "fewer tokens"),
     ),
     (
-        "simplex_tokens 5000 tokens (SVD work)",
-        lambda: LB.simplex_tokens(5000, 5000, 1.0),
-        Raises(ValueError, "n", "multiply-adds", "cap", "fewer tokens"),
+        "simplex_tokens 20000 tokens",
+        lambda: LB.simplex_tokens(20000, 20000, 1.0),
+        Raises(ValueError, "n", "GiB", "cap", "fewer tokens"),
     ),
     (
         "circle_pairs 10**11 points",
@@ -2708,6 +2709,66 @@ ROWS += [
 ]
 
 
+# issue 45: the cubic-rate study's edges, and the path decomposition with several skip strengths
+_STRENGTHS = rc.san.SANConfig(
+    n_layers=3, n_heads=2, d_model=4, skip=True, bias=True, skip_strength=(0.5, 1.0, 2.0)
+)
+
+
+def _decomposed_minus_forward(layernorm: str, enumerate_: bool = False) -> float:
+    """max |sum of the path terms + the constant - the forward| for a batch of 3 inputs, one
+    skip strength each, with biases (the documented configuration of issue 45)."""
+    model = rc.san.SAN(_STRENGTHS.replace(layernorm=layernorm), seed=0)
+    X = torch.randn(3, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        out = model(X).last_hidden_state
+    if enumerate_:
+        terms, constant = rc.paths.enumerate_paths(model, X, with_constant=True)
+        total = sum(terms.values())
+    else:
+        terms, constant = rc.paths.decompose_by_length(model, X, with_constant=True)
+        total = terms.sum(0)
+    return float((total + constant - out).abs().max())
+
+
+ROWS += [
+    (
+        "cubic_rate_study n_layers 2 (no slope from layer 2 on)",
+        lambda: CR.cubic_rate_study(
+            samples=1, n_layers=2, n_heads=1, d_model=4, n_tokens=3, seed=0, generator=GEN
+        ),
+        Raises(ValueError, "n_layers", ">= 3"),
+    ),
+    (
+        "delta_scaling_study scales at float64's rounding",
+        lambda: CR.delta_scaling_study(
+            scales=[1e-9, 1e-8], samples=1, d_model=4, n_tokens=3, seed=0, generator=GEN
+        ),
+        Raises(ValueError, "scales", "rounding"),
+    ),
+    (
+        "delta_scaling_study scales whose squares underflow",
+        lambda: CR.delta_scaling_study(
+            scales=[1e-200, 1e-100], samples=1, d_model=4, n_tokens=3, seed=0, generator=GEN
+        ),
+        Raises(ValueError, "scales", "float64"),
+    ),
+    *(
+        (
+            f"decompose_by_length with_constant, three skip strengths, biases, {ln} LayerNorm",
+            lambda ln=ln: _decomposed_minus_forward(ln),
+            Returns(lambda v: v < 1e-12, "the terms and the constant add up to the forward"),
+        )
+        for ln in ("none", "pre", "post")
+    ),
+    (
+        "enumerate_paths with_constant, three skip strengths, biases",
+        lambda: _decomposed_minus_forward("pre", enumerate_=True),
+        Returns(lambda v: v < 1e-12, "the path terms and the constant add up to the forward"),
+    ),
+]
+
+
 def _run_guarded(call):
     """Run ``call`` in a thread: ``(result, error, seconds, peak memory growth in bytes)``."""
     box = {}
@@ -2941,3 +3002,209 @@ def test_bad_command_line(name, args, words):
     assert proc.returncode == 2, f"exit status {proc.returncode}:\n{output[-2000:]}"
     for word in words:
         assert word in output, f"{word!r} not in the error output:\n{output[-2000:]}"
+
+
+# issue 45: commands given bad files or arguments, run in this process (nothing starts: each
+# must refuse before any work). A row is (name, make, words): ``make(tmp, monkeypatch)`` sets up
+# the files and returns ``(main, argv)``; ``main(argv)`` must return 2 (or exit with 2) and say
+# each of ``words`` in one line on stderr, without a traceback.
+
+_HEADER_MD = "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n"
+
+
+def _subs(tmp):
+    (tmp / "subs").mkdir()
+    (tmp / "subs" / "a.md").write_text(_HEADER_MD)
+    return tmp / "subs"
+
+
+def _grade(*args):
+    def make(tmp, monkeypatch):
+        from booktools import grade
+
+        subs = _subs(tmp)
+        (tmp / "taken.csv").write_text("mine")
+        (tmp / "out").mkdir()
+        (tmp / "out" / "gradescope").write_text("mine")
+        fill = {"SUBS": str(subs), "TMP": str(tmp)}
+        return grade.main, [a.format(**fill) for a in args]
+
+    return make
+
+
+def _release(cff: str, changelog: str, *argv):
+    def make(tmp, monkeypatch):
+        from booktools import release
+
+        (tmp / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0.2.0"\n')
+        (tmp / "CITATION.cff").write_text(cff)
+        (tmp / "CHANGELOG.md").write_text(changelog)
+        return (lambda a: release.main(a, root=tmp)), list(argv)
+
+    return make
+
+
+_GOOD_CFF = 'cff-version: 1.2.0\nversion: 0.2.0\ndate-released: "2026-12-05"\n'
+_CONFLICT = '{\n<<<<<<< HEAD\n  "chapters": {}\n=======\n  "chapters": {"x": {}}\n>>>>>>> b\n}\n'
+
+
+def _status(tmp, monkeypatch):
+    from booktools import status
+
+    (tmp / "status.json").write_text(_CONFLICT)
+    monkeypatch.setattr(status, "JSON_PATH", tmp / "status.json")
+    monkeypatch.setattr(status, "TABLE_PATH", tmp / "table.md")
+    return status.main, ["--render"]
+
+
+def _compare(record, *argv):
+    def make(tmp, monkeypatch):
+        from booktools import compare
+
+        good = {
+            "mode": "fast",
+            "seed": 0,
+            "chapters": {"paths": {"glue": {}, "text": [], "figures": {}}},
+        }
+        (tmp / "good.json").write_text(json.dumps(good))
+        (tmp / "bad.json").write_text(json.dumps(record))
+        (tmp / "folder").mkdir()
+        return compare.main, [a.format(TMP=str(tmp)) for a in argv]
+
+    return make
+
+
+def _autograder(tmp, monkeypatch):
+    from booktools import grade_export
+
+    (tmp / "taken").write_text("mine")
+    return grade_export.main, ["gradescope-autograder", str(tmp / "taken")]
+
+
+def _sheet(data: bytes, *words):
+    def make(tmp, monkeypatch):
+        from booktools import grade
+
+        out = tmp / "graded"
+        out.mkdir()
+        state = {"version": 1, "formats": [], "assignments": {}, "submissions": []}
+        (out / "grades.json").write_text(json.dumps(state))
+        (tmp / "sheet.csv").write_bytes(data)
+        return grade.main, ["--out", str(out), "--merge", str(tmp / "sheet.csv")]
+
+    return make
+
+
+_SHEET = "question,submission,student,max points,score,comment,answer\n"
+COMMAND_ROWS = [
+    *(
+        (f"grade --timeout {t}", _grade("{SUBS}", "--timeout", t), ("--timeout", "finite", shown))
+        for t, shown in (
+            ("inf", "inf"),
+            ("nan", "nan"),
+            ("0", "0"),
+            ("-5", "-5"),
+            ("1e300", "1e+300"),
+        )
+    ),
+    (
+        "grade --out below a file",
+        _grade("{SUBS}", "--out", "{TMP}/taken.csv/graded"),
+        ("--out", "is below", "a file"),
+    ),
+    (
+        "grade --out the submissions folder",
+        _grade("{SUBS}", "--out", "{SUBS}"),
+        ("--out", "the submissions folder itself"),
+    ),
+    (
+        "grade --format gradescope with a file named gradescope in --out",
+        _grade("{SUBS}", "--out", "{TMP}/out", "--format", "gradescope"),
+        ("--out", "a file named gradescope"),
+    ),
+    ("gradescope-autograder DIR a file", _autograder, ("DIR", "is a file")),
+    (
+        "grade --merge a sheet saved in Windows-1252",
+        _sheet((_SHEET + "ex-a,a.md,Zoë,3,1,très bien,\n").encode("cp1252")),
+        ("sheet.csv", "not UTF-8", "CSV UTF-8"),
+    ),
+    (
+        "grade --merge a sheet with a BOM (read: its row names an unknown question)",
+        _sheet(("\ufeff" + _SHEET + "ex-nothing,a.md,A,3,1,,\n").encode()),
+        ("sheet.csv, line 2", "unknown question"),
+    ),
+    (
+        "grade --merge a note typed in a short row of its own",
+        _sheet((_SHEET + "ex-a,a.md,A,3,,,\nlate: see my e-mail\n").encode()),
+        ("sheet.csv, line 3", "fields"),
+    ),
+    (
+        "release --check CITATION.cff invalid YAML",
+        _release("cff-version: 1.2.0\nversion: [0.2.0\n", "## 0.2.0 (2026-12-05): x\n", "--check"),
+        ("CITATION.cff", "not valid YAML", "line"),
+    ),
+    (
+        "release --notes without an entry",
+        _release(_GOOD_CFF, "# Changes\n", "--notes"),
+        ("CHANGELOG.md", "no entry", "0.2.0"),
+    ),
+    (
+        "status --render a merge conflict in status.json",
+        _status,
+        ("status.json", "merge-conflict", "line 2"),
+    ),
+    (
+        "compare a malformed record",
+        _compare(
+            {"mode": "fast", "seed": 0, "chapters": {"paths": {"glue": [1]}}},
+            "compare",
+            "{TMP}/good.json",
+            "{TMP}/bad.json",
+        ),
+        ("bad.json", "'glue'"),
+    ),
+    (
+        "compare a folder as a record",
+        _compare({}, "compare", "{TMP}/folder", "{TMP}/good.json"),
+        ("folder", "a folder, not a record"),
+    ),
+    (
+        "compare record into a folder",
+        _compare({}, "record", "{TMP}/folder", "--chapters", "paths"),
+        ("folder", "is a folder"),
+    ),
+    (
+        "compare record --seed -1",
+        _compare({}, "record", "{TMP}/r.json", "--chapters", "paths", "--seed", "-1"),
+        ("--seed", "-1"),
+    ),
+]
+
+
+@pytest.mark.parametrize("name, make, words", COMMAND_ROWS, ids=[r[0] for r in COMMAND_ROWS])
+def test_bad_command_in_process(name, make, words, tmp_path, monkeypatch, capsys):
+    main, argv = make(tmp_path, monkeypatch)
+    start = time.perf_counter()
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    assert time.perf_counter() - start < LIMIT_S  # refused before any work
+    err = capsys.readouterr().err
+    assert code == 2, f"exit status {code}:\n{err[-2000:]}"
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, f"{word!r} not in the error output:\n{err[-2000:]}"
+
+
+def test_the_build_order_survives_a_conflicted_status_json(tmp_path, monkeypatch, capsys):
+    """The book build orders its chapters by status.json's timings: a merge conflict left in it
+    keeps the book's order, with a one-line warning naming the file (issue 45)."""
+    from booktools import timings
+
+    (tmp_path / "status.json").write_text(_CONFLICT)
+    monkeypatch.setattr(timings, "STATUS_JSON", tmp_path / "status.json")
+    runs = {"a": (ROOT / "chapters" / "paths.md", {"mode": "fast"}), "b": (ROOT / "x.md", {})}
+    assert list(timings.longest_first(runs)) == ["a", "b"]
+    err = capsys.readouterr().err
+    assert "status.json" in err and "merge-conflict marker at line 2" in err

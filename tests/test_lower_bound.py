@@ -78,8 +78,14 @@ def test_depth_bound_formula_and_edge_cases():
     cap = (1 - 2 * om) / math.sqrt(3 * k)
     bt = min(b0, cap)
     got = LB.depth_bound(b0, k, om, [0, 1, 10, 1000])
-    want = [bt / math.sqrt(1 + 15 / 4 * k * bt**2 * L) for L in (0, 1, 10, 1000)]
+    want = [
+        max((1 - 2 * om) ** L * b0, bt / math.sqrt(1 + 15 / 4 * k * bt**2 * L))
+        for L in (0, 1, 10, 1000)
+    ]
     assert got.tolist() == pytest.approx(want, rel=1e-14)
+    # the geometric term is the larger at small depths when k b0^2 is large
+    big = LB.depth_bound(8.0, 1.7, 0.3, [1, 2])
+    assert big.tolist() == pytest.approx([0.4 * 8.0, 0.16 * 8.0], rel=1e-14)
     assert LB.depth_bound(b0, 0.0, om, [5, 500]).tolist() == [b0, b0]  # attention that does nothing
     assert LB.depth_bound(0.0, k, om, [3]).tolist() == [0.0]
     # at large depth, (15/4 k L)^(-1/2) whatever b0
@@ -101,6 +107,95 @@ def test_depth_bound_refuses_outside_the_theorem(kwargs, match):
         LB.depth_bound(depths=[1], **kwargs)
     with pytest.raises(ValueError, match="depths"):
         LB.depth_bound(1.0, 1.0, 0.1, [-1])
+
+
+def test_depth_bound_huge_k_and_shapes():
+    """A huge finite k gives a tiny bound, not NaN; shapes that do not broadcast are refused."""
+    got = LB.depth_bound(1.0, 1e308, 0.3, [1, 5, 10**6])
+    assert torch.isfinite(got).all() and (got > 0).all() and got[0] == pytest.approx(0.4)
+    wide = LB.wide_depth_bound(1e300, 1e308, 0.9, [1, 10**6])
+    assert torch.isfinite(wide).all() and (wide > 0).all()
+    with pytest.raises(ValueError, match="b0, k and omega must broadcast"):
+        LB.depth_bound(torch.ones(2), torch.ones(3), 0.1, [1])
+
+
+def test_wide_bound_formula_refinement_and_refusals():
+    b0, k, om, n = 2.0, 0.3, 0.8, 4
+    c = (n - 1) / n
+    rho = (1 - om) / (1 + (2 * c - 1) * om)
+    assert LB.contraction(om, n).item() == pytest.approx(rho, rel=1e-15)
+    assert LB.contraction(om).item() == pytest.approx((1 - om) / (1 + om), rel=1e-15)
+    assert LB.contraction(0.6, 2).item() == pytest.approx(0.4, rel=1e-15)  # 1 - Omega at n = 2
+    bt = min(b0, rho / math.sqrt(3 * c * k))
+    got = LB.wide_depth_bound(b0, k, om, [0, 1, 10, 1000], n=n)
+    want = [
+        max(rho**L * b0, bt / math.sqrt(1 + 15 / 4 * c * k * bt**2 * L)) for L in (0, 1, 10, 1000)
+    ]
+    assert got.tolist() == pytest.approx(want, rel=1e-14)
+    # below 1/2 the theorem of section 7 is never weaker than that of section 3
+    for om in (0.0, 0.1, 0.3, 0.49):
+        old = LB.depth_bound(b0, k, om, range(200))
+        assert (LB.wide_depth_bound(b0, k, om, range(200)) >= old * (1 - 1e-15)).all()
+    for bad in (1.0, 1.5, -0.1, math.nan):
+        with pytest.raises(ValueError, match="omega"):
+            LB.wide_depth_bound(1.0, 1.0, bad, [1])
+    with pytest.raises(ValueError, match="n"):
+        LB.wide_depth_bound(1.0, 1.0, 0.5, [1], n=1)
+
+
+def test_one_layer_keeps_the_contraction_whatever_the_attention():
+    """The lemma of section 7: R + sum_h Delta_h R W_h keeps rho(Omega, n) of ||R||_inf for any
+    row-stochastic P_h (hard ones included) and any value maps with sum_h ||W_h||_inf = Omega < 1;
+    random layers come within 1% of it (the constant is nearly attained)."""
+    gen = torch.Generator().manual_seed(5)
+    worst = math.inf
+    for t in range(3000):
+        n, d, H = (
+            int(torch.randint(lo, hi, (1,), generator=gen)) for lo, hi in ((2, 9), (1, 6), (1, 4))
+        )
+        om = 0.999 * float(torch.rand(1, generator=gen))
+        R = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        R = R - R.mean(0)
+        share = torch.rand(H, generator=gen, dtype=torch.float64)
+        share = share / share.sum() * om
+        out = R.clone()
+        for h in range(H):
+            W = torch.randn(d, d, generator=gen, dtype=torch.float64)
+            W = -torch.eye(d, dtype=torch.float64) if t % 2 else W / W.abs().sum(-1).max()
+            scale = 10 ** (3 * float(torch.rand(1, generator=gen)) - 1)
+            P = torch.softmax(torch.randn(n, n, generator=gen, dtype=torch.float64) * scale, -1)
+            out = out + (P - P.mean(0)) @ R @ (W * share[h])
+        ratio = float(LB.residual_inf(out) / LB.residual_inf(R))
+        worst = min(worst, ratio / LB.contraction(om, n).item())
+    assert 1 - 1e-12 <= worst < 1.01
+
+
+def test_the_wide_bound_holds_on_random_networks_up_to_omega_1():
+    total = None
+    for stack, X in LB.random_networks(2_000, seed=3, omega_max=1.0):
+        found = LB.bound_check(stack, X, wide=True)
+        total = found if total is None else total + found
+    assert total.networks == 2_000 and total.violations == 0
+    assert 1.0 <= total.worst < 1.01
+
+
+@pytest.mark.slow
+def test_the_wide_bound_holds_on_10000_random_networks_to_depth_256():
+    total = None
+    for seed, max_L in ((10, 24), (11, 256)):
+        for stack, X in LB.random_networks(5_000, seed=seed, omega_max=1.0, max_L=max_L):
+            found = LB.bound_check(stack, X, wide=True)
+            total = found if total is None else total + found
+    assert total.networks == 10_000 and total.violations == 0
+
+
+def test_a_collapsed_input_and_bound_check_merging():
+    stack = LB.construction(3, 4, 1, 1.0, 0.2)
+    X = torch.ones(1, 3, 4, dtype=torch.float64)  # every token equal: b0 = 0
+    found = LB.bound_check(stack, X)
+    assert found.violations == 0 and found.worst == 1.0
+    other = LB.BoundCheck(1, 0, 0, math.nan)
+    assert (found + other).worst == (other + found).worst == 1.0
 
 
 def test_the_bound_holds_on_10000_random_networks():
@@ -133,8 +228,9 @@ def test_random_networks_are_in_the_regime_and_vary():
     assert len(shapes) >= 15 and om.max() > 0.49 and om.min() < 0.1
 
 
-def _bound_mp(layers, dqk, b0):
-    """The theorem's bound at every depth from the weights, at mpmath's precision."""
+def _bound_mp(layers, dqk, b0, n=None):
+    """The theorem's bound at every depth from the weights, at mpmath's precision (with ``n``:
+    the theorem of section 7)."""
     ks, oms = [], []
     for heads in layers:
         q = [min(ref.norm_1(WQK), ref.norm_inf(WQK)) for WQK, _ in heads]
@@ -142,10 +238,12 @@ def _bound_mp(layers, dqk, b0):
         ks.append(4 / mp.sqrt(dqk) * mp.fsum(a * b for a, b in zip(q, w)))
         oms.append(mp.fsum(w))
     out = [b0]
+    c = mp.mpf(1) if n is None else mp.mpf(n - 1) / n
     for L in range(1, len(layers) + 1):
-        k, om = max(ks[:L]), max(oms[:L])
-        bt = min(b0, (1 - 2 * om) / mp.sqrt(3 * k)) if k > 0 else b0
-        out.append(bt / mp.sqrt(1 + mp.mpf(15) / 4 * k * bt**2 * L))
+        k, om = c * max(ks[:L]), max(oms[:L])
+        rho = 1 - 2 * om if n is None else (1 - om) / (1 + (2 * c - 1) * om)
+        bt = min(b0, rho / mp.sqrt(3 * k)) if k > 0 else b0
+        out.append(max(rho**L * b0, bt / mp.sqrt(1 + mp.mpf(15) / 4 * k * bt**2 * L)))
     return out
 
 
@@ -163,10 +261,26 @@ def test_a_sample_recomputed_at_60_digits():
                 assert all(b <= t for b, t in zip(bound, true))
             lib = LB.lower_bound(model, X[i])
             assert lib.tolist() == pytest.approx([float(b) for b in bound], rel=1e-12)
+            count += 1
+    assert count == 40
+    # the theorem of section 7 (Omega < 1, the number of tokens n), the same way
+    for stack, X in LB.random_networks(
+        40, seed=12, batch=4, max_n=4, max_d=4, max_H=2, max_L=3, omega_max=1.0
+    ):
+        for i in range(stack.QK.shape[0]):
+            model = stack.san(i)
+            n = X.shape[-2]
+            with mp.workdps(ref.DPS):
+                hidden, _ = ref.forward(model, X[i], skip=True)
+                true = [ref.norm_inf(ref.mean_centred(h)) for h in hidden]
+                bound = _bound_mp(ref.weights(model)[0], model.config.d_qk, true[0], n)
+                assert all(b <= t for b, t in zip(bound, true))
+            lib = LB.wide_lower_bound(model, X[i])
+            assert lib.tolist() == pytest.approx([float(b) for b in bound], rel=1e-12)
             measured = stack.select(slice(i, i + 1)).residuals(X[i : i + 1])[0]
             assert measured.tolist() == pytest.approx([float(t) for t in true], rel=1e-9)
             count += 1
-    assert count == 40
+    assert count == 80
 
 
 # ---------------------------------------------------------------- networks, SAN parity, refusals
@@ -235,19 +349,14 @@ def test_simplex_tokens():
     )
     with pytest.raises(ValueError, match="n - 1"):
         LB.simplex_tokens(5, 3, 1.0)
-    # the size caps are checked before the SVD: a small simplex is what it was
-    assert LB.simplex_tokens(4, 8, 2.0)[0].tolist() == [
-        7.209876431746101e-17,
-        -1.202469840623352,
-        -1.0787047975590947e-16,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-    ]
-    with pytest.raises(ValueError, match="multiply-adds"):
-        LB.simplex_tokens(5000, 5000, 1.0)
+    # the Helmert coordinates, the same on every machine, with exact zeros
+    X = LB.simplex_tokens(4, 8, 2.0)
+    assert X[3].tolist()[2:] == [X[3, 2].item()] + [0.0] * 5 and X[3, :2].tolist() == [0.0, 0.0]
+    assert X[0].tolist() == pytest.approx(
+        [1.007252946612242, 0.5815377598686217, 0.4112092935191365] + [0.0] * 5, rel=1e-15
+    )
+    with pytest.raises(ValueError, match="GiB"):
+        LB.simplex_tokens(20000, 20000, 1.0)
 
 
 def test_the_construction_keeps_a_centred_simplex_and_follows_the_recursion():

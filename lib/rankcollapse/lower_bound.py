@@ -36,7 +36,6 @@ import torch
 
 from ._validate import (
     MAX_LAYERS,
-    MAX_WORK,
     check_cost,
     check_elements,
     check_int,
@@ -48,6 +47,7 @@ from .lower_bound_theorem import (  # noqa: F401  (re-exported)
     STEP,
     THRESHOLD,
     as_float64,
+    contraction,
     depth_bound,
     depth_grid,
     head_constants,
@@ -55,6 +55,8 @@ from .lower_bound_theorem import (  # noqa: F401  (re-exported)
     lower_bound,
     one_layer_bound,
     residual_inf,
+    wide_depth_bound,
+    wide_lower_bound,
 )
 from .san import SAN, SANConfig
 
@@ -65,7 +67,10 @@ __all__ = [
     "residual_inf",
     "layer_constants",
     "depth_bound",
+    "contraction",
+    "wide_depth_bound",
     "lower_bound",
+    "wide_lower_bound",
     "one_layer_bound",
     "Stack",
     "construction",
@@ -170,7 +175,7 @@ def construction(L: int, d: int, H: int, q: float, omega: float, signs=None) -> 
     connections", section 4 (``Omega = H omega``, ``k = 4 H q omega / sqrt(d)``); ``+1`` layers grow
     the residual instead (section 6).
     """
-    L, d, H = check_int("L", L, minimum=0), check_int("d", d), check_int("H", H)
+    L, d, H = check_int("L", L, minimum=1), check_int("d", d), check_int("H", H)
     check_cost(
         "L",
         L,
@@ -205,8 +210,9 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
 
     ``d >= n - 1``. Every token has the same norm and every pair the same inner product
     (``-|r|^2/(n-1)``), so attention with ``W_QK = q I`` is symmetric and doubly stochastic.
-    Sizes whose ``(n, n)`` SVD would exceed the library's memory or work caps are refused before it
-    runs.
+    The coordinates are those of the Helmert basis (column ``k``: ``(1, .., 1, -k, 0, ..) /
+    sqrt(k (k + 1))``), the same on every machine, with exact zeros. Sizes over the library's
+    memory or work caps are refused before anything is built.
     """
     n, d = check_int("n", n, minimum=2), check_int("d", d)
     if d < n - 1:
@@ -215,18 +221,14 @@ def simplex_tokens(n: int, d: int, b0: float) -> torch.Tensor:
         )
     smaller = "build the simplex on fewer tokens (the book's has n = 4)"
     check_elements("n * (n + d)", 3 * n * n + n * d, alternative=smaller)
-    check_cost(
-        "n",
-        10 * n**3,
-        MAX_WORK,
-        unit="multiply-adds (the SVD of an (n, n) matrix)",
-        alternative=smaller,
-    )
     b0 = check_positive_float("b0", b0)
-    C = torch.eye(n, dtype=torch.float64) - 1 / n
-    U, S, _ = torch.linalg.svd(C)
+    # the Helmert basis of the sum-zero subspace, written out (an SVD of the centring matrix, whose
+    # n - 1 equal singular values leave the basis to the LAPACK build, made the input, and with
+    # it every l1 size, depend on the machine): column k is (1, .., 1, -k, 0, ..)/sqrt(k (k + 1))
+    i = torch.arange(n, dtype=torch.float64)[:, None]
+    k = torch.arange(1, n, dtype=torch.float64)[None, :]
     X = torch.zeros(n, d, dtype=torch.float64)
-    X[:, : n - 1] = U[:, : n - 1] * S[: n - 1]
+    X[:, : n - 1] = torch.where(i < k, 1.0, torch.where(i == k, -k, 0.0)) / torch.sqrt(k * (k + 1))
     return X * (b0 / residual_inf(X))
 
 
@@ -290,13 +292,15 @@ def random_networks(
     max_d: int = 10,
     max_H: int = 4,
     max_L: int = 12,
+    omega_max: float = 0.5,
 ):
     """Random networks with skips in the theorem's regime, ``(Stack, X)`` in batches of ``batch``.
 
     Per batch: ``n`` in ``2..max_n`` tokens, width ``d`` in ``2..max_d``, ``H`` in ``1..max_H``
     heads, depth in ``1..max_L``; per network: ``W_QK`` Gaussian times a scale log-uniform in
     ``[1e-2, 1e2]`` (half of them ``q I`` plus noise), value maps Gaussian (half ``-I`` plus noise)
-    rescaled to ``Omega`` in ``(0, 1/2)``, most near ``1/2``; inputs Gaussian with a residual scale
+    rescaled to ``Omega`` in ``(0, omega_max)`` (``1/2``, or up to ``1`` for the theorem of
+    section 7), most near ``omega_max``; inputs Gaussian with a residual scale
     and a mean log-uniform in ``[1e-2, 1e2]`` (a tenth of them regular simplices).
     """
     count, batch, seed = (
@@ -306,6 +310,9 @@ def random_networks(
     )
     max_n, max_d = check_int("max_n", max_n, minimum=2), check_int("max_d", max_d, minimum=2)
     max_H, max_L = check_int("max_H", max_H), check_int("max_L", max_L, maximum=MAX_LAYERS)
+    omega_max = check_positive_float("omega_max", omega_max)
+    if omega_max > 1:
+        raise ValueError(f"omega_max must be at most 1 (the theorems' regimes), got {omega_max}")
     check_elements(
         "batch * max_L * max_H * max_d**2",
         4 * batch * max_L * max_H * max_d**2,
@@ -324,7 +331,7 @@ def random_networks(
         QK = (noise() + half * eye) * logu(B, 1, 1, 1, 1)
         W = noise() - half * eye
         target = (
-            0.5
+            omega_max
             * (1 - torch.rand(B, L, 1, 1, 1, generator=g, dtype=torch.float64) ** 3)
             * (1 - 1e-9)
         )
@@ -342,8 +349,9 @@ def random_networks(
 class BoundCheck:
     """The bound against the measured residual: ``networks`` checked, ``pairs`` (network, depth)
     compared, ``violations`` (measured below the bound by more than ``1e-9`` relative), ``worst``:
-    the smallest
-    measured / bound over every pair."""
+    the smallest measured / bound over every pair (``inf`` when no pair was compared; a pair whose
+    bound is 0, a fully collapsed input, counts as 1). ``a + b`` merges two checks, in either
+    order."""
 
     networks: int
     pairs: int
@@ -355,23 +363,26 @@ class BoundCheck:
             self.networks + other.networks,
             self.pairs + other.pairs,
             self.violations + other.violations,
-            min(self.worst, other.worst),
+            float(np.fmin(self.worst, other.worst)),  # symmetric, and a NaN never wins
         )
 
 
-def bound_check(stack: Stack, X) -> BoundCheck:
-    """:func:`depth_bound` at every depth of every network of ``stack`` (on ``X``, ``(B, n, d)``),
-    against
-    the forward pass's residual. Each network's ``k`` and ``Omega`` are its own (largest over
-    layers)."""
+def bound_check(stack: Stack, X, wide: bool = False) -> BoundCheck:
+    """:func:`depth_bound` (``wide``: :func:`wide_depth_bound`, with the inputs' ``n``) at every
+    depth of every network of ``stack`` (on ``X``, ``(B, n, d)``), against the forward pass's
+    residual. Each network's ``k`` and ``Omega`` are its own (largest over layers)."""
     if not isinstance(stack, Stack):
         raise TypeError(
             f"stack must be a rankcollapse.lower_bound.Stack, got {type(stack).__name__}"
         )
     measured = stack.residuals(X)  # (B, L+1)
     k, omega = stack.constants()
-    bound = depth_bound(measured[:, 0], k, omega, range(measured.shape[1]))
-    ratio = (measured / bound)[:, 1:]  # depth 0: the input itself, not compared
-    return BoundCheck(
-        stack.QK.shape[0], ratio.numel(), int((ratio < 1 - 1e-9).sum()), float(ratio.min())
-    )
+    depths = range(measured.shape[1])
+    if wide:
+        bound = wide_depth_bound(measured[:, 0], k, omega, depths, X.shape[-2])
+    else:
+        bound = depth_bound(measured[:, 0], k, omega, depths)
+    # depth 0 is the input itself, not compared; a collapsed input (bound 0) has ratio 1
+    ratio = torch.where(bound > 0, measured / torch.where(bound > 0, bound, 1.0), 1.0)[:, 1:]
+    worst = float(ratio.min()) if ratio.numel() else math.inf
+    return BoundCheck(stack.QK.shape[0], ratio.numel(), int((ratio < 1 - 1e-9).sum()), worst)

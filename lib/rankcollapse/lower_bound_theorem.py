@@ -29,7 +29,10 @@ __all__ = [
     "residual_inf",
     "layer_constants",
     "depth_bound",
+    "contraction",
+    "wide_depth_bound",
     "lower_bound",
+    "wide_lower_bound",
     "one_layer_bound",
 ]
 
@@ -67,11 +70,65 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
 
     ``b0``: the input's ``||res(X)||_inf``; ``k``, ``omega``: bounds on every layer's constants
     (:func:`layer_constants`; ``omega < 1/2``, else ``ValueError``: the theorem does not apply);
-    all three broadcast together (tensors or numbers). Returns
-    ``b~ / sqrt(1 + (15/4) k b~^2 L)`` with ``b~ = min(b0, (1 - 2 omega)/sqrt(3 k))``, shaped
-    ``(..., len(depths))``, float64. Book: chapter "A lower bound with skip connections", section 3.
+    all three broadcast together (tensors or numbers; shapes that do not broadcast are refused).
+    Returns ``max((1 - 2 omega)^L b0, b~ / sqrt(1 + (15/4) k b~^2 L))`` with ``b~ = min(b0, (1 - 2
+    omega)/sqrt(3 k))``, shaped ``(..., len(depths))``, float64. Book: chapter "A lower bound with
+    skip connections", section 3.
     """
+    b0, k, omega, L = _bound_args(b0, k, omega, depths)
+    if (omega >= OMEGA_LIMIT).any():
+        raise ValueError(
+            "omega must be below 1/2 in every layer (the theorem's regime), got max "
+            f"{omega.max():.4g}"
+        )
+    return _power_bound(b0, k, 1 - 2 * omega, L)
+
+
+def contraction(omega, n=None) -> torch.Tensor:
+    """``rho = (1 - Omega) / (1 + (2 c - 1) Omega)``, ``c = (n - 1)/n`` (``c = 1`` when ``n`` is
+    ``None``): the least fraction of ``||res(X)||_inf`` one layer with skips keeps when its value
+    maps' absolute row sums add up to ``Omega < 1`` (book: chapter "A lower bound with skip
+    connections", the lemma of section 7). Float64, shaped as ``omega``."""
+    omega = as_float64("omega", omega)
+    if not torch.isfinite(omega).all() or (omega < 0).any() or (omega >= 1).any():
+        raise ValueError(f"omega must be in [0, 1), got {omega.flatten()[:4].tolist()}")
+    c = _token_factor(n)
+    return (1 - omega) / (1 + (2 * c - 1) * omega)
+
+
+def wide_depth_bound(b0, k, omega, depths, n=None) -> torch.Tensor:
+    """The lower bound of the book's theorem for ``Omega < 1`` (chapter "A lower bound with skip
+    connections", section 7) at each depth of ``depths``.
+
+    With ``c = (n - 1)/n`` (``1`` when the number of tokens ``n`` is not given), ``k' = c k`` and
+    ``rho`` = :func:`contraction`: ``max(rho^L b0, b~ / sqrt(1 + (15/4) k' b~^2 L))`` with ``b~ =
+    min(b0, rho / sqrt(3 k'))``. ``b0``, ``k``, ``omega`` broadcast together; ``omega >= 1`` is
+    refused (bounded value maps can then cancel the skip, section 6). Float64, ``(...,
+    len(depths))``.
+    """
+    b0, k, omega, L = _bound_args(b0, k, omega, depths)
+    rho = contraction(omega, n)  # refuses omega >= 1
+    return _power_bound(b0, _token_factor(n) * k, rho, L)
+
+
+def _token_factor(n) -> float:
+    """``c = (n - 1)/n``: the largest l1 distance of a row of an ``(n, n)`` stochastic matrix from
+    the mean row, over 2 (``1`` for ``n`` not given)."""
+    if n is None:
+        return 1.0
+    n = check_int("n", n, minimum=2)
+    return (n - 1) / n
+
+
+def _bound_args(b0, k, omega, depths):
     b0, k, omega = (as_float64(name, v) for name, v in (("b0", b0), ("k", k), ("omega", omega)))
+    try:
+        torch.broadcast_shapes(b0.shape, k.shape, omega.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"b0, k and omega must broadcast together, got shapes {tuple(b0.shape)}, "
+            f"{tuple(k.shape)} and {tuple(omega.shape)}"
+        ) from None
     if (
         (b0 < 0).any()
         or (k < 0).any()
@@ -79,22 +136,25 @@ def depth_bound(b0, k, omega, depths) -> torch.Tensor:
         or not all(torch.isfinite(v).all() for v in (b0, k, omega))
     ):
         raise ValueError("b0, k and omega must be finite and non-negative")
-    if (omega >= OMEGA_LIMIT).any():
-        raise ValueError(
-            "omega must be below 1/2 in every layer (the theorem's regime), got max "
-            f"{omega.max():.4g}"
-        )
     L = torch.as_tensor(
         [check_int("depths", x, minimum=0) for x in depth_grid(depths)], dtype=torch.float64
     )
+    return b0, k, omega, L
+
+
+def _power_bound(b0, k, rho, L) -> torch.Tensor:
+    """``max(rho^L b0, b~ / sqrt(1 + (15/4) k b~^2 L))``, ``b~ = min(b0, rho / sqrt(3 k))``, with
+    ``k b~^2 = min(k b0^2, rho^2 / 3)`` computed without overflow (a huge finite ``k`` gives a tiny
+    bound, never NaN)."""
     with torch.no_grad():
-        cap = torch.where(
-            k > 0,
-            (1 - 2 * omega) / torch.sqrt(3 * torch.where(k > 0, k, torch.ones_like(k))),
-            torch.full_like(k, math.inf),
-        )
+        b0, k, rho = torch.broadcast_tensors(b0, k, rho)
+        root = torch.sqrt(k)
+        cap = torch.where(k > 0, rho / (math.sqrt(3) * torch.where(k > 0, root, 1.0)), math.inf)
         b = torch.minimum(b0, cap).unsqueeze(-1)
-        return b / torch.sqrt(1 + STEP * k.unsqueeze(-1) * b**2 * L)
+        x = torch.minimum((root * b0) ** 2, rho**2 / 3).unsqueeze(-1)  # k b~^2
+        power = b / torch.sqrt(1 + STEP * x * L)
+        geometric = b0.unsqueeze(-1) * torch.exp(L * torch.log(rho).unsqueeze(-1))
+        return torch.maximum(power, torch.nan_to_num(geometric, nan=0.0))
 
 
 def as_float64(name: str, value) -> torch.Tensor:
@@ -178,6 +238,26 @@ def lower_bound(model, X) -> torch.Tensor:
     out = [b0]
     for l in range(1, model.config.n_layers + 1):
         out.append(depth_bound(b0, k[:l].max(), omega[:l].max(), [l])[..., 0])
+    return torch.stack(out)
+
+
+def wide_lower_bound(model, X) -> torch.Tensor:
+    """:func:`wide_depth_bound` for a core ``SAN`` with skips on ``X`` ``(n, d)`` or ``(..., n,
+    d)``: ``(L+1, ...)``, entry ``l`` a lower bound on ``||res(X_l)||_inf`` (``k``, ``Omega`` the
+    largest over the first ``l`` layers, ``n`` the number of tokens). Refused (``ValueError``)
+    outside the theorem of section 7: anything but attention with skips, or ``Omega >= 1`` in some
+    layer."""
+    X = _check_skip_attention(model).check_input(X)
+    k, omega = layer_constants(model)
+    if (omega >= 1).any():
+        raise ValueError(
+            f"model has Omega = sum_h ||W_h||_inf = {omega.max():.4g} >= 1 in some layer: "
+            "outside the theorem's regime (bounded value maps can then cancel the skip)"
+        )
+    b0, n = residual_inf(X), X.shape[-2]
+    out = [b0]
+    for l in range(1, model.config.n_layers + 1):
+        out.append(wide_depth_bound(b0, k[:l].max(), omega[:l].max(), [l], n)[..., 0])
     return torch.stack(out)
 
 
