@@ -373,3 +373,189 @@ def test_from_weights_takes_numpy_arrays_as_their_float64_values():
     assert torch.equal(from_np(X).last_hidden_state, from_t(X).last_hidden_state)
     with pytest.raises(TypeError, match="must be a tensor"):
         rc.san.SAN.from_weights(cfg, [dict(W_Q=[[[1.0]]], W_K=t, W_V=t, W_O=t)])
+
+
+# ----------------------------------------------- today's decoders: norms, rotary, GQA, gating
+
+
+def decoder(**kw):
+    base = dict(
+        n_layers=1,
+        n_heads=4,
+        n_kv_heads=2,
+        d_model=16,
+        d_qk=6,
+        d_v=5,
+        mlp=12,
+        gated=True,
+        activation="silu",
+        norm="rms",
+        layernorm="pre",
+        rotary=6,
+        skip=True,
+        causal=True,
+        final_layernorm=True,
+    )
+    base.update(kw)
+    return rc.san.SANConfig(**base)
+
+
+def by_hand_rotary(x, rotary, theta=10000.0):
+    """Rotary positions as complex multiplication: dimension k < r/2 and k + r/2 form the complex
+    number x_k + i x_{k+r/2}, turned by the angle pos * theta^(-2k/r) (Su et al. 2021)."""
+    n, half = x.shape[-2], rotary // 2
+    w = theta ** (-2 * torch.arange(half, dtype=torch.float64) / rotary)
+    z = torch.complex(x[..., :half], x[..., half:rotary]) * torch.exp(
+        1j * torch.arange(n, dtype=torch.float64)[:, None] * w
+    )
+    return torch.cat([z.real, z.imag, x[..., rotary:]], dim=-1)
+
+
+def by_hand_layer(blk, cfg, X):
+    """One pre-RMSNorm decoder layer written out head by head (grouped heads, rotary, causal
+    softmax, gated MLP), independent of the core's einsums."""
+    rms = lambda Y, g: Y / torch.sqrt((Y**2).mean(-1, keepdim=True) + cfg.ln_eps) * g  # noqa: E731
+    n, g = X.shape[0], cfg.n_heads // cfg.kv_heads
+    Z = rms(X, blk.ln1_gain)
+    A = torch.zeros_like(X)
+    for h in range(cfg.n_heads):
+        q = by_hand_rotary(Z @ blk.W_Q[h], cfg.rotary, cfg.rope_theta)
+        k = by_hand_rotary(Z @ blk.W_K[h // g], cfg.rotary, cfg.rope_theta)
+        s = (q @ k.T / math.sqrt(cfg.d_qk)).masked_fill(~torch.ones(n, n).tril().bool(), -math.inf)
+        A += torch.softmax(s, -1) @ (Z @ blk.W_V[h // g]) @ blk.W_O[h]
+    Y = X + A
+    Z2 = rms(Y, blk.ln2_gain)
+    return Y + (torch.nn.functional.silu(Z2 @ blk.W_gate) * (Z2 @ blk.W_1)) @ blk.W_2
+
+
+def test_a_decoder_layer_is_the_formula_written_out(gen):
+    cfg = decoder()
+    m = rc.san.SAN(cfg, seed=2)
+    blk = m.layers[0]
+    with torch.no_grad():  # gains not all 1, so the norms' weights are tested
+        blk.ln1_gain.uniform_(0.5, 1.5, generator=gen)
+        blk.ln2_gain.uniform_(0.5, 1.5, generator=gen)
+        m.lnf_gain.uniform_(0.5, 1.5, generator=gen)
+    X = random_tokens(gen, 7, 16)
+    with torch.no_grad():
+        layer = by_hand_layer(blk, cfg, X)
+        out = m(X)
+    final = layer / torch.sqrt((layer**2).mean(-1, keepdim=True) + cfg.ln_eps) * m.lnf_gain
+    assert torch.allclose(out.last_hidden_state, final, atol=1e-12)
+    assert torch.allclose(m.layers[0](X)[0], layer, atol=1e-12)
+    assert (out.attentions[0].triu(1) == 0).all()  # causal
+
+
+def test_rotary_scores_depend_on_the_offset_alone_and_partial_rotary_passes_the_rest(gen):
+    x = random_tokens(gen, 1, 8)
+    cos, sin = rc.ops.rotary_tables(5, 4, 100.0)
+    same = rc.ops.rotate(x.expand(5, 8), cos, sin)  # one vector at positions 0..4
+    G = same[:, :4] @ same[:, :4].T  # the rotated part's scores: a Toeplitz matrix
+    for off in range(1, 5):
+        assert torch.allclose(G.diagonal(off), G[0, off].expand(5 - off), atol=1e-12)
+    assert torch.equal(same[:, 4:], x.expand(5, 8)[:, 4:])  # partial: dimensions 4.. pass
+    assert torch.allclose(same, by_hand_rotary(x.expand(5, 8), 4, 100.0), atol=1e-14)
+
+
+def test_grouped_heads_equal_full_heads_with_repeated_keys_and_values(gen):
+    cfg = decoder(n_layers=2, bias=True)
+    m = rc.san.SAN(cfg, seed=0)
+    wide = cfg.replace(n_kv_heads=None)
+    layers = []
+    for blk in m.layers:
+        w = dict(blk.weights())
+        for name in ("W_K", "W_V", "b_K", "b_V"):
+            w[name] = w[name].repeat_interleave(2, 0)
+        layers.append(w)
+    full = rc.san.SAN.from_weights(wide, layers, m.final_norm_weights())
+    X = random_tokens(gen, 3, 9, 16)
+    assert torch.allclose(m(X).last_hidden_state, full(X).last_hidden_state, atol=1e-13)
+    assert m.layers[0].W_K.shape == (2, 16, 6) and m.layers[0].head_weights()["W_K"].shape == (
+        4,
+        16,
+        6,
+    )
+    assert rc.ops.weight_count(cfg) < rc.ops.weight_count(wide)
+
+
+def test_parallel_layer_reads_the_input_twice_and_sums_once(gen):
+    cfg = decoder(parallel=True, norm="layer", gated=False, activation="gelu", rotary=2)
+    m = rc.san.SAN(cfg, seed=4)
+    blk, X = m.layers[0], random_tokens(gen, 6, 16)
+    with torch.no_grad():
+        A = blk.attention(blk.norm(X, "ln1")[0])[0]
+        M = blk.mlp(blk.norm(X, "ln2")[0])
+        assert torch.allclose(blk(X)[0], X + A + M, atol=1e-13)
+        bare = {k: v for k, v in blk.weights().items() if not k.startswith("ln")}
+        lean = cfg.replace(skip=False, layernorm="none", final_layernorm=False)
+        lean = rc.san.SAN.from_weights(lean, [bare]).layers[0]
+        assert torch.allclose(lean(X)[0], lean.attention(X)[0] + lean.mlp(X), atol=1e-13)
+        post = m.replace(layernorm="post").layers[0]
+        want = rc.ops.layer_norm_sigma(
+            X + post.attention(X)[0] + post.mlp(X), blk.ln1_gain, blk.ln1_shift, cfg.ln_eps
+        )[0]
+        assert torch.allclose(post(X)[0], want, atol=1e-13)
+
+
+def test_both_branches_scale_and_biases_are_per_map(gen):
+    cfg = decoder(gated=False, activation="relu", norm="layer", bias=True, bias_maps=("q", "v"))
+    m = rc.san.SAN(cfg, seed=1)
+    blk = m.layers[0]
+    assert blk.b_Q is not None and blk.b_V is not None
+    assert blk.b_K is None and blk.b_O is None and blk.b_1 is None and blk.b_2 is None
+    assert rc.ops.weight_count(cfg) == sum(p.numel() for p in m.parameters())
+    X = random_tokens(gen, 5, 16)
+    s = 0.3
+    scaled = m.replace(branch_scale=s, mlp_branch_scale=s).layers[0]
+    with torch.no_grad():
+        Y = X + s * blk.attention(blk.norm(X, "ln1")[0])[0]
+        want = Y + s * blk.mlp(blk.norm(Y, "ln2")[0])
+        assert torch.allclose(scaled(X)[0], want, atol=1e-13)
+
+
+def test_rms_norm_and_its_float32_statistics(gen):
+    Y, g = random_tokens(gen, 4, 6) * 3, random_tokens(gen, 6)
+    out, sigma = rc.ops.rms_norm_sigma(Y, g, 1e-6)
+    assert torch.allclose(sigma, torch.sqrt((Y**2).mean(-1) + 1e-6), atol=1e-14)
+    assert torch.allclose(out, Y / sigma[:, None] * g, atol=1e-14)
+    low = rc.ops.rms_norm_sigma(Y, g, 1e-6, torch.float32)[0]
+    assert low.dtype == torch.float64 and 1e-10 < (low - out).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(),
+        dict(n_kv_heads=1, bias=True),
+        dict(norm="layer", gated=False, parallel=True, bias=True, bias_maps=("mlp",)),
+        dict(shared=True, n_layers=3),
+        dict(layernorm="post", final_layernorm=False),
+    ],
+)
+def test_decoder_weight_count_and_from_weights_round_trip(gen, changes):
+    cfg = decoder(n_layers=2).replace(**changes)
+    m = rc.san.SAN(cfg, seed=0)
+    assert rc.ops.weight_count(cfg) == sum(p.numel() for p in m.parameters())
+    X = random_tokens(gen, 5, 16)
+    again = m.replace()
+    assert torch.equal(again(X).last_hidden_state, m(X).last_hidden_state)
+
+
+@pytest.mark.parametrize(
+    "kw, err, name",
+    [
+        (dict(rotary=5), ValueError, "rotary"),
+        (dict(rotary=8), ValueError, "rotary"),
+        (dict(n_kv_heads=3), ValueError, "n_kv_heads"),
+        (dict(norm="batch"), ValueError, "norm"),
+        (dict(norm="layer", norm_dtype=torch.float32), ValueError, "norm_dtype"),
+        (dict(bias_maps="q"), TypeError, "bias_maps"),
+        (dict(bias_maps=("q", "w")), ValueError, r"bias_maps\[1\]"),
+        (dict(gated=1), TypeError, "gated"),
+        (dict(mlp_branch_scale=-1.0), ValueError, "mlp_branch_scale"),
+        (dict(rope_theta=0.0), ValueError, "rope_theta"),
+    ],
+)
+def test_decoder_config_validation(kw, err, name):
+    with pytest.raises(err, match=name):
+        decoder(**kw)

@@ -1,8 +1,9 @@
 """The operations a layer of :class:`rankcollapse.san.SAN` is made of.
 
-LayerNorm (returning the scale it divides by), the activations, XLNet's sinusoidal relative
-positions, which keys a query may see (padding and causal masks), and setting a module's
-weights from given tensors. Torch only; part of the core. Shapes as in :mod:`rankcollapse.san`.
+LayerNorm and RMSNorm (returning the scale they divide by), the activations, XLNet's sinusoidal
+relative positions, rotary position embeddings, which keys a query may see (padding and causal
+masks), and setting a module's weights from given tensors. Torch only; part of the core. Shapes
+as in :mod:`rankcollapse.san`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ __all__ = [
     "LN_EPS",
     "ACTIVATIONS",
     "layer_norm_sigma",
+    "rms_norm_sigma",
     "activation",
+    "rotary_tables",
+    "rotate",
     "relative_positions",
     "allowed_keys",
     "check_key_mask",
@@ -47,7 +51,7 @@ __all__ = [
 ]
 
 LN_EPS = 1e-5
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
 def layer_norm_sigma(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, eps: float = LN_EPS):
@@ -64,6 +68,19 @@ def layer_norm_sigma(Y: torch.Tensor, gain: torch.Tensor, shift: torch.Tensor, e
     return (Y - mu) / sigma.unsqueeze(-1) * gain + shift, sigma
 
 
+def rms_norm_sigma(Y: torch.Tensor, gain: torch.Tensor, eps: float = LN_EPS, dtype=None):
+    """RMSNorm over features (Zhang & Sennrich 2019; Llama's), ``(N(Y), sigma)``: ``N(Y) = Y /
+    sigma * gain`` row by row, ``sigma = sqrt(mean(Y^2) + eps)`` of shape ``(..., n)``, no
+    centring and no shift. ``dtype``: the dtype the statistics and the division are computed
+    in before the cast back and the gain (``None``: ``Y``'s; transformers' ``LlamaRMSNorm``
+    computes in float32)."""
+    check_tensor_kind("Y", Y, integers=False)
+    check_positive_float("eps", eps, allow_zero=True)
+    Z = Y if dtype is None else Y.to(dtype)
+    inv = torch.rsqrt(Z.pow(2).mean(-1, keepdim=True) + eps)
+    return gain * (Z * inv).to(Y.dtype), (1 / inv[..., 0]).to(Y.dtype)
+
+
 def activation(name: str):
     """The activation ``name`` (one of :data:`ACTIVATIONS`) as a function of a tensor."""
     check_choice("activation", name, ACTIVATIONS)
@@ -71,6 +88,8 @@ def activation(name: str):
         return torch.relu
     if name == "gelu":
         return nn.functional.gelu  # x * Phi(x), with the normal CDF
+    if name == "silu":
+        return nn.functional.silu  # x * sigmoid(x), Llama's
     c = math.sqrt(2.0 / math.pi)
     return lambda x: 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))
 
@@ -97,6 +116,33 @@ def relative_positions(n: int, d: int, clamp_len: int = 0, dtype=torch.float64) 
         pos = pos.clamp(-clamp_len, clamp_len)
     angle = pos[:, None] * inv_freq
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
+
+
+def rotary_tables(n: int, rotary: int, theta: float = 10000.0, dtype=torch.float64):
+    """``(cos, sin)`` of rotary position embeddings (Su et al. 2021), each ``(n, rotary)``: row
+    ``i`` holds ``cos(i w_k)`` (``sin``) for the frequencies ``w_k = theta^(-2k/rotary)``, ``k <
+    rotary/2``, written twice (``[w, w]``, Llama's ``rotate_half`` layout), computed in
+    ``dtype`` (transformers: float32)."""
+    n, rotary = check_int("n", n), check_int("rotary", rotary)
+    if rotary % 2:
+        raise ValueError(f"rotary must be even, got {rotary}")
+    check_positive_float("theta", theta)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rotary, 2, dtype=torch.int64).to(dtype) / rotary))
+    freqs = torch.arange(n, dtype=torch.int64).to(dtype)[:, None] * inv_freq
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary positions applied to queries or keys ``x`` ``(..., n, e)``: the first ``r`` =
+    ``cos.shape[-1]`` dimensions become ``x cos + rotate_half(x) sin`` (``rotate_half([a, b]) =
+    [-b, a]``, halves of ``r/2``: dimension ``k`` is paired with ``k + r/2``), the others pass
+    (partial rotary, GPT-NeoX). ``cos, sin``: :func:`rotary_tables`, cast to ``x``'s dtype."""
+    r = cos.shape[-1]
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    x_rot, x_pass = x[..., :r], x[..., r:]
+    half = torch.cat((-x_rot[..., r // 2 :], x_rot[..., : r // 2]), dim=-1)
+    return torch.cat((x_rot * cos + half * sin, x_pass), dim=-1)
 
 
 def allowed_keys(n: int, key_mask: torch.Tensor | None, causal: bool, window: int = 0):
@@ -223,30 +269,29 @@ MAX_BYTES = 2**31
 
 def weight_count(config) -> int:
     """How many weights a SAN of ``config`` (a :class:`~rankcollapse.san.SANConfig`) holds: every
-    parameter, as ``sum(p.numel() for p in SAN(config).parameters())`` counts them (per-head
-    widths ``d_qk``, ``d_v``; biases; LayerNorms; the relative attention's ``W_R``, biases and
-    segment embedding; the final LayerNorm), shared layers once."""
+    parameter, as ``sum(p.numel() for p in SAN(config).parameters())`` counts them
+    (``config.block_shapes()`` per layer, shared layers once, and the final norm)."""
     if not all(
         hasattr(config, k)
-        for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "n_layers", "attention")
+        for k in ("n_heads", "d_model", "d_qk", "d_v", "mlp", "shared", "block_shapes")
     ):
         raise TypeError(f"config must be a SANConfig, got {type(config).__name__}")
-    H, d, dqk, dv, m = config.n_heads, config.d_model, config.d_qk, config.d_v, config.mlp
-    layer = _block_weights(config)
-    if config.bias:
-        layer += H * (2 * dqk + dv) + d + (m + d if m else 0)
-    if config.layernorm != "none":
-        layer += 2 * d * (2 if m else 1)
-    if config.attention == "relative":  # W_R, r_w_bias, r_r_bias, r_s_bias, seg_embed
-        layer += H * d * dqk + 3 * H * dqk + 2 * H * dqk
+    layer = sum(math.prod(shape) for shape, _, _ in config.block_shapes().values())
     layers = min(config.n_layers, 1) if config.shared else config.n_layers
-    return layer * layers + (2 * d if config.final_layernorm else 0)
+    final = config.d_model * (1 if config.norm == "rms" else 2)
+    return layer * layers + (final if config.final_layernorm else 0)
 
 
 def _block_weights(config) -> int:
     """The weight matrices of one layer (the multiply-adds per token of its projections)."""
     H, d, m = config.n_heads, config.d_model, config.mlp
-    return H * d * (2 * config.d_qk + config.d_v) + H * config.d_v * d + 2 * d * m
+    kv = getattr(config, "n_kv_heads", None) or H
+    gated = getattr(config, "gated", False)
+    return (
+        d * (H * config.d_qk + kv * (config.d_qk + config.d_v))
+        + H * config.d_v * d
+        + (3 if gated else 2) * d * m
+    )
 
 
 def forward_cost(config, shape) -> tuple[int, int]:

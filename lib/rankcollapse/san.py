@@ -15,7 +15,9 @@ after each attention layer, LayerNorm (``"post"`` as in BERT, ``"pre"`` as in GP
 ``shared=True`` reuses one layer's weights at every depth, as ALBERT does. The same switches
 describe real transformers (``rankcollapse.real`` converts BERT, ALBERT, XLNet and GPT-2 weights
 into this network): a causal mask, a final LayerNorm, the LayerNorm's ``eps``, the activation, and
-XLNet's relative-position attention (``attention="relative"``, :meth:`Block.scores`). Whatever the
+XLNet's relative-position attention (``attention="relative"``, :meth:`Block.scores`); and
+today's decoders (Llama, GPT-NeoX): RMSNorm, rotary positions, grouped-query attention, a gated
+MLP, parallel attention and MLP, biases per map. Whatever the
 switches, every layer's attention matrices ``P_h`` are returned, so the path decomposition and the
 theory read them as they are.
 
@@ -27,7 +29,6 @@ decomposition" (the model) and every later chapter.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -45,10 +46,13 @@ from .ops import (  # noqa: F401  (re-exported)
     layer_norm_sigma,
     relative_positions,
     relative_scores,
+    rms_norm_sigma,
+    rotary_tables,
+    rotate,
     weight_count,
 )
 from .ops import set_weights as _set_weights
-from .san_config import ATTENTIONS, LAYERNORMS, SANConfig
+from .san_config import ATTENTIONS, LAYERNORMS, NORMS, SANConfig, SANOutput
 
 __all__ = [
     "SANConfig",
@@ -56,9 +60,11 @@ __all__ = [
     "SANOutput",
     "Block",
     "LAYERNORMS",
+    "NORMS",
     "ACTIVATIONS",
     "ATTENTIONS",
     "check_san",
+    "norm_sigma",
     "layer_norm_sigma",
     "activation",
     "relative_positions",
@@ -68,27 +74,6 @@ __all__ = [
 ]
 
 _NO_INIT = object()  # SAN(config, seed=_NO_INIT): empty weights, for SAN.from_weights
-
-
-@dataclass
-class SANOutput:
-    """What a forward pass returns.
-
-    hidden_states: ``L + 1`` tensors ``(..., n, d)``, the input and the output of every layer
-    (with ``final_layernorm`` the last one is after the final LayerNorm, as transformers reports
-    it). attentions: ``L`` tensors ``(..., H, n, n)``, every layer's attention matrices ``P_h``.
-    ln_scales: ``L`` tensors ``(..., n)`` (or ``None`` without LayerNorm): the per-token
-    standard deviation that the attention sub-layer's LayerNorm divided by. Holding these and
-    the attentions fixed makes the network linear in its input (chapter "The path decomposition").
-    """
-
-    hidden_states: list[torch.Tensor]
-    attentions: list[torch.Tensor]
-    ln_scales: list[torch.Tensor | None]
-
-    @property
-    def last_hidden_state(self) -> torch.Tensor:
-        return self.hidden_states[-1]
 
 
 class Block(nn.Module):
@@ -102,44 +87,18 @@ class Block(nn.Module):
     def __init__(self, cfg: SANConfig, gen: torch.Generator | None):
         super().__init__()
         self.cfg = cfg
-        H, d, dqk, dv, m = cfg.n_heads, cfg.d_model, cfg.d_qk, cfg.d_v, cfg.mlp
-        s = cfg.init_scale
-
-        def normal(*shape, std):  # empty without a generator (SAN.from_weights fills it)
-            if gen is None:
-                return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype))
-            return nn.Parameter(torch.randn(*shape, generator=gen, dtype=cfg.dtype) * std)
-
-        def bias(*shape, fan_in):  # as torch.nn.Linear: uniform in +-1/sqrt(fan_in)
-            if not cfg.bias or gen is None:
-                return nn.Parameter(torch.empty(*shape, dtype=cfg.dtype)) if cfg.bias else None
-            return nn.Parameter(
-                (torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1) / math.sqrt(fan_in)
-            )
-
-        def const(value, *shape):
-            return nn.Parameter(torch.full(shape, float(value), dtype=cfg.dtype))
-
-        self.W_Q = normal(H, d, dqk, std=s / math.sqrt(d))
-        self.W_K = normal(H, d, dqk, std=s / math.sqrt(d))
-        self.W_V = normal(H, d, dv, std=s / math.sqrt(d))
-        self.W_O = normal(H, dv, d, std=s / math.sqrt(H * dv))
-        self.b_Q, self.b_K = bias(H, dqk, fan_in=d), bias(H, dqk, fan_in=d)
-        self.b_V, self.b_O = bias(H, dv, fan_in=d), bias(d, fan_in=H * dv)
-        if m:
-            self.W_1 = normal(d, m, std=cfg.mlp_scale / math.sqrt(d))
-            self.W_2 = normal(m, d, std=cfg.mlp_scale / math.sqrt(m))
-            self.b_1, self.b_2 = bias(m, fan_in=d), bias(d, fan_in=m)
-        if cfg.layernorm != "none":
-            self.ln1_gain, self.ln1_shift = const(1, d), const(0, d)
-            if m:
-                self.ln2_gain, self.ln2_shift = const(1, d), const(0, d)
-        if cfg.attention == "relative":  # drawn last: the other weights do not depend on it
-            self.W_R = normal(H, d, dqk, std=s / math.sqrt(d))
-            self.r_w_bias, self.r_r_bias, self.r_s_bias = (
-                normal(H, dqk, std=s / math.sqrt(d)) for _ in range(3)
-            )
-            self.seg_embed = normal(2, H, dqk, std=s / math.sqrt(d))
+        for name in ("b_Q", "b_K", "b_V", "b_O", "b_1", "b_2", "b_gate"):
+            setattr(self, name, None)  # a map without a bias
+        for name, (shape, kind, arg) in cfg.block_shapes().items():
+            if kind == "const":  # a norm's gain or shift
+                t = torch.full(shape, float(arg), dtype=cfg.dtype)
+            elif gen is None:  # empty: SAN.from_weights fills it
+                t = torch.empty(*shape, dtype=cfg.dtype)
+            elif kind == "normal":
+                t = torch.randn(*shape, generator=gen, dtype=cfg.dtype) * arg
+            else:  # a bias, as torch.nn.Linear: uniform in +-1/sqrt(fan_in)
+                t = (torch.rand(*shape, generator=gen, dtype=cfg.dtype) * 2 - 1) / math.sqrt(arg)
+            setattr(self, name, nn.Parameter(t))
 
     def weights(self) -> dict[str, nn.Parameter]:
         """Every parameter of the layer by name (the names :meth:`SAN.from_weights` expects)."""
@@ -171,21 +130,25 @@ class Block(nn.Module):
         :func:`allowed_keys`, which also applies the causal and window masks). ``segments`` ``(...,
         n)``: segment ids for the relative attention's segment term.
         """
-        cfg = self.cfg
-        q = torch.einsum("...nd,hde->...hne", X, self.W_Q)
-        k = torch.einsum("...nd,hde->...hne", X, self.W_K)
-        v = torch.einsum("...nd,hde->...hne", X, self.W_V)
-        if cfg.bias:
-            q, k, v = q + self.b_Q[:, None, :], k + self.b_K[:, None, :], v + self.b_V[:, None, :]
+        cfg, n = self.cfg, X.shape[-2]
+        q, k, v = (
+            torch.einsum("...nd,hde->...hne", X, W) + (0 if b is None else b[:, None, :])
+            for W, b in ((self.W_Q, self.b_Q), (self.W_K, self.b_K), (self.W_V, self.b_V))
+        )
+        if cfg.rotary:  # rotary positions on the first `rotary` dimensions of q and k
+            cos, sin = rotary_tables(n, cfg.rotary, cfg.rope_theta, cfg.position_dtype or cfg.dtype)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        if cfg.group > 1:  # grouped-query attention: kv head g serves query heads g*group...
+            k, v = k.repeat_interleave(cfg.group, -3), v.repeat_interleave(cfg.group, -3)
         scores = self.scores(q, k, segments)
-        allowed = allowed_keys(X.shape[-2], key_mask, cfg.causal, cfg.window)
+        allowed = allowed_keys(n, key_mask, cfg.causal, cfg.window)
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
-        P = torch.softmax(scores, dim=-1)
+        P = torch.softmax(scores, dim=-1, dtype=cfg.softmax_dtype).to(cfg.dtype)
         lam = cfg.branch_scale  # folded into W_O (and b_O): the branch lam SA(X)
         W_O = self.W_O if lam == 1 else lam * self.W_O
         out = torch.einsum("...hne,hed->...nd", P @ v, W_O)
-        if cfg.bias:
+        if self.b_O is not None:
             out = out + (self.b_O if lam == 1 else lam * self.b_O)
         return out, P
 
@@ -194,11 +157,11 @@ class Block(nn.Module):
         (``SA(X)``, with its skip and LayerNorm per the config), ``P`` the attention matrices and
         ``sigma`` ``(..., n)`` the scale its LayerNorm divided by (``None`` without LayerNorm)."""
         ln = self.cfg.layernorm
-        Z, sigma = self.ln1(X) if ln == "pre" else (X, None)
+        Z, sigma = self.norm(X, "ln1") if ln == "pre" else (X, None)
         A, P = self.attention(Z, key_mask, segments)
         Y = self.residual(X, A)
         if ln == "post":
-            Y, sigma = self.ln1(Y)
+            Y, sigma = self.norm(Y, "ln1")
         return Y, P, sigma
 
     def residual(self, X: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
@@ -210,38 +173,72 @@ class Block(nn.Module):
             return A
         return (X if cfg.skip_strength == 1 else cfg.skip_weight(X.ndim) * X) + A
 
-    def ln1(self, Y):
-        return layer_norm_sigma(Y, self.ln1_gain, self.ln1_shift, self.cfg.ln_eps)
+    def norm(self, Y: torch.Tensor, which: str):
+        """``(N(Y), sigma)``: the layer's norm ``which`` (``"ln1"``, ``"ln2"``) of the config's
+        kind, LayerNorm or RMSNorm (:func:`norm_sigma`)."""
+        return norm_sigma(
+            self.cfg, Y, getattr(self, which + "_gain"), getattr(self, which + "_shift", None)
+        )
 
     # --------------------------------------------------------------------------- MLP sub-layer
 
     def mlp(self, X: torch.Tensor) -> torch.Tensor:
-        """The row-wise MLP ``act(X W_1 + b_1) W_2 + b_2`` (no skip, no LayerNorm)."""
-        act = activation(self.cfg.activation)
-        h = X @ self.W_1 + (self.b_1 if self.cfg.bias else 0)
-        return act(h) @ self.W_2 + (self.b_2 if self.cfg.bias else 0)
+        """The row-wise MLP ``act(X W_1 + b_1) W_2 + b_2``, or gated ``(act(X W_gate + b_gate) *
+        (X W_1 + b_1)) W_2 + b_2`` (no skip, no norm; biases per ``bias_maps``)."""
+        act, b1, b2 = activation(self.cfg.activation), self.b_1, self.b_2
+        h = X @ self.W_1 + (0 if b1 is None else b1)
+        if self.cfg.gated:
+            h = act(X @ self.W_gate + (0 if self.b_gate is None else self.b_gate)) * h
+        else:
+            h = act(h)
+        return h @ self.W_2 + (0 if b2 is None else b2)
 
     def mlp_input(self, Y: torch.Tensor) -> torch.Tensor:
-        """What the MLP receives from the attention sub-layer's output ``Y`` (``LN(Y)`` if
+        """What the MLP receives from the attention sub-layer's output ``Y`` (``N(Y)`` if
         pre-LN)."""
-        if self.cfg.layernorm == "pre":
-            return layer_norm_sigma(Y, self.ln2_gain, self.ln2_shift, self.cfg.ln_eps)[0]
-        return Y
+        return self.norm(Y, "ln2")[0] if self.cfg.layernorm == "pre" else Y
 
     def mlp_sublayer(self, Y: torch.Tensor) -> torch.Tensor:
-        """The MLP half of the layer (the identity without an MLP), with its skip and LayerNorm."""
+        """The MLP half of the layer (the identity without an MLP), with its skip and norm."""
         cfg = self.cfg
         if not cfg.mlp:
             return Y
         M = self.mlp(self.mlp_input(Y))
+        M = M if cfg.mlp_branch_scale == 1 else cfg.mlp_branch_scale * M
         out = Y + M if cfg.skip_mlp else M
+        return self.norm(out, "ln2")[0] if cfg.layernorm == "post" else out
+
+    def parallel(self, X: torch.Tensor, key_mask=None, segments=None):
+        """A parallel layer (GPT-NeoX's, ``parallel=True``): ``X + SA(N_1(X)) + MLP(N_2(X))``
+        pre-LN, ``N_1(X + SA(X) + MLP(X))`` post-LN, without ``skip`` the sum lacks ``X``."""
+        cfg = self.cfg
+        Z, sigma = self.norm(X, "ln1") if cfg.layernorm == "pre" else (X, None)
+        A, P = self.attention(Z, key_mask, segments)
+        if cfg.mlp:
+            M = self.mlp(self.mlp_input(X))
+            A = A + (M if cfg.mlp_branch_scale == 1 else cfg.mlp_branch_scale * M)
+        Y = self.residual(X, A)
         if cfg.layernorm == "post":
-            out = layer_norm_sigma(out, self.ln2_gain, self.ln2_shift, cfg.ln_eps)[0]
-        return out
+            Y, sigma = self.norm(Y, "ln1")
+        return Y, P, sigma
 
     def forward(self, X: torch.Tensor, key_mask=None, segments=None):
+        if self.cfg.parallel:
+            return self.parallel(X, key_mask, segments)
         Y, P, sigma = self.attention_sublayer(X, key_mask, segments)
         return self.mlp_sublayer(Y), P, sigma
+
+    def head_weights(self) -> dict[str, torch.Tensor]:
+        """``W_Q, W_K, W_V, W_O`` per query head, ``(H, ., .)``: grouped key and value heads
+        repeated over their group (the maps each head applies; the parameters themselves are
+        ``(n_kv_heads, ., .)``)."""
+        g = self.cfg.group
+        return {
+            "W_Q": self.W_Q,
+            "W_K": self.W_K.repeat_interleave(g, 0),
+            "W_V": self.W_V.repeat_interleave(g, 0),
+            "W_O": self.W_O,
+        }
 
 
 class SAN(nn.Module):
@@ -267,7 +264,8 @@ class SAN(nn.Module):
             self.layers = nn.ModuleList([Block(config, gen) for _ in range(config.n_layers)])
         if config.final_layernorm:
             self.lnf_gain = nn.Parameter(torch.ones(config.d_model, dtype=config.dtype))
-            self.lnf_shift = nn.Parameter(torch.zeros(config.d_model, dtype=config.dtype))
+            if config.norm == "layer":
+                self.lnf_shift = nn.Parameter(torch.zeros(config.d_model, dtype=config.dtype))
 
     @classmethod
     def from_weights(cls, config: SANConfig, layers, final=None) -> SAN:
@@ -301,7 +299,7 @@ class SAN(nn.Module):
                 model,
                 {"lnf_" + k: v for k, v in dict(final).items()},
                 "final",
-                names=("lnf_gain", "lnf_shift"),
+                names=("lnf_gain", "lnf_shift") if config.norm == "layer" else ("lnf_gain",),
             )
         elif final is not None:
             raise ValueError("final was given but config.final_layernorm is False")
@@ -315,8 +313,16 @@ class SAN(nn.Module):
         layers = [block.weights() for block in dict.fromkeys(self.layers)]
         final = None
         if config.final_layernorm and self.config.final_layernorm:
-            final = {"gain": self.lnf_gain, "shift": self.lnf_shift}
+            final = self.final_norm_weights()
         return SAN.from_weights(config, layers, final)
+
+    def final_norm_weights(self) -> dict | None:
+        """``{"gain", "shift"}`` of the final norm (``"gain"`` alone for RMSNorm), or ``None``."""
+        if not self.config.final_layernorm:
+            return None
+        if self.config.norm == "rms":
+            return {"gain": self.lnf_gain}
+        return {"gain": self.lnf_gain, "shift": self.lnf_shift}
 
     def check_input(self, X) -> torch.Tensor:
         """``X`` as a tensor of the model's dtype, after checking its shape ``(..., n,
@@ -354,9 +360,8 @@ class SAN(nn.Module):
             attentions.append(P)
             scales.append(sigma)
         if self.config.final_layernorm:
-            hidden[-1] = layer_norm_sigma(
-                hidden[-1], self.lnf_gain, self.lnf_shift, self.config.ln_eps
-            )[0]
+            final = self.final_norm_weights()
+            hidden[-1] = norm_sigma(self.config, hidden[-1], final["gain"], final.get("shift"))[0]
         return SANOutput(hidden_states=hidden, attentions=attentions, ln_scales=scales)
 
     @torch.no_grad()
@@ -367,7 +372,7 @@ class SAN(nn.Module):
         check_choice("which", which, ("attention", "mlp", "value"))
         names = {
             "attention": ("W_Q", "W_K", "W_V", "W_O"),
-            "mlp": ("W_1", "W_2"),
+            "mlp": ("W_1", "W_2", "W_gate") if self.config.gated else ("W_1", "W_2"),
             "value": ("W_V",),
         }[which]
         if which == "mlp" and not self.config.mlp:
@@ -376,6 +381,14 @@ class SAN(nn.Module):
             for name in names:
                 getattr(block, name).mul_(factor)
         return self
+
+
+def norm_sigma(cfg: SANConfig, Y: torch.Tensor, gain, shift=None):
+    """``(N(Y), sigma)``, the norm of ``cfg``'s kind: LayerNorm with ``gain, shift`` (``ln_eps``)
+    or RMSNorm with ``gain`` (``ln_eps``, statistics in ``norm_dtype``)."""
+    if cfg.norm == "rms":
+        return rms_norm_sigma(Y, gain, cfg.ln_eps, cfg.norm_dtype)
+    return layer_norm_sigma(Y, gain, shift, cfg.ln_eps)
 
 
 def check_san(model) -> SAN:
