@@ -29,6 +29,8 @@ LayerNorm (``a(LN(x))``, the final LayerNorm) and the MLP's skip; "clean" remove
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -36,7 +38,7 @@ from .._validate import check_choice
 from ..san import SAN, Block, SANConfig
 from .registry import SURGERIES, VARIANTS
 
-__all__ = ["ablation_config", "shared_san"]
+__all__ = ["ablation_config", "shared_san", "reshaped_config"]
 
 
 def ablation_config(config: SANConfig, variant: str, surgery: str, *, identity_mlp: bool = False):
@@ -82,5 +84,26 @@ def shared_san(full: SAN, cfg: SANConfig, identity_mlp: bool = False) -> SAN:
     for block in dict.fromkeys(full.layers):
         own = block.weights()
         layers.append({k: (eye[k] if eye is not None and k in eye else own[k]) for k in wanted})
-    final = {"gain": full.lnf_gain, "shift": full.lnf_shift} if cfg.final_layernorm else None
+    final = full.final_norm_weights() if cfg.final_layernorm else None
     return SAN.from_weights(cfg, layers, final)
+
+
+def reshaped_config(config: SANConfig, placement=None, branch_scale=1.0) -> SANConfig:
+    """``config`` with its norms moved to ``placement`` (``"pre"`` or ``"post"``; ``None``: where
+    they are) and both residual branches scaled by ``branch_scale`` (a number ``>= 0``, or
+    ``"depth"``: ``1/sqrt(L)``, Noci et al. 2022's depth scaling): ``X + s SA(X)`` and ``Y + s
+    MLP(Y)``. The weights are the same; a placement needs a configuration that kept its norms."""
+    if placement is not None:
+        check_choice("placement", placement, ("pre", "post"))
+        if config.layernorm == "none":
+            raise ValueError(
+                f"placement={placement!r} needs norms, and this variant has none (the clean "
+                "surgery removes them: use the full network or surgery='paper')"
+            )
+        config = config.replace(layernorm=placement)
+    if isinstance(branch_scale, str):
+        check_choice("branch_scale", branch_scale, ("depth",))
+        branch_scale = 1 / math.sqrt(max(config.n_layers, 1))
+    if branch_scale != 1:
+        config = config.replace(branch_scale=branch_scale, mlp_branch_scale=branch_scale)
+    return config

@@ -17,7 +17,7 @@ from torch import nn
 from .._validate import check_bool
 from ..ops import layer_norm_sigma
 from ..san import SAN, SANConfig, check_san
-from .ablation import ablation_config, shared_san
+from .ablation import ablation_config, reshaped_config, shared_san
 
 __all__ = ["Embedding", "Network"]
 
@@ -75,20 +75,32 @@ class Network:
         return self.embedding(ids, token_types)
 
     def ablate(
-        self, variant: str = "full", surgery: str = "clean", *, mask: bool = True, bias: bool = True
+        self,
+        variant: str = "full",
+        surgery: str = "clean",
+        *,
+        mask: bool = True,
+        bias: bool = True,
+        placement: str | None = None,
+        branch_scale: float | str = 1.0,
     ) -> SAN:
         """``variant`` under ``surgery`` as a SAN whose parameters are this network's own (shared).
 
-        ``mask=False`` drops the model's causal mask (GPT-2's; the other models have none);
-        ``bias=False`` drops the query, key, value, output and MLP biases.
+        ``mask=False`` drops the model's causal mask (the decoders'; the encoders have none);
+        ``bias=False`` drops every bias of the attention and MLP maps. ``placement`` (``"pre"``,
+        ``"post"``) moves the norms the variant keeps; ``branch_scale`` scales both residual
+        branches (``"depth"``: ``1/sqrt(L)``): :func:`~rankcollapse.real.ablation.reshaped_config`.
         """
         mask, bias = check_bool("mask", mask), check_bool("bias", bias)
         key = (variant, surgery) if mask and bias else (variant, surgery, mask, bias)
+        if placement is not None or branch_scale != 1:
+            key = (*key, placement, branch_scale)
         if key not in self._ablated:
             cfg, identity = ablation_config(
                 self.config, variant, surgery, identity_mlp=self.paper_identity_mlp
             )
             cfg = cfg.replace(causal=cfg.causal and mask, bias=cfg.bias and bias)
+            cfg = reshaped_config(cfg, placement, branch_scale)
             self._ablated[key] = shared_san(self.san, cfg, identity)
         return self._ablated[key]
 

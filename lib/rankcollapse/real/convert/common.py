@@ -16,6 +16,8 @@ __all__ = [
     "attention_weights",
     "layernorm_weights",
     "linear",
+    "rope",
+    "upcast",
 ]
 
 # transformers' activation names -> the core's
@@ -24,6 +26,7 @@ ACTIVATION_NAMES = {
     "gelu_new": "gelu_tanh",
     "gelu_pytorch_tanh": "gelu_tanh",
     "relu": "relu",
+    "silu": "silu",
 }
 
 
@@ -62,20 +65,28 @@ def _heads_in(w_t: torch.Tensor, H: int) -> torch.Tensor:
     return w_t.reshape(d, H, -1).permute(1, 0, 2)
 
 
-def attention_weights(q, k, v, o, biases, H, dtype) -> dict:
-    """The core's names for one layer's attention: ``q, k, v`` ``(d, H*dh)``, ``o`` ``(H*dh, d)``,
-    ``biases`` the four maps' ``(bq, bk, bv, bo)``."""
+def attention_weights(q, k, v, o, biases, H, dtype, kv=None) -> dict:
+    """The core's names for one layer's attention: ``q`` ``(d, H*dh)``, ``k, v`` ``(d,
+    kv*dh)`` (``kv`` key/value heads, ``None``: ``H``), ``o`` ``(H*dh, d)``, ``biases`` the four
+    maps' ``(bq, bk, bv, bo)`` (``None`` for a map without one)."""
     H = check_int("H", H)
-    if q.shape[-1] % H:
-        raise ValueError(f"H must divide the projections' width {q.shape[-1]}, got {H}")
+    kv = H if kv is None else check_int("kv", kv)
+    if q.shape[-1] % H or k.shape[-1] % kv:
+        raise ValueError(
+            f"H and kv must divide the projections' widths {q.shape[-1]}, {k.shape[-1]}, got "
+            f"{H} and {kv}"
+        )
     w = {
         "W_Q": _heads_in(q, H),
-        "W_K": _heads_in(k, H),
-        "W_V": _heads_in(v, H),
+        "W_K": _heads_in(k, kv),
+        "W_V": _heads_in(v, kv),
         "W_O": o.reshape(H, -1, o.shape[-1]),
     }
-    bq, bk, bv, bo = biases
-    w.update(b_Q=bq.reshape(H, -1), b_K=bk.reshape(H, -1), b_V=bv.reshape(H, -1), b_O=bo)
+    for name, b, heads in zip(("b_Q", "b_K", "b_V"), biases[:3], (H, kv, kv)):
+        if b is not None:
+            w[name] = b.reshape(heads, -1)
+    if biases[3] is not None:
+        w["b_O"] = biases[3]
     return {k: parameter(t, dtype) for k, t in w.items()}
 
 
@@ -89,8 +100,26 @@ def layernorm_weights(prefix: str, ln, dtype) -> dict:
     }
 
 
-def linear(lin, dtype) -> tuple[nn.Parameter, nn.Parameter]:
-    """``(W, b)`` of a ``torch.nn.Linear`` ``lin`` as the core applies it, ``x W + b``."""
+def linear(lin, dtype) -> tuple[nn.Parameter, nn.Parameter | None]:
+    """``(W, b)`` of a ``torch.nn.Linear`` ``lin`` as the core applies it, ``x W + b`` (``b``
+    ``None`` for a map without a bias)."""
     if not isinstance(lin, nn.Linear):
         raise TypeError(f"lin must be a torch.nn.Linear, got {type(lin).__name__}")
-    return parameter(lin.weight.T, dtype), parameter(lin.bias, dtype)
+    return parameter(lin.weight.T, dtype), None if lin.bias is None else parameter(lin.bias, dtype)
+
+
+def rope(c) -> tuple[float, float]:
+    """``(theta, partial_rotary_factor)`` of a transformers config ``c`` with default rotary
+    positions (a ``ValueError`` for scaled ones: YaRN, linear, dynamic)."""
+    p = dict(getattr(c, "rope_parameters", None) or {})
+    if p.get("rope_type", "default") != "default":
+        raise ValueError(f"only default rotary positions are converted, got {p['rope_type']!r}")
+    return float(p.get("rope_theta", 10000.0)), float(p.get("partial_rotary_factor", 1.0))
+
+
+def upcast(as_transformers: bool, *, rms: bool) -> dict:
+    """The ``SANConfig`` dtypes of the steps transformers computes in float32 whatever the
+    model's dtype (rotary sinusoids, the eager softmax, and RMSNorm when ``rms``): float32 when
+    ``as_transformers`` (to match its forward to 1e-10 in float64), the model's otherwise."""
+    up = torch.float32 if as_transformers else None
+    return {"position_dtype": up, "norm_dtype": up if rms else None, "softmax_dtype": up}

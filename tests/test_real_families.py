@@ -1,0 +1,101 @@
+"""rc.real.families: every family built at k times its depth, from transformers' initialisation
+or the library's, seeded; deeper networks match transformers' forward as the native ones do
+(float64, every layer, 1e-10); a pretrained network's layers applied again."""
+
+import math
+
+import pytest
+import torch
+
+import rankcollapse as rc
+
+transformers = pytest.importorskip("transformers")
+
+# width 64, 2 native layers: a second or two each
+SMALL = {
+    "bert": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
+    "albert": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
+    "xlnet": dict(d_model=64, d_inner=96, n_head=4, vocab_size=100),
+    "gpt2": dict(n_embd=64, n_head=4, vocab_size=100),
+    "llama": dict(
+        hidden_size=64,
+        intermediate_size=96,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=100,
+    ),
+    "gpt_neox": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
+}
+
+
+def small(family, layers=2):
+    return {**SMALL[family], rc.real.families.depth_key(family): layers}
+
+
+def test_every_family_is_covered():
+    assert set(SMALL) == set(rc.real.FAMILIES)
+
+
+@pytest.mark.parametrize("family", list(SMALL))
+def test_twice_the_depth_matches_transformers(family):
+    errors = rc.real.parity(family, small(family), seed=0, depth_factor=2)
+    assert len(errors) == 5 and max(errors) < 1e-10, errors
+
+
+@pytest.mark.parametrize("family", list(SMALL))
+@pytest.mark.parametrize("init", ["transformers", "library"])
+def test_depth_factor_multiplies_the_layers_and_the_seed_decides(family, init):
+    net = rc.real.build(family, small(family), seed=1, depth_factor=4, init=init)
+    assert isinstance(net, rc.real.Network) and net.config.n_layers == 8
+    assert net.name.endswith(f"x4 ({init} init, seed 1)")
+    distinct = list(dict.fromkeys(net.san.layers))
+    assert len(distinct) == (1 if family == "albert" else 8)  # ALBERT: its one layer, 8 times
+    again = rc.real.build(family, small(family), seed=1, depth_factor=4, init=init)
+    other = rc.real.build(family, small(family), seed=2, depth_factor=4, init=init)
+    W = lambda n: n.san.layers[-1].W_Q  # noqa: E731
+    assert torch.equal(W(net), W(again)) and not torch.equal(W(net), W(other))
+    ids = torch.randint(0, 100, (2, 6), generator=torch.Generator().manual_seed(0))
+    assert len(net.ablate("full")(net.embed(ids)).hidden_states) == 9
+
+
+def test_the_two_initialisations_differ_in_scale_as_documented():
+    lib = rc.real.build("llama", small("llama"), seed=0, init="library").san.layers[0]
+    hf = rc.real.build("llama", small("llama"), seed=0).san.layers[0]
+    assert float(lib.W_Q.std()) == pytest.approx(1 / math.sqrt(64), rel=0.1)
+    assert float(hf.W_Q.std()) == pytest.approx(1 / 24, rel=0.1)  # SmolLM2's initializer_range
+    bert = rc.real.build("bert", small("bert"), seed=0).san.layers[0]
+    assert float(bert.W_Q.std()) == pytest.approx(0.02, rel=0.1) and not bert.b_Q.any()
+    assert rc.real.build("bert", small("bert"), seed=0, init="library").san.layers[0].b_Q.any()
+
+
+def test_native_configurations_and_bad_arguments():
+    assert rc.real.native_config("llama")["num_key_value_heads"] == 3
+    assert rc.real.native_config("gpt_neox")["use_parallel_residual"] is True
+    assert rc.real.native_config("bert") == rc.real.MODELS["bert-base-cased"].config
+    assert rc.real.native_config("gpt2", {"n_layer": 3})["n_layer"] == 3
+    with pytest.raises(ValueError, match="family"):
+        rc.real.build("t5")
+    with pytest.raises(ValueError, match=r"config_overrides.*\['hiden_size'\]"):
+        rc.real.build("llama", {"hiden_size": 64})
+    with pytest.raises(TypeError, match="config_overrides"):
+        rc.real.build("llama", [("hidden_size", 64)])
+    with pytest.raises(ValueError, match="init"):
+        rc.real.build("llama", small("llama"), init="xavier")
+    with pytest.raises(ValueError, match="depth_factor"):
+        rc.real.build("llama", small("llama"), depth_factor=0)
+    with pytest.raises(TypeError, match="as_transformers"):
+        rc.real.build("llama", small("llama"), as_transformers=1)
+
+
+@torch.no_grad()
+def test_layers_applied_again_share_the_weights():
+    net = rc.real.build("bert", small("bert"), seed=0)
+    twice = rc.real.repeated(net, 2)
+    assert twice.config.n_layers == 4 and twice.san.layers[2].W_Q is net.san.layers[0].W_Q
+    X = net.embed(torch.randint(0, 100, (1, 7), generator=torch.Generator().manual_seed(0)))
+    once = net.san(X).last_hidden_state
+    assert torch.allclose(twice.san(X).last_hidden_state, net.san(once).last_hidden_state)
+    albert = rc.real.repeated(rc.real.build("albert", small("albert"), seed=0), 3)
+    assert albert.config.n_layers == 6 and len(set(albert.san.layers)) == 1
+    with pytest.raises(TypeError, match="net"):
+        rc.real.repeated(net.san, 2)
