@@ -99,3 +99,18 @@ def test_layers_applied_again_share_the_weights():
     assert albert.config.n_layers == 6 and len(set(albert.san.layers)) == 1
     with pytest.raises(TypeError, match="net"):
         rc.real.repeated(net.san, 2)
+
+
+@torch.no_grad()
+def test_a_real_model_of_a_new_family_runs_the_books_instruments():
+    m = rc.real.real_model("gpt_neox", small("gpt_neox"), seed=0, depth_factor=2)
+    assert (m.n_layers, m.max_tokens, m.cls_sep, m.pretrained) == (4, 2048, (None, None), False)
+    ids = rc.real.token_windows(m, 2, 10)
+    assert ids.shape == (2, 10) and int(ids.max()) < 100
+    curve = rc.real.residual_curve(m, ids, "full", "clean")
+    assert curve.shape == (2, 5) and torch.isfinite(curve).all()
+    # the float64 network (build's default) against the one computing as transformers does
+    exact = rc.real.real_model("gpt_neox", small("gpt_neox"), seed=0, depth_factor=2)
+    exact.as_transformers = True
+    states = rc.real.hidden_states(m, ids), rc.real.hidden_states(exact, ids)
+    assert 0 < (states[0] - states[1]).abs().max() < 1e-5

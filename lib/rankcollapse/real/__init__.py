@@ -35,7 +35,14 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 from . import condition, depth, depth_fit, depth_study, skips, study
 from .ablation import ablation_config
 from .convert import from_transformers
-from .families import FAMILIES, build, native_config, repeated, transformers_model
+from .families import (
+    FAMILIES,
+    build,
+    native_config,
+    real_model,
+    repeated,
+    transformers_model,
+)
 from .hub import hub_problem, hub_timeout, lineup, load, try_load
 from .measure import hidden_states, relative_residuals, residual_curve, residual_curves
 from .model import RealModel
@@ -76,6 +83,7 @@ __all__ = [
     "from_transformers",
     "FAMILIES",
     "build",
+    "real_model",
     "native_config",
     "repeated",
     "transformers_model",

@@ -48,8 +48,10 @@ import torch
 from .._validate import check_choice, check_dtype, check_int, check_seed
 from ..san import SAN
 from .convert import from_transformers
+from .model import RealModel
 from .network import Network
 from .registry import MODELS
+from .text import CLS, SEP
 
 __all__ = [
     "FAMILIES",
@@ -60,6 +62,7 @@ __all__ = [
     "transformers_classes",
     "transformers_model",
     "build",
+    "real_model",
     "repeated",
 ]
 
@@ -220,6 +223,35 @@ def build(
     )
     san = SAN(net.config.replace(n_layers=depth), seed=seed).requires_grad_(False)
     return Network(name, net.embedding, san, paper_identity_mlp=net.paper_identity_mlp)
+
+
+def real_model(
+    family: str,
+    config_overrides=None,
+    seed: int = 0,
+    depth_factor: int = 1,
+    *,
+    as_transformers: bool = False,
+) -> RealModel:
+    """``family`` at ``depth_factor`` times its depth from transformers' initialisation, as a
+    :class:`~rankcollapse.real.RealModel` (what :func:`rankcollapse.real.hidden_states`,
+    :func:`~rankcollapse.real.residual_curve` and :func:`~rankcollapse.real.token_windows` take):
+    token ids are MiniLM's WordPiece ids mapped into the family's vocabulary, framed by [CLS]
+    ... [SEP] for the encoders (BERT, ALBERT, XLNet) and unframed for the decoders."""
+    hf = transformers_model(family, config_overrides, seed=seed, depth_factor=depth_factor)
+    k = check_int("depth_factor", depth_factor)
+    name = f"{NATIVE[family][0]} x{k}"
+    framed = family in ("bert", "albert", "xlnet")
+    return RealModel(
+        name,
+        family,
+        hf,
+        False,
+        f"{name} at initialisation (transformers' initialiser, seed {seed})",
+        None,
+        (CLS, SEP) if framed else (None, None),
+        as_transformers=as_transformers,
+    )
 
 
 def repeated(net: Network, factor: int) -> Network:

@@ -35,6 +35,7 @@ class RealModel:
     tokenizer: object = field(default=None, repr=False)
     cls_sep: tuple = (CLS, SEP)
     position_dtype: object = "auto"
+    as_transformers: bool | None = None
     _net: tuple = field(default=(None, None), repr=False)
 
     def network(self, dtype=torch.float64) -> Network:
@@ -43,15 +44,20 @@ class RealModel:
 
         ``position_dtype`` (XLNet only): the dtype of the relative positions' sinusoids, ``"auto"``
         for float32 as transformers computes them; ``torch.float64`` computes them exactly.
+        ``as_transformers`` (:func:`rankcollapse.real.from_transformers`): the decoders' rotary
+        sinusoids, RMSNorm and softmax in float32 as transformers computes them (``None``: yes).
         """
-        key = (dtype, self.position_dtype)
+        key = (dtype, self.position_dtype, self.as_transformers)
         if self._net[0] != key:
-            self._net = (
-                key,
-                from_transformers(
-                    self.hf, self.family, self.name, dtype, position_dtype=self.position_dtype
-                ),
+            net = from_transformers(
+                self.hf,
+                self.family,
+                self.name,
+                dtype,
+                position_dtype=self.position_dtype,
+                as_transformers=self.as_transformers,
             )
+            self._net = (key, net)
         return self._net[1]
 
     @property
@@ -76,7 +82,13 @@ class RealModel:
 
     @property
     def max_tokens(self) -> int | None:
-        return MODELS[self.name].max_tokens
+        """The longest sequence: the registry's, else the configuration's position table (``None``
+        without one: XLNet, or rotary positions with no table in the config)."""
+        if self.name in MODELS:
+            return MODELS[self.name].max_tokens
+        if self.family == "xlnet":
+            return None
+        return getattr(self.hf.config, "max_position_embeddings", None)
 
     @property
     def label(self) -> str:
