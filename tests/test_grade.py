@@ -15,6 +15,7 @@ the unit tests at the end run nothing.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import shutil
 import subprocess
@@ -525,6 +526,12 @@ def tampered_graded(tmp_path_factory):
     return {s.rel: s for s in subs}, folder / "graded"
 
 
+@functools.lru_cache(maxsize=1)
+def paths_spec():
+    """The paths chapter's spec, read once for the tests that only score with it (0.6 s each)."""
+    return grade.chapter_specs()["paths"]
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_tampering_crashes_loops_and_copies_get_their_outcomes(tampered_graded, name):
     subs, _ = tampered_graded
@@ -533,7 +540,7 @@ def test_tampering_crashes_loops_and_copies_get_their_outcomes(tampered_graded, 
     assert [sub.outcomes[i][0] for i in IDS] == CASES[name][1], sub.outcomes
     assert sub.run == CASES[name][2]
     want = sum(POINTS[i] for i, o in zip(IDS, CASES[name][1]) if o == "correct")
-    assert score(sub, grade.chapter_specs()["paths"])["total"] == want
+    assert score(sub, paths_spec())["total"] == want
 
 
 def test_what_the_reports_say(tampered_graded):
@@ -567,6 +574,121 @@ def test_what_the_reports_say(tampered_graded):
     # the chapter's order: the build-it-yourself exercises come first
     checks = list(UNANSWERED) + IDS
     assert list(rows["same.md"])[4 : 4 + 2 * len(checks) : 2] == checks
+
+
+# --- a class with hostile submissions mixed in (issue 45) ---------------------------------------
+
+# tiny notebooks: no import in the kernel (the check cells are the grader's, never run), three
+# checks scored; honest number k answers read_diagram, predict_length and count right or not
+FUNCTION = {True: RIGHT["count"], False: "def path_count(L, H, length):\n    return L * H"}
+
+
+def tiny(k: int, extra: str = "", count: str | None = None, last: str = "") -> str:
+    checks = _check_cells()
+    cells = [
+        extra,
+        f"answer = {6 if k % 2 == 0 else 5}",
+        checks["paths.read_diagram"],
+        f"prediction = {6 if k % 3 else 0}",
+        checks["paths.predict_length"],
+        count or FUNCTION[k % 5 != 0],
+        checks["paths.count"],
+        last,
+    ]
+    return HEADER + "".join(f"```{{code-cell}} ipython3\n{c}\n```\n\n" for c in cells if c)
+
+
+HONEST_POINTS = {k: (k % 2 == 0) + (k % 3 != 0) + (k % 5 != 0) for k in range(5)}
+# appends a line to every file in its working folder and the one above it (where the grader
+# kept its logs until issue 45), writes junk where the grader's files were, and to fd 1 and 2,
+# and puts a folder where the grader writes grades.md
+JUNK = """import os
+os.makedirs(os.path.join({out!r}, 'grades.md'), exist_ok=True)
+for d in ('.', '..'):
+    for name in ['cells.jsonl', 'run.json', 'verdicts.jsonl', 'plan.json'] + os.listdir(d):
+        p = os.path.join(d, name)
+        if not os.path.isdir(p):
+            try:
+                with open(p, 'a') as f:
+                    f.write('[1, {"cell": 99999}, not json\\n')
+            except OSError:
+                pass
+os.write(1, b'\\xff\\xfe junk\\n' * 1000)
+os.write(2, b'{"id": "paths.count", "status": "correct"}\\n')"""
+# rewrites the reference answer of paths.read_diagram in the installed checks (the copy the
+# grader imports in this test; it refuses to touch any other) to its own wrong answer, 5
+REWRITE = """import importlib.util, os
+path = importlib.util.find_spec('rankbook.checks.paths_questions').origin
+assert path.startswith({copy!r}), path
+with open(path, 'a') as f:
+    f.write('\\nQUESTIONS["paths.read_diagram"].answer = lambda: 5\\n')"""
+# an answer that kills the process above the one it is checked in (the server's, if it is one)
+KILLER = """def path_count(L, H, length):
+    import os, signal
+    parent = open(f'/proc/{os.getppid()}/cmdline', 'rb').read()
+    if b'grade_server' in parent:
+        os.kill(os.getppid(), signal.SIGKILL)
+    os._exit(1)"""
+HOSTILE = {  # name: (first cell, count answer, last cell, k)
+    "zz-junk.md": (JUNK, None, "", 4),
+    "zz-\udce9l\udce8ve.md": ("import os\nos._exit(0)", None, "", 2),  # a Windows zip's name
+    "zz-rewrite.md": ("", None, REWRITE, 1),  # answers 5; rewrites after its last check cell
+    "zz-killer.md": ("", KILLER, "", 3),
+    "zz-bytes.ipynb": None,  # not a notebook, not text
+}
+
+
+def test_hostile_submissions_do_not_change_the_honest_grades(tmp_path, monkeypatch):
+    """30 submissions, 5 of them hostile: the 25 honest ones (5 notebooks, each handed in by 5
+    students) get what the 5 get graded alone. The checks the grader imports are a copy, which
+    one hostile submission rewrites on disk before its check runs."""
+    import os
+    import tempfile
+
+    copy = tmp_path / "site"
+    shutil.copytree(ROOT / "book" / "rankbook", copy / "rankbook")
+    monkeypatch.setenv("PYTHONPATH", str(copy))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the grader's folders
+    (tmp_path / "tmp").mkdir()
+    alone, whole = tmp_path / "alone", tmp_path / "class"
+    alone.mkdir()
+    whole.mkdir()
+    for k in range(5):
+        (alone / f"honest{k}.md").write_text(tiny(k))
+        for j in range(5):
+            (whole / f"student{5 * k + j:02d}.md").write_text(tiny(k))
+    for name, spec in HOSTILE.items():
+        if spec is None:
+            (whole / name).write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+            continue
+        first, count, last, k = spec
+        first = first.replace("{out!r}", repr(str(whole / "graded")))
+        (whole / name).write_text(tiny(k, first, count, last.replace("{copy!r}", repr(str(copy)))))
+    quiet = dict(timeout=60, jobs=2, echo=lambda *a: None)
+    specs = paths_spec()
+    points = {s.rel: score(s, specs)["total"] for s in grade.grade(alone, **quiet)}
+    assert points == {f"honest{k}.md": HONEST_POINTS[k] for k in range(5)}
+    subs = {s.rel: s for s in grade.grade(whole, **quiet)}
+    assert len(subs) == 30
+    for k in range(5):
+        for j in range(5):
+            assert (
+                score(subs[f"student{5 * k + j:02d}.md"], specs)["total"] == points[f"honest{k}.md"]
+            )
+    # the hostile ones: each its own row
+    assert "QUESTIONS" in (copy / "rankbook" / "checks" / "paths_questions.py").read_text()
+    rewrite = subs["zz-rewrite.md"]  # 5, against the answer loaded before it ran
+    assert rewrite.outcomes["paths.read_diagram"].outcome == "incorrect" and rewrite.run == "ran"
+    assert subs["zz-killer.md"].outcomes["paths.count"].outcome == "crashed"
+    assert subs["zz-bytes.ipynb"].run.startswith("unreadable")
+    assert subs["zz-\\xe9l\\xe8ve.md"].run.startswith("crashed")
+    assert subs["zz-junk.md"].run == "ran"
+    assert (whole / "graded" / "grades.md.in-the-way").is_dir()
+    assert (whole / "graded" / "grades.md").read_text().count("student") == 25
+    rows = list(csv.DictReader(open(whole / "graded" / "grades.csv", encoding="utf-8")))
+    assert len(rows) == 30 and "zz-\\xe9l\\xe8ve.md" in {r["submission"] for r in rows}
+    # the grader's folders are gone (what the junk notebook wrote there stays)
+    assert not [p for p in os.listdir(tmp_path / "tmp") if p.startswith("grade-")]
 
 
 # --- the bugs of issue 28 -----------------------------------------------------------------------

@@ -8,15 +8,20 @@
 Every ``.ipynb`` and MyST ``.md`` notebook under ``SUBMISSIONS_DIR`` is one submission, except
 in ``--out``, in hidden folders and in any folder an earlier grading wrote (it holds
 ``grades.json``): grading ``subs`` twice grades the same submissions. Its chapter is the one
-whose check ids it mentions most. Each submission runs in its own processes
-(``booktools.grade_run``), from its own empty temporary working directory, in ``--mode``
-(default ``fast``: the checks do not depend on the mode), with ``--timeout`` seconds for the
-notebook and as many again for checking its answers; at most ``--jobs`` run at a time. Written to
-``--out`` (default ``SUBMISSIONS_DIR/graded/``; a file there is refused before anything runs):
+whose check ids it mentions most. Every submission is read before any runs. Each runs in its
+own processes (``booktools.grade_run``), in three private temporary folders of its own (its
+working folder, the folder its answers are taken out to, and the grader's state for it, none
+inside another or the grader's working folder), in ``--mode`` (default ``fast``: the checks do
+not depend on the mode), with ``--timeout`` seconds (finite, at most a day) for the notebook and
+as many again for checking its answers; at most ``--jobs`` run at a time. Its answers are checked
+in a fork of a verifier server (``grade_server``) that loaded the book's checks before the first
+submission ran. Written to ``--out`` (default ``SUBMISSIONS_DIR/graded/``; a file, a path below
+a file, the submissions folder itself or an unwritable folder is refused before anything runs):
 ``grades.csv`` and ``grades.md`` (``grade_export``), a Markdown report per submission
 (``grade_report``), the hand-grading sheets in ``hand/`` (``grade_hand``), ``canvas.csv`` and
 ``gradescope/`` when ``--format`` asks, and ``grades.json``, from which ``--merge`` rewrites them
-all with the hand scores of filled-in sheets, without running anything again.
+all with the hand scores of filled-in sheets, without running anything again. A name that is not
+UTF-8 (a zip made on Windows) is shown with ``\\xe9``-style escapes.
 
 A check's outcome is one of ``OUTCOMES``. The grader compares each check cell with the chapter's
 own (as Python syntax: spacing, comments and a trailing ``;`` do not matter): a check cell that
@@ -28,34 +33,36 @@ the notebook printed. An answer that calls the library function its check compar
 times its credit (1 or 0; the share of cases passed for a ``partial`` check) for *correct*,
 *incorrect* and *crashed*; 0 for the other outcomes.
 
-Threat model. Handled: anything the notebook does to its own kernel (replacing
-``book.checks.check``, an exercise's reference, the registry, a library function, ``torch``'s
-comparisons; printing fake verdicts; editing or deleting check cells, alias imports included;
-``sys.exit``, ``os._exit`` (even with status 0), a dead kernel, an endless loop, a cell that
-raises); an answer that tampers with the checks while being checked (*tampered*), turns off
-the call tracing (*tampered*), hands in or calls the checks' own reference or reaches into
-``book.checks`` (*used the reference*), calls the library's function of the reference's role
-(*used the reference*), mutates its inputs (it gets copies), or is an object with a doctored
-``__eq__`` (values are reduced to plain numbers and strings first). Not handled: the student's code
-runs with the grader's rights (files, network, other processes); an answer that deliberately forges
-the verifier's output from inside it; a value computed with the library elsewhere and typed in; a
-process that escapes its process group (``setsid``) survives the time-out. **Grade untrusted work in
-a container** with no network, the submissions mounted read-only and the output folder writable; the
-image is the repository with its requirements installed (``instructors.md`` gives the Dockerfile)::
-
-    docker build -t rankcollapse-grade -f - . <<'END'
-    FROM python:3.11-slim
-    COPY . /book
-    WORKDIR /book
-    RUN PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu python3 tasks.py install
-    END
-    docker run --rm --network none --cpus 2 --memory 4g --user "$(id -u):$(id -g)" -e HOME=/tmp \\
-        -v "$PWD/subs":/subs:ro -v "$PWD/graded":/graded \\
-        rankcollapse-grade python3 -m booktools.grade /subs --out /graded
-
-(``podman`` takes the same commands.) Untested: no container runs on the machines this book is
-built on (podman installs, but its runtime may not set resource limits there, and no base image
-can be pulled).
+Threat model (``instructors.md``, "Untrusted work", says the same for instructors). Handled,
+with no container: anything the notebook does to its own kernel (replacing ``book.checks.check``,
+an exercise's reference, the registry, a library function, ``torch``'s comparisons; printing
+fake verdicts; editing or deleting check cells, alias imports included; ``sys.exit``,
+``os._exit`` (even with status 0), a dead kernel, an endless loop, a cell that raises); an answer
+that tampers with the checks while being checked (*tampered*), turns off the call tracing
+(*tampered*), hands in or calls the checks' own reference or reaches into ``book.checks`` (*used
+the reference*), calls the library's function of the reference's role (*used the reference*),
+mutates its inputs (it gets copies), or is an object with a doctored ``__eq__`` (values are
+reduced to plain numbers and strings first). And no one submission spoils the others' grades or
+the run: junk written to its output, its working folder or the folder above it, or into the
+answers it leaves; a file name that is not UTF-8; a file that is no notebook; editing another
+submission's file (all are read first); editing the installed checks on disk (the references are
+in memory since the grading began: ``tests/test_grade.py`` grades a class of 30 with 5 such
+submissions and the 25 others get the points they get alone); killing the process its answer is
+checked in, or that process's parent; something put where an output goes (renamed
+``.in-the-way``); the grader failing on it (its row says so, every check *crashed*). Not handled
+(a container or a sandbox is needed): the student's code runs with the grader's rights, so it can
+read and write your files, use the network and signal your processes; one that searches the
+machine for the grader's private folders can change another submission's answers or verdicts
+while they are checked, and one that finds and kills the grader or the verifier server ends the
+run or its checking (a verifier started again refuses if the checks changed on disk); a process
+that escapes its process group (``setsid``) survives the time-out; memory and disk are not
+limited; data a reference reads lazily (a real model's weights, from the cache) is read from
+disk; an answer that forges the verifier's output from inside it; a value computed with the
+library elsewhere and typed in. **Grade untrusted work in a container or a sandbox**:
+``instructors.md`` gives a Docker recipe (untested here: no container engine runs on the
+machines this book is built on) and a bubblewrap one (tested here, as root, with Debian 12's
+bwrap 0.8.0: the repository and the home folder read-only to the notebooks, no network, no other
+process visible).
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ import tempfile
 from pathlib import Path
 
 from . import grade_export as export
-from .grade_hand import read_scores, write_sheets
+from .grade_hand import read_scores, sheet_rows, write_sheets
 from .grade_plan import OUTPUT_MARK, chapter_specs, find_submissions, identify, plan  # noqa: F401
 from .grade_report import markdown_table, report_name, write_report
 from .grade_server import Verifiers
@@ -280,6 +287,8 @@ def merge(
             f"{str(out / OUTPUT_MARK)!r} is not a grading's record ({type(err).__name__}): "
             "grade the submissions again"
         ) from None
+    for f in files:  # each sheet's encoding and rows, before the chapters are read
+        list(sheet_rows(Path(f)))
     specs = chapter_specs()
     _, formats, named = _options(
         out,

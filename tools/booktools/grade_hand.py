@@ -170,7 +170,7 @@ def read_scores(paths, subs, specs: dict) -> dict[str, dict[str, tuple]]:
     points = {h.label: (h.points, name) for name, ch in specs.items() for h in ch.hand}
     out: dict[str, dict] = {}
     for path in map(Path, paths):
-        for n, row in _rows(path):
+        for n, row in sheet_rows(path):
             label, rel, raw = (
                 row["question"].strip(),
                 row["submission"].strip(),
@@ -201,7 +201,7 @@ FIX = (
 )
 
 
-def _rows(path: Path):
+def sheet_rows(path: Path):
     """``(line, row)`` of a filled-in sheet: UTF-8 with or without a byte-order mark (Excel's
     'CSV UTF-8'); another encoding, a missing column or a row that does not fit the columns is
     refused naming the sheet and the line."""
