@@ -3129,9 +3129,9 @@ COMMAND_ROWS = [
         ("sheet.csv", "not UTF-8", "CSV UTF-8"),
     ),
     (
-        "grade --merge a sheet with a BOM (read: its row names an unknown question)",
-        _sheet(("\ufeff" + _SHEET + "ex-nothing,a.md,A,3,1,,\n").encode()),
-        ("sheet.csv, line 2", "unknown question"),
+        "grade --merge a sheet with a BOM (read: its columns found, its stray row refused)",
+        _sheet(("\ufeff" + _SHEET + "ex-a,a.md,A,3,,,\nstray\n").encode()),
+        ("sheet.csv, line 3", "fields"),
     ),
     (
         "grade --merge a note typed in a short row of its own",

@@ -234,7 +234,8 @@ def test_hand_scores_round_trip_into_the_totals_and_the_exports(samples_graded, 
     for row in rows:
         row["score"] = {"correct.md": "2.5", "mistake.md": "0.5"}.get(row["submission"], "")
     sheet = tmp_path / "HAND_SCORES.csv"
-    with open(sheet, "w", newline="") as f:
+    # saved as Excel's "CSV UTF-8" does: with a byte-order mark (issue 45)
+    with open(sheet, "w", newline="", encoding="utf-8-sig") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
