@@ -192,3 +192,8 @@ def test_the_record_checks_fail_where_they_should(tmp_path):
     record["chapters"]["ch"]["fast"]["errors"] = {"4": "ValueError: x"}
     assert len(sweep.uncovered(record, ["ch"])) == 2
     assert len(sweep.uncovered(record, ["other"])) == 2  # never swept: both modes
+    other = tmp_path / "other.md"
+    other.write_text("# other\n")
+    assert sweep.stale(record, [other]) == [
+        "other: never swept: python -m booktools.sweep --chapters other"
+    ]

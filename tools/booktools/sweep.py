@@ -326,12 +326,14 @@ def stale(record: dict, paths) -> list[str]:
     for path in paths:
         chapter, sha = Path(path).stem, source_hash(path)
         entry = record.get("chapters", {}).get(chapter, {})
-        old = sorted(m for m in MODES if entry.get(m, {}).get("source_sha256") != sha)
+        old = [m for m in MODES if entry.get(m, {}).get("source_sha256") != sha]
         if old:
-            out.append(
-                f"{chapter}: its source changed since its {' and '.join(old)}-mode sweep (or it "
-                f"was never swept): {COMMAND.format(chapter=chapter)}"
+            why = (
+                "never swept"
+                if not entry
+                else f"its source changed since its {' and '.join(old)}-mode sweep"
             )
+            out.append(f"{chapter}: {why}: {COMMAND.format(chapter=chapter)}")
     return out
 
 
