@@ -25,6 +25,13 @@ SMALL = {
         vocab_size=100,
     ),
     "gpt_neox": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
+    "qwen2": dict(
+        hidden_size=64,
+        intermediate_size=96,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=100,
+    ),
 }
 
 

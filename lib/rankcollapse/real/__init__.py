@@ -1,5 +1,5 @@
-"""Real transformers in the core's network: BERT, ALBERT, XLNet, GPT-2, Llama, GPT-NeoX and a
-pretrained MiniLM.
+"""Real transformers in the core's network: BERT, ALBERT, XLNet, GPT-2, Llama, GPT-NeoX, Qwen2
+and a pretrained MiniLM.
 
 Book: chapter "Real transformers". Sub-modules, one job each:
 
@@ -9,7 +9,8 @@ Book: chapter "Real transformers". Sub-modules, one job each:
 - :mod:`~rankcollapse.real.hub`: loading (at initialisation, a local copy, the hub with a timeout);
 - :mod:`~rankcollapse.real.model`: a loaded model (:class:`RealModel`);
 - :mod:`~rankcollapse.real.convert`: a transformers model in the core's types, one converter per
-  family (``bert``, ``albert``, ``xlnet``, ``gpt2``, ``llama``, ``gpt_neox``) and one dispatch;
+  family (``bert``, ``albert``, ``xlnet``, ``gpt2``, ``llama``, ``gpt_neox``, ``qwen2``) and one
+  dispatch;
 - :mod:`~rankcollapse.real.families`: any family at any multiple of its depth, in one call
   (:func:`build`), from transformers' initialisation or the library's;
 - :mod:`~rankcollapse.real.parity`: a converted network against transformers' own forward,

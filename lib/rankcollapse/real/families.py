@@ -11,7 +11,9 @@ published configurations: BERT-base, ALBERT-base-v2, XLNet-base, GPT-2 small), `
 (SmolLM2-135M's published configuration: 30 pre-RMSNorm layers, width 576, 9 query heads sharing
 3 key/value heads, rotary positions on every dimension with theta 1e5, a SiLU-gated MLP of 1536)
 and ``"gpt_neox"`` (Pythia-70M's: 6 pre-LN layers, width 512, 8 heads, attention and MLP in
-parallel, rotary positions on a quarter of each head's dimensions). :func:`native_config` gives
+parallel, rotary positions on a quarter of each head's dimensions) and ``"qwen2"``
+(Qwen2.5-0.5B's: Llama's layer with biases on the query, key and value maps, 24 layers, width
+896, 14 query heads sharing 2 key/value heads, theta 1e6). :func:`native_config` gives
 each as transformers keyword arguments; ``config_overrides`` changes any of them (e.g.
 ``{"hidden_size": 64, "intermediate_size": 128}`` for a narrow network; an override of the
 number of layers, :func:`depth_key`, sets the depth that ``depth_factor`` multiplies).
@@ -119,6 +121,26 @@ NATIVE = {
             eos_token_id=0,
         ),
     ),
+    "qwen2": (
+        "Qwen2.5-0.5B",  # Qwen/Qwen2.5-0.5B's config.json (Qwen2ForCausalLM)
+        dict(
+            vocab_size=151936,
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            hidden_act="silu",
+            max_position_embeddings=32768,
+            initializer_range=0.02,
+            rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            use_sliding_window=False,
+            tie_word_embeddings=True,
+            bos_token_id=151643,
+            eos_token_id=151643,
+        ),
+    ),
 }
 FAMILIES = tuple(NATIVE)
 
@@ -165,6 +187,7 @@ def transformers_classes(family: str):
         "gpt2": (tf.GPT2Config, tf.GPT2Model),
         "llama": (tf.LlamaConfig, tf.LlamaModel),
         "gpt_neox": (tf.GPTNeoXConfig, tf.GPTNeoXModel),
+        "qwen2": (tf.Qwen2Config, tf.Qwen2Model),
     }[family]
 
 

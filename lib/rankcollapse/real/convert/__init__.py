@@ -3,7 +3,7 @@
 
 As TransformerLens keeps one network type and one small converter per architecture, each
 family's module (:mod:`.bert`, :mod:`.albert`, :mod:`.xlnet`, :mod:`.gpt2`, :mod:`.llama`,
-:mod:`.gpt_neox`) maps its state dict
+:mod:`.gpt_neox`, :mod:`.qwen2`) maps its state dict
 onto :meth:`rankcollapse.san.SAN.from_weights` (heads split out of the fused projections,
 LayerNorm ``eps``, activation, biases, shared weights, masks), with the helpers of
 :mod:`.common`, so that everything the core computes (beta, gamma, the path decomposition, the
@@ -18,7 +18,7 @@ import torch
 
 from ..._validate import check_choice
 from ..network import Network
-from . import albert, bert, gpt2, gpt_neox, llama, xlnet
+from . import albert, bert, gpt2, gpt_neox, llama, qwen2, xlnet
 
 __all__ = ["CONVERTERS", "from_transformers"]
 
@@ -30,6 +30,7 @@ CONVERTERS = {
     "gpt2": gpt2.convert,
     "llama": llama.convert,
     "gpt_neox": gpt_neox.convert,
+    "qwen2": qwen2.convert,
 }
 
 
@@ -43,8 +44,8 @@ def from_transformers(
     as_transformers: bool | None = None,
 ) -> Network:
     """The :class:`Network` of a transformers ``model`` of ``family`` (``"bert"``, ``"albert"``,
-    ``"xlnet"``, ``"gpt2"``, ``"llama"``, ``"gpt_neox"``) in ``dtype``. float32 weights of a
-    float32 model are shared, not copied.
+    ``"xlnet"``, ``"gpt2"``, ``"llama"``, ``"gpt_neox"``, ``"qwen2"``) in ``dtype``. float32
+    weights of a float32 model are shared, not copied.
 
     ``as_transformers``: compute in float32 what transformers computes in float32 whatever the
     model's dtype (XLNet's relative positions; the decoders' rotary sinusoids, RMSNorm and
@@ -57,6 +58,6 @@ def from_transformers(
         if position_dtype == "auto":
             position_dtype = torch.float32 if exact else dtype
         return xlnet.convert(model, name, dtype, position_dtype)
-    if family in ("llama", "gpt_neox"):
+    if family in ("llama", "gpt_neox", "qwen2"):
         return CONVERTERS[family](model, name, dtype, as_transformers=exact)
     return CONVERTERS[family](model, name, dtype)

@@ -3,8 +3,8 @@ positions on every query and key dimension (``rotate_half`` layout), grouped-que
 SiLU-gated MLP (``down(silu(gate(x)) * up(x))``), a final RMSNorm and a causal mask; biases on the
 attention maps (``attention_bias``) and the MLP's (``mlp_bias``) only when the config asks.
 
-Mistral and Qwen2 share this layer and differ by switches the core has (Mistral's sliding window,
-``window``; Qwen2's biases on ``q, k, v`` alone, ``bias_maps``); their converters are not written.
+Qwen2 shares this layer with biases on ``q, k, v`` alone (:mod:`.qwen2` reuses :func:`network`);
+Mistral differs by its sliding window (the core's ``window``), its converter not written.
 """
 
 from __future__ import annotations
@@ -21,17 +21,20 @@ from .common import (
     upcast,
 )
 
-__all__ = ["convert", "san_config"]
+__all__ = ["convert", "san_config", "network"]
 
 
-def san_config(c, dtype, *, as_transformers: bool = True) -> SANConfig:
+def san_config(c, dtype, *, as_transformers: bool = True, maps=None) -> SANConfig:
     """The :class:`SANConfig` of a transformers ``LlamaConfig`` ``c`` (``as_transformers``: the
-    rotary sinusoids, RMSNorm and softmax in float32, as transformers computes them)."""
-    if getattr(c, "model_type", None) != "llama":
+    rotary sinusoids, RMSNorm and softmax in float32, as transformers computes them; ``maps``:
+    the maps with biases, ``None`` for Llama's ``attention_bias`` and ``mlp_bias``)."""
+    if getattr(c, "model_type", None) not in ("llama", "qwen2"):
         raise TypeError(f"c must be a transformers LlamaConfig, got {type(c).__name__}")
     theta, _ = rope(c)  # Llama rotates every dimension of a head
     head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-    maps = (("q", "k", "v", "o") if c.attention_bias else ()) + (("mlp",) if c.mlp_bias else ())
+    if maps is None:
+        maps = ("q", "k", "v", "o") if c.attention_bias else ()
+        maps += ("mlp",) if c.mlp_bias else ()
     return SANConfig(
         n_layers=c.num_hidden_layers,
         n_heads=c.num_attention_heads,
@@ -60,7 +63,14 @@ def san_config(c, dtype, *, as_transformers: bool = True) -> SANConfig:
 def convert(model, name: str, dtype, *, as_transformers: bool = True) -> Network:
     """The :class:`Network` of a transformers ``LlamaModel``."""
     c = transformers_config(model, "llama")
-    cfg = san_config(c, dtype, as_transformers=as_transformers)
+    return network(model, name, san_config(c, dtype, as_transformers=as_transformers))
+
+
+def network(model, name: str, cfg: SANConfig) -> Network:
+    """The :class:`Network` of a Llama-shaped transformers model (Llama's, Qwen2's) under the
+    core's ``cfg``: each layer's ``self_attn`` (``q/k/v/o_proj``), ``mlp`` (``gate/up/down_proj``)
+    and two RMSNorms, the final ``norm`` and the ``embed_tokens`` table."""
+    dtype = cfg.dtype
     layers = []
     for layer in model.layers:
         att, mlp = layer.self_attn, layer.mlp
