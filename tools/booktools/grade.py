@@ -54,7 +54,9 @@ checked in, or that process's parent; something put where an output goes (rename
 read and write your files, use the network and signal your processes; one that searches the
 machine for the grader's private folders can change another submission's answers or verdicts
 while they are checked, and one that finds and kills the grader or the verifier server ends the
-run or its checking (a verifier started again refuses if the checks changed on disk); a process
+run or its checking (a verifier started again refuses if the checks changed on disk); one that
+edits the grader's own files (``tools/booktools/grade_run.py``, ``grade_kernel.py``, which each
+later notebook's run loads from disk) changes how the later submissions run; a process
 that escapes its process group (``setsid``) survives the time-out; memory and disk are not
 limited; data a reference reads lazily (a real model's weights, from the cache) is read from
 disk; an answer that forges the verifier's output from inside it; a value computed with the
