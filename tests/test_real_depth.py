@@ -138,3 +138,19 @@ def test_bad_arguments_name_themselves(small_bert):
         depth.depth_run(small_bert, ids[0], 0)
     with pytest.raises(ValueError, match="native"):
         list(depth.deeper_layers([], 3, "draw", 0))
+
+
+def test_todays_decoders_are_built_narrowed_and_run_to_depth():
+    """The Llama-style family keeps grouped-query attention when narrowed; its runs (and
+    GPT-NeoX's parallel block) go to twice their depth with every variant, in the run's dtype."""
+    llama = depth.build("llama", 1, width=32, heads=4, layers=2)
+    cfg = llama.network_config()
+    assert (cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.n_layers) == (32, 4, 2, 2)
+    assert cfg.norm == "rms" and cfg.gated and cfg.causal
+    for model in (llama, depth.build("gpt_neox", 1, width=32, heads=4, layers=2)):
+        ids = depth.texts(model, 2, 8)
+        run = depth.depth_run(model, ids, 0, factors=(1, 2), float32=())
+        assert run.curves["full"].shape == (2, 5)
+        assert np.isfinite(run.curves["full"]).all()
+        assert np.isfinite(run.constants["omega"]).all() and run.constants["k"].shape == (4,)
+        assert run.causal and run.layernorm == "pre"

@@ -235,6 +235,7 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
 
 
 # Each chapter's exercises, registered on import (keep this list in book order).
+from . import at_depth as _at_depth  # noqa: E402,F401
 from . import collapse as _collapse  # noqa: E402,F401
 from . import collapse_step3 as _collapse_step3  # noqa: E402,F401
 from . import later as _later  # noqa: E402,F401

@@ -7,7 +7,7 @@ say") and :mod:`.later` (the results of ``rankcollapse.later``), reached as
 ``book.plotting.toy.X`` and ``book.plotting.later.X``.
 """
 
-from . import alt, depth, drawings, later, style, toy
+from . import alt, at_depth, depth, drawings, later, style, toy
 from .alt import *  # noqa: F401,F403
 from .alt import __all__ as _alt_all
 from .depth import *  # noqa: F401,F403

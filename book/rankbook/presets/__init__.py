@@ -56,6 +56,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "later",
         "toy_tasks",
         "real_models",
+        "at_depth",
         "paths",
         "mlp",
         "layernorm",

@@ -6,6 +6,51 @@ run machinery that serves them is :mod:`rankbook.presets`.
 """
 
 SIZES: dict[str, dict[str, dict]] = {
+    "at_depth": {
+        # the registry's models at initialisation through factors x their own depth: seeds
+        # (derived from the run's seed), n_texts windows of n_tokens tokens of the book's essays;
+        # fast mode narrows every model to width d_model with n_heads heads (MLP 4 d_model) and
+        # runs in float64 throughout; full mode keeps the published sizes and runs the blocks
+        # with skips and LayerNorm (full, flipped, scaled) in float32. "llama" is SmolLM2-135M's
+        # configuration, "gpt_neox" Pythia-70M's (rc.real.families); fast mode builds the
+        # Llama-style model with 12 layers instead of its 30.
+        "fast": dict(
+            names=(
+                "bert-base-cased",
+                "albert-base-v2",
+                "xlnet-base-cased",
+                "gpt2",
+                "llama",
+                "gpt_neox",
+            ),
+            layers={"llama": 12},
+            n_seeds=3,
+            n_texts=3,
+            n_tokens=16,
+            factors=(1, 2, 4, 8),
+            d_model=64,
+            n_heads=4,
+            float32=(),
+        ),
+        "full": dict(
+            names=(
+                "bert-base-cased",
+                "albert-base-v2",
+                "xlnet-base-cased",
+                "gpt2",
+                "llama",
+                "gpt_neox",
+            ),
+            layers={},
+            n_seeds=3,
+            n_texts=3,
+            n_tokens=32,
+            factors=(1, 2, 4, 8),
+            d_model=None,
+            n_heads=None,
+            float32=("full", "flipped", "scaled"),
+        ),
+    },
     "lower_bound": {
         # the theorem's setting: n tokens of width d (d_qk = d), H heads, every head's
         # ||W_QK||_inf <= q and ||W_h||_inf <= omega (Omega = H omega = 0.3), inputs with

@@ -42,11 +42,12 @@ from torch import nn
 from .._validate import check_choice, check_int, check_seed, derive_seed
 from ..lower_bound_theorem import head_constants
 from ..residual import relative_residual
-from ..san import SAN, Block
+from ..san import Block
 from .ablation import ablation_config
+from .families import FAMILIES, NATIVE, depth_key, native_config, transformers_model
 from .model import RealModel, check_model
 from .network import Embedding
-from .registry import spec
+from .registry import MODELS
 from .text import CLS, SEP, token_windows
 from .threads import torch_threads
 
@@ -75,56 +76,66 @@ WIDTH_KEYS = {
     "albert": ("hidden_size", "num_attention_heads", "intermediate_size"),
     "xlnet": ("d_model", "n_head", "d_inner"),
     "gpt2": ("n_embd", "n_head", "n_inner"),
-}
-_CLASSES = {
-    "bert": ("BertConfig", "BertModel"),
-    "albert": ("AlbertConfig", "AlbertModel"),
-    "xlnet": ("XLNetConfig", "XLNetModel"),
-    "gpt2": ("GPT2Config", "GPT2Model"),
+    "llama": ("hidden_size", "num_attention_heads", "intermediate_size"),
+    "gpt_neox": ("hidden_size", "num_attention_heads", "intermediate_size"),
 }
 
 
-def build(name: str, seed: int, *, width: int | None = None, heads: int | None = None):
-    """Model ``name`` of the registry at initialisation, by transformers' own initialiser under
-    ``seed`` (the global random state untouched), as a :class:`RealModel`.
+def _family_of(name: str) -> tuple[str, str, dict, bool]:
+    """``(family, published name, configuration, framed)`` of a registry model or a family of
+    :data:`rankcollapse.real.families.FAMILIES` (today's decoders: ``"llama"``, ``"gpt_neox"``)."""
+    if name in MODELS:
+        s = MODELS[name]
+        return s.family, name, dict(s.config), s.framed
+    check_choice("name", name, tuple(MODELS) + FAMILIES)
+    return name, NATIVE[name][0], native_config(name), False
 
-    ``width``/``heads``: a narrowed copy of the published configuration (MLP width ``4 width``),
-    for fast runs; ``None`` keeps the published sizes (then the weights are those of
-    :func:`rankcollapse.real.load` with the same seed).
+
+def build(
+    name: str,
+    seed: int,
+    *,
+    width: int | None = None,
+    heads: int | None = None,
+    layers: int | None = None,
+):
+    """Model ``name`` at initialisation, by transformers' own initialiser under ``seed`` (the
+    global random state untouched), as a :class:`RealModel`.
+
+    ``name``: a model of the registry (:data:`rankcollapse.real.registry.MODELS`) or a family of
+    :data:`rankcollapse.real.families.FAMILIES` (``"llama"``: SmolLM2-135M's configuration,
+    ``"gpt_neox"``: Pythia-70M's). ``width``/``heads``: a narrowed copy of the published
+    configuration (MLP width ``4 width``; grouped-query attention with two query heads per
+    key/value head), for fast runs; ``layers``: another native depth. ``None`` keeps the
+    published sizes (then a registry model's weights are those of :func:`rankcollapse.real.load`
+    with the same seed).
     """
-    s = spec(name)
+    family, published, config, framed = _family_of(name)
     seed = check_seed("seed", seed)
-    if s.family not in _CLASSES:
-        raise ValueError(f"name must be a model of a family in {sorted(_CLASSES)}, got {name!r}")
-    config = dict(s.config)
     if (width is None) != (heads is None):
         raise ValueError("width and heads must be given together (or neither)")
     if width is not None:
         width, heads = check_int("width", width), check_int("heads", heads)
         if width % heads:
             raise ValueError(f"width must be a multiple of heads, got {width} and {heads}")
-        w_key, h_key, m_key = WIDTH_KEYS[s.family]
+        w_key, h_key, m_key = WIDTH_KEYS[family]
+        if "num_key_value_heads" in config:  # still grouped: two query heads per key/value head
+            config["num_key_value_heads"] = heads // 2 if heads % 2 == 0 else heads
         config.update({w_key: width, h_key: heads, m_key: 4 * width})
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    config_cls, model_cls = (getattr(transformers, c) for c in _CLASSES[s.family])
-    cfg = config_cls(**config)
-    cfg._attn_implementation = "eager"
-    kw = {"add_pooling_layer": False} if s.family in ("bert", "albert") else {}
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        hf = model_cls(cfg, **kw).eval()
+    if layers is not None:
+        config[depth_key(family)] = check_int("layers", layers)
+    hf = transformers_model(family, config, seed=seed)
     where = "" if width is None else f", narrowed to width {width} and {heads} heads"
-    framing = (CLS, SEP) if s.framed else (None, None)
+    if layers is not None:
+        where += f", {layers} layers"
     return RealModel(
-        name,
-        s.family,
+        published if name in MODELS else name,
+        family,
         hf,
         False,
-        f"{name} at initialisation (transformers' initialiser, seed {seed}{where})",
+        f"{published} at initialisation (transformers' initialiser, seed {seed}{where})",
         None,
-        framing,
+        (CLS, SEP) if framed else (None, None),
     )
 
 
@@ -242,8 +253,10 @@ class DepthRun:
 
     ``curves``: ``{variant: array (b, L_max + 1)}`` for the variants whose network does not depend
     on its total depth (entry ``l`` is layer ``l``'s relative residual, 0 the input; NaN after a
-    collapsing variant stopped at rounding error), and ``{("scaled", f): array (b, f L0 + 1)}``
-    for each factor ``f > 1`` (at ``f = 1`` the scaled network is the full one).
+    collapsing variant stopped at rounding error, and wherever a run's tokens under- or
+    overflowed, as a gated MLP without its skip can make them), and
+    ``{("scaled", f): array (b, f L0 + 1)}`` for each factor ``f > 1`` (at ``f = 1`` the
+    scaled network is the full one).
     ``constants``: ``{"c_floor" | "omega" | "k": array (L_max,)}`` per layer (unscaled weights).
     ``dtypes``: the arithmetic of each variant. ``causal``, ``layernorm`` (its placement),
     ``d_model``, ``n_heads``: the model's.
@@ -305,14 +318,18 @@ def depth_run(
         keys = [(v, f) for f in factors if f > 1] if v == "scaled" else [v]
         for key in keys:
             dt = torch.float32 if v in float32 else torch.float64
-            cfg = _variant_config(base, v).replace(dtype=dt)
+            # every step in the run's dtype (the decoders' converters compute norms, softmax
+            # and positions in float32 as transformers does: that would floor the collapse)
+            cfg = _variant_config(base, v).replace(
+                dtype=dt, norm_dtype=None, softmax_dtype=None, position_dtype=None
+            )
             f = key[1] if v == "scaled" else factors[-1]
             lam = math.sqrt(1 / f) if v == "scaled" else 1.0
             if lam != 1:
                 cfg = cfg.replace(branch_scale=lam)
             r0 = relative_residual(X0).numpy()
-            names = list(Block(cfg, None).weights())  # the weights this variant's layer has
-            states[key] = [X0.to(dt), cfg, lam, f * L0, [r0], names]
+            block = Block(cfg, None)  # its weights are set layer by layer (_apply)
+            states[key] = [X0.to(dt), cfg, lam, f * L0, [r0], block]
     constants = {"c_floor": [], "omega": [], "k": []}
     seen = {}
     H, d_qk = base.n_heads, base.d_qk
@@ -325,18 +342,21 @@ def depth_run(
                 constants[name].append(value)
             params = {}  # this layer's weights as parameters of each dtype, shared by the variants
             for key, st in states.items():
-                X, cfg, lam, total, rows, names = st
+                X, cfg, lam, total, rows, block = st
                 if X is None or l >= total:
                     continue
                 if cfg.dtype not in params:
                     params[cfg.dtype] = {
                         k: nn.Parameter(t.to(cfg.dtype), requires_grad=False) for k, t in w.items()
                     }
-                st[0] = _apply(cfg, {k: params[cfg.dtype][k] for k in names}, lam, X)
+                st[0] = _apply(block, params[cfg.dtype], lam, X)
                 r = relative_residual(st[0].double()).numpy()
                 rows.append(r)
-                if cfg.dtype == torch.float64 and key in ("san", "san+mlp") and (r < FLOOR64).all():
-                    st[0] = None  # at rounding error: the rest is noise
+                if not np.isfinite(r).all():
+                    st[0] = None  # tokens that under- or overflowed (a gated MLP without skip)
+                elif cfg.dtype == torch.float64 and key in ("san", "san+mlp"):
+                    if (r < FLOOR64).all():
+                        st[0] = None  # at rounding error: the rest is noise
     curves = {}
     for key, (_, _, _, total, rows, _) in states.items():
         out = np.full((ids.shape[0], total + 1), np.nan)
@@ -359,14 +379,16 @@ def depth_run(
     )
 
 
-def _apply(cfg, weights, lam, X):
-    """One layer of ``cfg`` with ``weights`` on ``X``; ``lam`` scales the MLP's branch (the
-    attention's is ``cfg.branch_scale``)."""
-    if lam != 1 and cfg.mlp:
-        weights = dict(weights, W_2=nn.Parameter(weights["W_2"] * lam, requires_grad=False))
-        if "b_2" in weights:
-            weights["b_2"] = nn.Parameter(weights["b_2"] * lam, requires_grad=False)
-    block = SAN.from_weights(cfg, [weights]).layers[0]
+def _apply(block, weights, lam, X):
+    """``block`` (a :class:`~rankcollapse.san.Block` of the variant's config) with the parameters
+    of ``weights`` that it has, on ``X``; ``lam`` scales the MLP's branch (the attention's is the
+    config's ``branch_scale``). Setting the parameters in place of building a layer each time
+    keeps the per-layer cost to the arithmetic."""
+    for k in block.weights():
+        new = weights[k]
+        if lam != 1 and k in ("W_2", "b_2"):
+            new = nn.Parameter(new * lam, requires_grad=False)
+        setattr(block, k, new)
     return block(X)[0]
 
 

@@ -9,7 +9,7 @@ rounding error), in ``y_l = log10 r_l``, by least squares:
 - power law: ``y = a + p log10 l`` (``p``: the exponent, negative when it falls);
 - doubly exponential: ``log10(-y) = a + l log10 g`` (``-log10 r`` multiplied by ``g`` at every
   layer; the paper's cubic cascade has ``g = 3``), fitted where ``r < 1`` and scored in ``y``;
-- flat: the geometric line changes by less than ``flat`` decades (default 0.3, a factor 2) over
+- flat: the geometric line changes by less than ``flat`` decades (default 0.1, a factor 1.26) over
   the fitted layers.
 
 The quality of a fit is its root-mean-square error in decades (``y``). :func:`fit_curve` returns
@@ -30,7 +30,7 @@ from .._validate import check_int, check_positive_float
 __all__ = ["FORMS", "FLAT", "Fit", "fit_curve", "fit_forms"]
 
 FORMS = ("flat", "geometric", "power law", "doubly exponential", "collapsed")
-FLAT = 0.3  # decades over the fitted layers: less than a factor 2
+FLAT = 0.1  # decades over the fitted layers: less than a factor 1.26
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from .._validate import check_int, check_seed, derive_seed
 from .depth import FACTORS, VARIANTS, build, depth_run, texts
 from .depth_fit import fit_curve
 from .hub import load
-from .registry import spec
 
 __all__ = ["PRETRAINED", "FLOORS", "DepthStudy", "depth_study"]
 
@@ -136,6 +135,7 @@ def depth_study(
     heads: int | None = None,
     pretrained: bool = True,
     float32=(),
+    layers=None,
 ) -> DepthStudy:
     """Every model of ``names`` at ``n_seeds`` seeds derived from ``seed`` (``seed * n_seeds +
     i``, so that two runs' seeds never overlap) through ``max(factors)`` times its depth, on
@@ -145,18 +145,20 @@ def depth_study(
     Built by transformers at initialisation (:func:`rankcollapse.real.depth.build`, narrowed to
     ``width`` and ``heads`` when given); ALBERT's shared layer applied again, the others' further
     layers drawn (:func:`rankcollapse.real.depth.deeper_layers`). ``float32``: the variants run
-    in float32 (:func:`rankcollapse.real.depth.depth_run`).
+    in float32 (:func:`rankcollapse.real.depth.depth_run`). ``layers``: ``{name: native depth}``
+    for models built at another depth than their published one.
     """
+    layers = {} if layers is None else dict(layers)
     n_texts, n_tokens = check_int("n_texts", n_texts), check_int("n_tokens", n_tokens)
     seed, n_seeds = check_seed("seed", seed), check_int("n_seeds", n_seeds)
     seeds = [derive_seed(seed, i, stride=n_seeds) for i in range(n_seeds)]
     factors = tuple(sorted(set(factors)))
     runs = {}
     for name in names:
-        shared = spec(name).config.get("num_hidden_groups", 0) == 1
         runs[name] = []
         for s in seeds:
-            model = build(name, s, width=width, heads=heads)
+            model = build(name, s, width=width, heads=heads, layers=layers.get(name))
+            shared = model.family == "albert"  # one layer's weights for every layer
             ids = texts(model, n_texts, n_tokens)
             runs[name].append(
                 depth_run(
