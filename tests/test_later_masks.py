@@ -129,11 +129,15 @@ def test_the_cube_is_an_equilibrium_with_layernorm_and_collapses_without(gen):
     assert ln.holds() and ln.kept() == [3, 4]
     for r in ln.rows:
         assert r["defect"] < 1e-5 and r["ln_random_value"][0] == 1
+        # the random value matrix continued to DEEPER times the depth: still one line
+        assert r["ln_random_value_deep"][0] == 1 and r["ln_random_value_deep"][1] > 0.9
         # without LayerNorm: the residual (the paper's measure) collapses, the shape does not
         assert (
             r["no_ln_shrink"] < M.LEVEL and r["no_ln_shape"] > 0.999 and 0 < r["no_ln_depth"] <= 40
         )
     S = ln.summary()
+    assert S["random_ranks"] == [1, 1] and S["random_rank_max_deep"] == 1
+    assert S["random_res_min_deep"] == min(r["ln_random_value_deep"][1] for r in ln.rows)
     assert (
         S["ranks"] == [3, 4]
         and S["kept"] == [3, 4]
@@ -201,3 +205,18 @@ def test_collapse_and_rates_on_hand_made_curves():
     assert not study({"full": 1, "causal": 0.3, "causal window": 0.5}).ordering_holds()
     flat = study({"full": 0.0})
     assert not flat.falls_everywhere() and flat.collapsed() == []
+
+
+def test_window_mixing_rate_is_the_diffusion_of_uniform_window_attention():
+    """The second largest eigenvalue modulus of uniform window attention: by hand for three tokens
+    with a window of 2 (rows (1/2, 1/2, 0), (1/3, 1/3, 1/3), (0, 1/2, 1/2): eigenvalues 1, 1/2
+    on (1, 0, -1), and -1/6 from the trace), about fourfold slower each time the sequence
+    doubles, none at a window of one token, and bad input refused."""
+    assert math.isclose(M.window_mixing_rate(3, 2), math.log10(2), rel_tol=1e-9)
+    ratio = M.window_mixing_rate(32, 3) / M.window_mixing_rate(64, 3)
+    assert 3.8 < ratio < 4.4
+    assert M.window_mixing_rate(8, 1) == 0.0  # the identity never mixes
+    with pytest.raises(ValueError, match="n_tokens"):
+        M.window_mixing_rate(1, 2)
+    with pytest.raises((ValueError, TypeError), match="window"):
+        M.window_mixing_rate(8, 0)

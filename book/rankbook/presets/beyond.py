@@ -183,8 +183,10 @@ SIZES: dict[str, dict[str, dict]] = {
             grad_d=16,
             grad_H=2,
             grad_samples=2,
-            # masks (section 2): depth, tokens, width, heads, networks, sliding window (tokens)
-            mask_L=32,
+            # masks (section 2): depth, tokens, width, heads, networks, sliding window (tokens);
+            # deep enough (four times the 32 and 48 layers measured before) for the causal window
+            # to collapse within the run
+            mask_L=128,
             mask_n=12,
             mask_d=16,
             mask_H=2,
@@ -239,7 +241,7 @@ SIZES: dict[str, dict[str, dict]] = {
             grad_d=64,
             grad_H=4,
             grad_samples=8,
-            mask_L=48,
+            mask_L=192,
             mask_n=32,
             mask_d=64,
             mask_H=4,

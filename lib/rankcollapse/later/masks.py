@@ -12,14 +12,10 @@ rank between one and full. Two measurements:
   causal sliding window; :attr:`rankcollapse.san.SANConfig.window`), with the fitted rate
   (:func:`rankcollapse.stats.log_slope`, decades per layer) and the depth where it reaches
   ``1e-6`` (:func:`rankcollapse.stats.first_below`);
-- :func:`ln_counterexample`: the book's own construction of such equilibria (the paper's exact
-  matrices could not be read offline): tokens at the ``2^k`` vertices of a ``k``-cube in a
-  subspace orthogonal to the all-ones feature vector (:func:`cube_tokens`), sharp
-  attention :math:`W_Q W_K^\\top = (\\beta/\\sqrt d) I` and the identity value matrix
-  (:func:`sharp_attention_network`). By the cube's symmetry :math:`P X = c X` with :math:`c > 0`,
-  so post-LayerNorm restores :math:`X` exactly (up to LayerNorm's ``eps``): an equilibrium of
-  rank ``k``. Without LayerNorm the same network shrinks :math:`X` by ``c`` every layer, the
-  attention flattens as the tokens shrink, and they collapse.
+- :func:`ln_counterexample`: the book's own construction of such equilibria: tokens at the
+  vertices of a ``k``-cube orthogonal to the all-ones feature vector (:func:`cube_tokens`), sharp
+  attention and the identity value matrix (:func:`sharp_attention_network`); by the cube's
+  symmetry :math:`P X = c X`, ``c > 0``, and post-LayerNorm restores :math:`X` (up to ``eps``).
 
 Above the core (``residual``, ``san``, ``stats``). The result objects return numbers; the
 sentences that state them are the chapter's. Book: chapter "After the paper", section 2.
@@ -51,7 +47,9 @@ __all__ = [
     "MASKS",
     "FIT_FLOOR",
     "LEVEL",
+    "DEEPER",
     "mask_options",
+    "window_mixing_rate",
     "MaskStudy",
     "mask_study",
     "cube_tokens",
@@ -65,6 +63,8 @@ MASKS = ("full", "causal", "window", "causal window")
 # the rate is fitted on the layers whose relative residual is above this (float64 floors near 1e-16)
 FIT_FLOOR = 1e-12
 LEVEL = 1e-6  # "collapsed": the relative residual below this
+# the LayerNorm construction's random value matrix is also run this many times deeper
+DEEPER = 4
 
 
 def mask_options(mask: str, window: int) -> dict:
@@ -79,11 +79,6 @@ def mask_options(mask: str, window: int) -> dict:
         "window": dict(window=window),
         "causal window": dict(causal=True, window=window),
     }[mask]
-
-
-def _generator(generator) -> torch.Generator:
-    check_generator("generator", generator)
-    return generator
 
 
 @dataclass
@@ -107,9 +102,8 @@ class MaskStudy:
         return y[: first_below(y, FIT_FLOOR, default=len(y))]
 
     def rate(self, mask: str) -> float:
-        """Fitted decades per layer (a negative slope of ``log10`` relative residual against layer)
-        over the layers before the curve first falls below :data:`FIT_FLOOR`; ``nan`` with fewer
-        than two."""
+        """Fitted decades per layer (a negative slope of ``log10`` of the typical curve) over the
+        layers before it first falls below :data:`FIT_FLOOR`; ``nan`` with fewer than two."""
         y = self._resolved(mask)
         return (
             log_slope(np.arange(len(y), dtype=float), y, base=10) if len(y) >= 2 else float("nan")
@@ -121,8 +115,7 @@ class MaskStudy:
         return next(iter(self.curves.values())).shape[1] - 1
 
     def depth_to_collapse(self, mask: str):
-        """The first layer where the typical relative residual is below :data:`LEVEL`, or
-        ``None``."""
+        """The first layer where the typical relative residual is below :data:`LEVEL`, or None."""
         return first_below(self.typical(mask), LEVEL)
 
     def collapsed(self) -> list:
@@ -147,9 +140,21 @@ class MaskStudy:
         return all(-self.rate(m) > 0 for m in self.curves)
 
     def collapses_everywhere(self) -> bool:
-        """Every mask's residual reaches :data:`LEVEL` within the run's layers: collapse observed,
-        not extrapolated."""
+        """Every mask's residual reaches :data:`LEVEL` within the run's layers."""
         return len(self.collapsed()) == len(self.curves)
+
+
+def window_mixing_rate(n_tokens: int, window: int) -> float:
+    """Decades per layer at which attention that averages, with equal weights, the tokens
+    ``|i - j| < window`` evens out the slowest difference between ``n_tokens`` tokens: ``-log10`` of
+    the second largest eigenvalue modulus of that row-stochastic matrix (a diffusion along the
+    sequence). The book's heuristic for the two-sided
+    window's late rate, section 2."""
+    n, w = check_int("n_tokens", n_tokens, minimum=2), check_int("window", window)
+    i = np.arange(n)
+    seen = (np.abs(i[:, None] - i[None, :]) < w).astype(float)
+    modulus = np.sort(np.abs(np.linalg.eigvals(seen / seen.sum(1, keepdims=True))))[::-1]
+    return float(-np.log10(modulus[1])) if modulus[1] > 0 else float("inf")
 
 
 def mask_study(
@@ -180,7 +185,7 @@ def mask_study(
         check_int("samples", samples),
         check_seed("seed", seed),
     )
-    generator = _generator(generator)
+    generator = check_generator("generator", generator)
     inputs = [
         torch.randn(n_tokens, d_model, dtype=torch.float64, generator=generator)
         for _ in range(samples)
@@ -212,7 +217,7 @@ def cube_tokens(rank: int, d_model: int, generator) -> torch.Tensor:
     """
     d = check_int("d_model", d_model, minimum=2)
     k = check_int("rank", rank, maximum=min(d - 1, 10))
-    A = torch.randn(d, k, dtype=torch.float64, generator=_generator(generator))
+    A = torch.randn(d, k, dtype=torch.float64, generator=check_generator("generator", generator))
     U, _ = torch.linalg.qr(A - A.mean(dim=0))
     signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=k)), dtype=torch.float64)
     return math.sqrt(d / k) * signs @ U.T
@@ -227,15 +232,9 @@ def sharp_attention_network(
     d = check_int("d_model", d_model, minimum=2)
     beta = check_positive_float("beta", beta)
     layernorm = check_bool("layernorm", layernorm)
-    cfg = SANConfig(
-        n_layers=check_int("n_layers", n_layers),
-        n_heads=1,
-        d_model=d,
-        d_qk=d,
-        d_v=d,
-        layernorm="post" if layernorm else "none",
-        shared=True,
-    )
+    ln = "post" if layernorm else "none"
+    L = check_int("n_layers", n_layers)
+    cfg = SANConfig(n_layers=L, n_heads=1, d_model=d, d_qk=d, d_v=d, layernorm=ln, shared=True)
     eye = torch.eye(d, dtype=torch.float64)
     if value is None:
         value = eye
@@ -245,12 +244,9 @@ def sharp_attention_network(
             f"{getattr(value, 'shape', type(value).__name__)}"
         )
     s = math.sqrt(beta / math.sqrt(d))  # W_Q W_K^T / sqrt(d_qk) = (beta / d) I
-    weights = {
-        "W_Q": (s * eye)[None],
-        "W_K": (s * eye)[None],
-        "W_V": value.to(torch.float64)[None],
-        "W_O": eye[None],
-    }
+    weights = dict(
+        W_Q=(s * eye)[None], W_K=(s * eye)[None], W_V=value.double()[None], W_O=eye[None]
+    )
     if layernorm:
         weights.update(
             ln1_gain=torch.ones(d, dtype=torch.float64),
@@ -273,15 +269,14 @@ class LNCounterexample:
     """Section 2's LayerNorm construction. ``rows``: one dict per rank ``k`` with the rank and
     relative residual after ``n_layers`` for three runs (``"ln"``: the construction;
     ``"ln_random_value"``: with LayerNorm but a random value matrix; ``"ln_perturbed"``: the
-    construction from a perturbed start), and, for the same weights without LayerNorm,
+    construction from a perturbed start), ``"ln_random_value_deep"`` (the random value matrix after
+    :data:`DEEPER` times ``n_layers``), and, for the same weights without LayerNorm,
     ``"no_ln_shrink"`` (its residual after ``n_layers`` over its residual at the input: the paper's
     measure), ``"no_ln_depth"`` (the first layer where that ratio is below :data:`LEVEL`) and
-    ``"no_ln_shape"`` (the smallest relative residual over the layers before it: the shape kept,
-    where float64 still resolves the attention), ``"moved"``, how far the
-    construction's tokens moved after ``n_layers`` (relative Frobenius distance), ``"defect"``, how
-    far one layer moves them (0 for an exact equilibrium; LayerNorm's ``eps`` leaves about
-    ``eps/2``), and ``"self_weight"``, the attention a token pays itself on the cube (the mean
-    diagonal of
+    ``"no_ln_shape"`` (the smallest relative residual over the layers before it, where float64
+    resolves the attention), ``"moved"`` (how far the construction's tokens moved after
+    ``n_layers``, relative Frobenius distance), ``"defect"`` (how far one layer moves them: about
+    ``eps/2``) and ``"self_weight"`` (the attention a token pays itself, the mean diagonal of
     ``P``)."""
 
     rows: list
@@ -310,9 +305,11 @@ class LNCounterexample:
         """The numbers section 2 states, over the cubes: ``ranks`` and ``kept`` (lists), ``defect``
         (the largest), ``moved`` (the largest), ``self_min``/``self_max`` (the attention a token
         pays itself), ``no_ln_depth`` (the latest first layer below :data:`LEVEL` without LayerNorm;
-        ``None`` if some cube never gets there), ``no_ln_shape`` (the smallest), ``random_rank_max``
-        and ``random_res_min`` (random value matrix), ``perturbed_rank_min``/``perturbed_rank_max``
-        and ``perturbed_res_min`` (starts moved by ``noise``), ``eps`` (LayerNorm's)."""
+        ``None`` if some cube never gets there), ``no_ln_shape`` (the smallest); random value
+        matrix: ``random_rank_max``, ``random_res_min``, ``random_ranks`` (one per cube), and after
+        :data:`DEEPER` times the depth ``random_rank_max_deep``, ``random_res_min_deep``;
+        ``perturbed_rank_min``/``_max``/``perturbed_res_min`` (starts moved by ``noise``);
+        ``eps``."""
         rows = self.rows
         depths = [r["no_ln_depth"] for r in rows]
         return dict(
@@ -326,6 +323,9 @@ class LNCounterexample:
             no_ln_shape=min(r["no_ln_shape"] for r in rows),
             random_rank_max=max(r["ln_random_value"][0] for r in rows),
             random_res_min=min(r["ln_random_value"][1] for r in rows),
+            random_ranks=[r["ln_random_value"][0] for r in rows],
+            random_rank_max_deep=max(r["ln_random_value_deep"][0] for r in rows),
+            random_res_min_deep=min(r["ln_random_value_deep"][1] for r in rows),
             perturbed_rank_min=min(r["ln_perturbed"][0] for r in rows),
             perturbed_rank_max=max(r["ln_perturbed"][0] for r in rows),
             perturbed_res_min=min(r["ln_perturbed"][1] for r in rows),
@@ -345,7 +345,7 @@ def ln_counterexample(
     if not ranks:
         raise ValueError("ranks must list at least one rank")
     noise = check_positive_float("noise", noise, allow_zero=True)
-    generator = _generator(generator)
+    generator = check_generator("generator", generator)
     d = check_int("d_model", d_model, minimum=2)
     rows = []
     for k in ranks:
@@ -353,18 +353,25 @@ def ln_counterexample(
         value = torch.randn(d, d, dtype=torch.float64, generator=generator) / math.sqrt(d)
         moved = X + noise * torch.randn(X.shape, dtype=torch.float64, generator=generator)
 
+        def rank_res(Y):
+            return numerical_rank(Y) if Y.abs().max() > 0 else 0, float(relative_residual(Y))
+
         def last(layernorm, start, v=None):
             with torch.no_grad():
                 out = sharp_attention_network(d, n_layers, beta, layernorm=layernorm, value=v)(
                     start
                 )
-            Y = out.last_hidden_state
-            return out, (numerical_rank(Y) if Y.abs().max() > 0 else 0, float(relative_residual(Y)))
+            return out, rank_res(out.last_hidden_state)
 
         out, ln = last(True, X)
         with torch.no_grad():
             once = sharp_attention_network(d, 1, beta, layernorm=True)(X).last_hidden_state
             bare = sharp_attention_network(d, n_layers, beta, layernorm=False)(X).hidden_states
+            # the random value matrix, continued to DEEPER times the depth (its first n_layers
+            # layers are the run's)
+            random = sharp_attention_network(
+                d, DEEPER * n_layers, beta, layernorm=True, value=value
+            )(X).hidden_states
         # without LayerNorm: each layer maps the cube to c X, so its shape (relative residual) is
         # kept exactly and only its size falls; once the logits fall below float64's resolution the
         # attention is exactly uniform and rounding merges the tokens. So the size is measured (the
@@ -382,7 +389,8 @@ def ln_counterexample(
                 no_ln_shrink=float(size[-1]),
                 no_ln_depth=first_below(size, LEVEL),
                 no_ln_shape=float(shape.min()),
-                ln_random_value=last(True, X, value)[1],
+                ln_random_value=rank_res(random[n_layers]),
+                ln_random_value_deep=rank_res(random[-1]),
                 ln_perturbed=last(True, moved)[1],
                 moved=float((out.last_hidden_state - X).norm() / X.norm()),
                 self_weight=float(out.attentions[0].diagonal(dim1=-2, dim2=-1).mean()),
