@@ -133,3 +133,99 @@ def test_the_student_edition_shows_the_book_builds_numbers(built_book, student_b
         offered = jupytext.read(student_book / "student" / (chapter_key(path) + ".ipynb"))
         handed_out = student.student_notebook(path.read_text())
         assert [c.source for c in offered.cells] == [c.source for c in handed_out.cells], rel
+
+
+REPO = "https://github.com/org/book"
+
+
+def test_the_crawl_finds_every_link_to_a_solution(tmp_path):
+    """booktools.edition.crawl on a small site: every kind of leak it is meant to find, found,
+    and the files that leak nothing pass."""
+    from booktools.ext import release
+
+    assert edition.STUDENT_PDF_NAME == release.STUDENT_PDF
+    pdf = release.release_url(REPO, "0.1.0", "book-student.pdf")
+    files = {
+        "index.html": '<a href="intro.html">x</a>',
+        "intro.html": (
+            f'<a href="chapters/a.html#s">a</a> <a href="{pdf}">PDF</a> '
+            '<a href="https://arxiv.org/abs/2103.03404">paper</a> <a href="#top">top</a> '
+            '<a href="mailto:x@y.z">mail</a> <script src="_static/x.js"></script>'
+        ),
+        "_static/x.js": "var ok = 1;",
+        "chapters/a.html": (
+            '<a href="../student/chapters/a.ipynb">nb</a> <a href="../_sources/a.ipynb">src</a> '
+            '<a href="b.html">b</a> <a href="../book.pdf">pdf</a> <a href="gone.html">?</a> '
+            f'<a href="{REPO}">repo</a> <a href="{REPO}/blob/main/chapters/a.md">md</a> '
+            f'<a href="{release.release_url(REPO, "0.1.0", "book.pdf")}">full</a> '
+            '<a href="https://mybinder.org/v2/gh/org/book/main">binder</a> '
+            '<a href="https://colab.research.google.com/github/org/book/blob/nb/chapters/a.ipynb">'
+            'c</a> <a href="https://colab.research.google.com/github/org/book/blob/nb/student/'
+            'chapters/a.ipynb">c</a> <a href="../../outside.html">out</a>'
+        ),
+        "chapters/b.html": '<div class="solution dropdown">x</div> <a href="../instructors.html">',
+        "student/chapters/a.ipynb": '{"cells": [{"source": "stub"}]}',
+        "_sources/a.ipynb": '{"cells": [{"source": "````{solution-start} e"}]}',
+        "book.pdf": "%PDF",
+        "instructors.html": "<h1>For instructors</h1>",
+        "unlinked.html": '<div class="solution">never reached</div>',
+    }
+    site = tmp_path / "site"
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    seen, problems = edition.crawl(site, REPO)
+    reached = {str(p.relative_to(site)) for p in seen}
+    assert reached == set(files) - {"unlinked.html"} | {"chapters/gone.html"}
+    by_file = {}
+    for p in problems:
+        name, what = p.split(": ", 1)
+        by_file.setdefault(name, []).append(what)
+    assert set(by_file) == {
+        "chapters/a.html",
+        "chapters/b.html",
+        "chapters/gone.html",
+        "_sources/a.ipynb",
+        "book.pdf",
+        "instructors.html",
+    }, problems
+    # the repository twice, the full PDF of the release, Binder, Colab, a file outside the site
+    assert len(by_file["chapters/a.html"]) == 6
+    assert len(by_file["chapters/b.html"]) == 2 and len(by_file["instructors.html"]) == 1
+
+
+def test_the_student_editions_footer_and_pdf_links_name_the_student_pdf():
+    from booktools.ext import release
+
+    info = {"version": "0.1.0", "date": "2026-12-07", "sha": "0123456789abcdef", "changed": False}
+    full = release.footer_html(info, REPO, "intro.html#how-to-cite", student=False)
+    student = release.footer_html(info, REPO, "intro.html#how-to-cite", student=True)
+    assert "/book.pdf" in full and f"{REPO}/commit/" in full
+    assert "/book-student.pdf" in student and "/book.pdf" not in student
+    assert REPO + "/commit" not in student and "commit 0123456" in student
+    subs = release.pdf_substitutions(REPO, "0.1.0", student=True)
+    assert set(subs) == {"pdf_link", "student_pdf_link", "pdf_links"}
+    assert all("book-student.pdf" in v and "/book.pdf" not in v for v in subs.values())
+    subs = release.pdf_substitutions(REPO, "0.1.0", student=False)
+    assert "/book.pdf" in subs["pdf_links"] and "/book-student.pdf" in subs["pdf_links"]
+    assert "{{ pdf_links }}" in (ROOT / "intro.md").read_text()
+
+
+@pytest.mark.build
+def test_a_crawl_of_the_student_site_finds_no_solution(student_book):
+    """Every link of the student site followed from its first page: no page, notebook or PDF
+    reached holds a solution or the guide, and nothing outside it links one (the full PDF, the
+    repository, Binder, a Colab notebook with solutions)."""
+    repository = notebooks_config()["repository"]["url"]
+    seen, problems = edition.crawl(student_book, repository)
+    assert not problems, "\n".join(problems[:30])
+    reached = {str(p.relative_to(student_book.resolve())) for p in seen}
+    for path in CHAPTERS:
+        name = chapter_key(path)
+        assert f"{name}.html" in reached and f"student/{name}.ipynb" in reached, name
+
+
+def notebooks_config():
+    from booktools.config import book_config
+
+    return book_config()

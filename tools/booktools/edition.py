@@ -28,7 +28,7 @@ from pathlib import Path
 from . import BUILD, ROOT
 from .build import MODE_FILE, build, run_with_progress
 from .guide import GUIDE
-from .student import strip_notebook, write_student_notebook
+from .student import STUDENT_DIR, strip_notebook, write_student_notebook
 from .toc import chapter_key, toc_notebooks
 
 OUT = BUILD / "student"
@@ -36,6 +36,7 @@ SOURCE = OUT / "source"  # the staged sources
 HTML = OUT / "html"
 EXECUTED = BUILD / "jupyter_execute"
 STUDENT_LOG = BUILD / "student-build.log"
+STUDENT_PDF_NAME = "book-student.pdf"  # booktools.ext.release.STUDENT_PDF, without Sphinx
 
 # what is not copied into the staged sources (besides hidden names): the build, the code and tests
 NOT_COPIED = {
@@ -154,6 +155,8 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = Tru
         toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
         (source / "_toc.yml").write_text(yaml.safe_dump(without_guide(toc), sort_keys=False))
         config["title"] = f"{config['title']} (student edition)"
+        # the repository holds every solution: no button to it in this edition
+        config.setdefault("html", {})["use_repository_button"] = False
         config.setdefault("sphinx", {}).setdefault("config", {})["book_edition"] = "student"
     (source / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     for path, executed_path in executed.items():
@@ -174,6 +177,91 @@ def stage(executed: dict[Path, Path], source: Path = SOURCE, student: bool = Tru
         if GUIDE_LINK.search(text):
             page.write_text(GUIDE_LINK.sub(GUIDE_TEXT, text))
     return source
+
+
+# what marks a solution or the guide in a file of the site: a solution box, a solution block of
+# the sources, the guide's page or its title
+LEAKS = (
+    'class="solution',
+    "Solution to Exercise",
+    "{solution-start}",
+    f"{GUIDE}.html",
+    "For instructors",
+)
+LINK = re.compile(r"""(?:href|src)\s*=\s*["']([^"']+)["']""")
+
+
+def leaks(text: str) -> list[str]:
+    """The marks of :data:`LEAKS` that ``text`` (a file of the student site) holds."""
+    return [mark for mark in LEAKS if mark in text]
+
+
+def external_problem(url: str, repository: str) -> str | None:
+    """Why the student site may not link ``url`` (an address outside the site), or ``None``:
+    anything in the book's ``repository`` (which holds the solutions) but the student PDF of a
+    release, Binder (it opens the repository's chapters), a Colab notebook that is not a student
+    notebook, a PDF that is not the student PDF."""
+    path = url.split("#")[0].split("?")[0]
+    repository = repository.rstrip("/")
+    if path.endswith(".pdf") and not path.endswith("/" + STUDENT_PDF_NAME):
+        return "a PDF other than the student PDF"
+    if "mybinder.org" in url:
+        return "Binder opens the repository's chapters, solutions included"
+    if "colab.research.google.com" in url and f"/{STUDENT_DIR}/" not in path:
+        return "a Colab notebook that is not a student notebook"
+    if repository and (path == repository or path.startswith(repository + "/")):
+        if not (
+            path.startswith(repository + "/releases/download/") and path.endswith(STUDENT_PDF_NAME)
+        ):
+            return "the repository, which holds the solutions"
+    return None
+
+
+def crawl(site: Path, repository: str = "", start: str = "index.html"):
+    """Follow every link of the student ``site`` from ``start``: each file reached in the site
+    (pages, notebooks, sources, scripts) is read for :func:`leaks`, each address outside it
+    checked by :func:`external_problem`. Returns ``(the files reached, the problems found)``,
+    a problem as ``"<file>: <what>"``."""
+    from urllib.parse import unquote, urlsplit
+
+    site = Path(site).resolve()
+    todo, seen, problems = [site / start], set(), []
+    while todo:
+        file = todo.pop()
+        if file in seen:
+            continue
+        seen.add(file)
+        rel = file.relative_to(site)
+        if not file.is_file():
+            problems.append(f"{rel}: a link to a file the site does not have")
+            continue
+        if file.suffix == ".pdf":
+            if file.name != STUDENT_PDF_NAME:
+                problems.append(f"{rel}: a PDF other than the student PDF")
+            continue
+        if file.suffix not in (".html", ".ipynb", ".md", ".txt", ".js", ".json"):
+            continue
+        text = file.read_text(errors="replace")
+        problems += [f"{rel}: holds {mark!r}" for mark in leaks(text)]
+        if file.suffix != ".html":
+            continue
+        for link in LINK.findall(text):
+            parts = urlsplit(link)
+            if parts.scheme in ("http", "https") or link.startswith("//"):
+                why = external_problem(link, repository)
+                if why:
+                    problems.append(f"{rel}: links {link} ({why})")
+                continue
+            if parts.scheme or not parts.path:  # mailto:, data:, javascript:, "#anchor"
+                continue
+            target = (file.parent / unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_relative_to(site):
+                problems.append(f"{rel}: links {link}, outside the site")
+                continue
+            todo.append(target)
+    return seen, problems
 
 
 def write_student_notebooks(html: Path = HTML) -> list[Path]:

@@ -14,7 +14,11 @@ PDF, and its citation on the landing page.
   ``CITATION.cff``: the reference as text, a BibTeX entry, and the paper it builds on.
 - ``{{ pdf_link }}``, ``{{ student_pdf_link }}`` and ``{{ book_version }}`` (MyST substitutions)
   name the PDFs of this version (attached to its release on GitHub by the publishing workflow,
-  ``.github/workflows/pages.yml``) and the version.
+  ``.github/workflows/pages.yml``) and the version; ``{{ pdf_links }}`` says which PDFs there
+  are, in a sentence.
+- The student edition (``book_edition: student``, :mod:`booktools.edition`) links no solution:
+  every PDF link and substitution names the student PDF (``book-student.pdf``), and the footer
+  names its commit without a link to the repository (which holds the solutions).
 """
 
 from __future__ import annotations
@@ -38,6 +42,32 @@ PDF_NAMES = {
     "pdf_link": ("book.pdf", "the PDF"),
     "student_pdf_link": ("book-student.pdf", "the student PDF"),
 }
+STUDENT_PDF = PDF_NAMES["student_pdf_link"][0]
+
+
+def is_student(config) -> bool:
+    """Whether the Sphinx ``config`` builds the student edition (``book_edition``, declared by
+    ``booktools.ext.bookext``)."""
+    return getattr(config, "book_edition", "full") == "student"
+
+
+def pdf_substitutions(repository: str, version: str, student: bool) -> dict[str, str]:
+    """The MyST substitutions naming the PDFs (see the module): in the student edition every one
+    names the student PDF, so that no page of it links the PDF with the solutions."""
+
+    def link(key):
+        name, words = PDF_NAMES["student_pdf_link" if student else key]
+        return f"[{words}]({release_url(repository, version, name)})" if repository else words
+
+    subs = {key: link(key) for key in PDF_NAMES}
+    subs["pdf_links"] = (
+        f"{link('student_pdf_link')} of this version of the student edition (the book without "
+        "its solutions)"
+        if student
+        else f"{link('pdf_link')} of this version of the whole book (and "
+        f"{link('student_pdf_link')}, without the solutions)"
+    )
+    return subs
 
 
 def citation(root: Path) -> dict:
@@ -106,8 +136,7 @@ def _config_inited(app, config) -> None:
     repository = (config.html_theme_options or {}).get("repository_url", "")
     subs = dict(getattr(config, "myst_substitutions", {}) or {})
     subs["book_version"] = version
-    for key, (name, words) in PDF_NAMES.items():
-        subs[key] = f"[{words}]({release_url(repository, version, name)})" if repository else words
+    subs.update(pdf_substitutions(repository, version, is_student(config)))
     config.myst_substitutions = subs
     cited = citation(root).get("version")
     if str(cited) != version:
@@ -116,22 +145,32 @@ def _config_inited(app, config) -> None:
         )
 
 
-def _footer(app, pagename, templatename, context, doctree) -> None:
-    info = app.config.book_release
+def footer_html(info: dict, repository: str, cite: str, student: bool) -> str:
+    """The footer's line (``info``: what ``_config_inited`` found) with its links: the commit
+    (not in the student edition: the repository holds the solutions), "How to cite" (``cite``)
+    and the PDF of this version (the student PDF in the student edition)."""
     text = html.escape(stamp(info["version"], info["date"], info["sha"], info["changed"]))
-    repository = (app.config.html_theme_options or {}).get("repository_url", "").rstrip("/")
-    if info["sha"] and repository:
+    repository = repository.rstrip("/")
+    if info["sha"] and repository and not student:
         short = info["sha"][:7]
         text = text.replace(
             f"commit {short}",
             f'commit <a href="{html.escape(repository)}/commit/{info["sha"]}">{short}</a>',
             1,
         )
+    name = STUDENT_PDF if student else PDF_NAMES["pdf_link"][0]
+    pdf = release_url(repository, info["version"], name) if repository else None
+    links = f'<a href="{cite}">How to cite</a>' + (f' · <a href="{pdf}">PDF</a>' if pdf else "")
+    return f'<p class="rc-release">{text} · {links}</p>'
+
+
+def _footer(app, pagename, templatename, context, doctree) -> None:
+    repository = (app.config.html_theme_options or {}).get("repository_url", "")
     # "#": the page itself
     cite = context["pathto"](app.config.root_doc).split("#")[0] + "#how-to-cite"
-    pdf = release_url(repository, info["version"], "book.pdf") if repository else None
-    links = f'<a href="{cite}">How to cite</a>' + (f' · <a href="{pdf}">PDF</a>' if pdf else "")
-    context["theme_extra_footer"] = f'<p class="rc-release">{text} · {links}</p>'
+    context["theme_extra_footer"] = footer_html(
+        app.config.book_release, repository, cite, is_student(app.config)
+    )
 
 
 def _authors(authors: list) -> str:
