@@ -102,6 +102,19 @@ def test_bad_input_is_refused():
         )
 
 
+def test_fisher_exact_test_of_two_counts():
+    """Fisher's exact test, two-sided, against values worked by hand: 1 of 1 against 0 of 1 has
+    the two splits of one hit equally likely (p = 1); 3 of 3 against 0 of 3 is one of the two
+    extreme splits of C(6, 3) = 20 (p = 2/20); 9 of 20 against 6 of 20, the circle toy's counts
+    over 20 seeds in issue 43 (p = 0.51); and bad counts refused."""
+    assert rc.toy.fisher_exact(1, 1, 0, 1) == 1.0
+    assert abs(rc.toy.fisher_exact(3, 3, 0, 3) - 2 / 20) < 1e-12
+    assert abs(rc.toy.fisher_exact(9, 20, 6, 20) - 0.5145) < 1e-4
+    assert rc.toy.fisher_exact(4, 10, 4, 10) == 1.0
+    with pytest.raises(ValueError, match="hits_a"):
+        rc.toy.fisher_exact(4, 3, 0, 3)
+
+
 # ------------------------------------------------------------------ training and the cache
 
 

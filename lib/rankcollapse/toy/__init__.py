@@ -3,10 +3,10 @@
 Above the core: ``data`` (seeded task generators), ``model`` (embedding, ``rc.san.SAN``,
 readout), ``tasks`` (the tasks' settings), ``train`` (deterministic CPU training with cached
 checkpoints), ``path_terms`` (every path term of a network) and ``evaluate`` (path-restricted
-accuracy: every single path, the sum of each length, the paper's sampled estimate), ``circle`` (the
-circle toy's rollouts), ``dynamics`` (weight stable ranks and token residuals at kept epochs of one
-training run, with and without skips) and ``landscape`` (filter-normalised loss slices). Book:
-chapter "Which paths do trained networks use?".
+accuracy: every single path, the sum of each length, the official sampling scheme with the
+attention frozen), ``circle`` (the circle toy's rollouts), ``dynamics`` (weight stable ranks and
+token residuals at kept epochs of one training run, with and without skips) and ``landscape``
+(filter-normalised loss slices). Book: chapter "Which paths do trained networks use?".
 """
 
 from . import data, dynamics, landscape
@@ -27,6 +27,7 @@ from .evaluate import (
     all_path_terms,
     by_length,
     evaluate_paths,
+    fisher_exact,
     path_index,
     sample_paths,
 )

@@ -1,4 +1,4 @@
-r"""Path-restricted evaluation of a trained toy network, exact, with the paper's sampled estimate.
+r"""Path-restricted evaluation of a trained toy network, exact, with the official sampling scheme.
 
 Hold every attention matrix and LayerNorm scale at the value it takes in the full model's
 forward pass (``rc.paths.frozen_layers``). The SAN's output is then the sum of its
@@ -9,9 +9,10 @@ applies the trained classifier (:meth:`rankcollapse.toy.ToyModel.readout`). Comp
 (a) every single path's term, its token accuracy and its share of the output's residual;
 (b) the sum ``T_l`` of all paths of length ``l`` (``rc.paths.decompose_by_length``) and the
     sum of all paths up to length ``l``, and their accuracies;
-(c) the official code's estimate: the sum of ``k`` paths of length ``l`` drawn at random
-    (``k`` = 5 or 20; a head uniform in every layer, the skipped layers uniform without
-    replacement, paths drawn independently, as ``functions.create_path``), the draw repeated.
+(c) the official code's sampling scheme, with the attention frozen: the sum of ``k`` paths of
+    length ``l`` drawn at random (``k`` = 5 or 20; a head uniform in every layer, the skipped
+    layers uniform without replacement, paths drawn independently, as
+    ``functions.create_path``), the draw repeated.
 
 (a) and (c) enumerate every path, so they run on the first ``n_sampled`` sequences; (b) and the
 full model are computed on every sequence *and* on those same first ``n_sampled`` ones, so that
@@ -20,11 +21,13 @@ each comparison can be made on the same tokens on both sides.
 What the official code plots is (c), with its paths re-run through the network (each layer's
 attention recomputed from the path's own input) and mean and standard deviation over 5 draws;
 here the paths are the decomposition's, with attention frozen, so that (c) estimates (b) and
-both can be compared with the exact values.
+both can be compared with the exact values. :func:`fisher_exact` compares two counts of runs (the
+circle toy's merged rollouts under two variants).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -53,7 +56,25 @@ __all__ = [
     "evaluate_paths",
     "PathEvaluation",
     "by_length",
+    "fisher_exact",
 ]
+
+
+def fisher_exact(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
+    """The two-sided p-value of Fisher's exact test that ``hits_a`` of ``n_a`` runs and ``hits_b``
+    of ``n_b`` runs come from one rate: the probability, with the total of hits fixed, of a split
+    at most as likely as the one observed (hypergeometric; exact, in integers)."""
+    n_a, n_b = check_int("n_a", n_a), check_int("n_b", n_b)
+    hits_a = check_int("hits_a", hits_a, minimum=0, maximum=n_a)
+    hits_b = check_int("hits_b", hits_b, minimum=0, maximum=n_b)
+    total = hits_a + hits_b
+    ways = [
+        math.comb(n_a, k) * math.comb(n_b, total - k)
+        for k in range(max(0, total - n_b), min(n_a, total) + 1)
+    ]
+    seen = math.comb(n_a, hits_a) * math.comb(n_b, total - hits_a)
+    # a split counts as at most as likely as the one seen up to a relative 1e-9 (ties)
+    return min(1.0, sum(w for w in ways if w <= seen * (1 + 1e-9)) / sum(ways))
 
 
 @dataclass
