@@ -22,8 +22,10 @@ it scrolls inside a box of its own that fits, and at 1280 px a table must fit th
 outright (its words wrap; only a phone scrolls it), unless it is wide on purpose (the example
 grade sheet, in a div ``rc-wide-table``); an inline formula is whole in its box or scrolls in
 it (never cut off, never a scroll bar with nothing to scroll); every figure is shown at no less than
-90% of its natural size (the figures are drawn as wide as the column, book.plotting.WIDTH); and the
-skip chapter's explorer must redraw its curve when each of its controls moves. The search page's
+90% of its natural size (the figures are drawn as wide as the column, book.plotting.WIDTH); the
+status page's claims tables (each chapter's group opened for the measurement) have no column
+narrower than its longest word at 1280 px; and the skip chapter's explorer must redraw its curve
+when each of its controls moves. The search page's
 snippets must show no raw TeX.
 
 Accessibility: axe-core (the copy selenium-axe-python bundles: nothing is fetched) runs on every
@@ -343,6 +345,10 @@ column.right = column.left + column.width;
 const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
 const fits = r => r.left >= column.left - 1 && r.right <= column.right + 1;
 const out = {column: column.width, wide: [], figures: [], pageScroll: document.documentElement.scrollWidth - window.innerWidth};
+// the status page's claims: each chapter's group (<details>) opened for the measurements, closed
+// again at the end
+const closed = [...article.querySelectorAll('details.rc-claims-chapter')].filter(d => !d.open);
+for (const d of closed) d.open = true;
 const describe = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
   (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\s+/).join('.') : '') +
   ' "' + (el.textContent || el.getAttribute('src') || '').trim().slice(0, 50) + '"';
@@ -394,6 +400,36 @@ for (const img of article.querySelectorAll('figure img')) {
   out.figures.push({src: img.getAttribute('src'), natural: img.naturalWidth,
                     shown: img.getBoundingClientRect().width});
 }
+// the claims tables (issue 43): no column narrower than its longest word, each word measured in
+// its own font (formulas left out: MathJax's boxes do not break anyway)
+out.claimColumns = [];
+out.nClaimTables = 0;
+const ctx = document.createElement('canvas').getContext('2d');
+const fonts = new Map();
+const fontOf = el => { if (!fonts.has(el)) fonts.set(el, getComputedStyle(el).font); return fonts.get(el); };
+for (const t of article.querySelectorAll('table.rc-claims-table')) {
+  out.nClaimTables += 1;
+  const worst = [];
+  for (const row of t.rows) {
+    [...row.cells].forEach((cell, i) => {
+      const cs = getComputedStyle(cell);
+      const room = cell.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        if (n.parentElement.closest('mjx-container, .math')) continue;
+        ctx.font = fontOf(n.parentElement);
+        for (const w of n.textContent.split(/\s+/)) {
+          const need = ctx.measureText(w).width;
+          if (need > room + 0.5 && (!worst[i] || need - room > worst[i].over))
+            worst[i] = {over: need - room, word: w, room: Math.round(room), need: Math.round(need)};
+        }
+      }
+    });
+  }
+  worst.forEach((w, i) => { if (w) out.claimColumns.push(describe(t).slice(0, 40) + ': column ' + (i + 1) +
+    ' is ' + w.room + ' px wide, its word "' + w.word + '" ' + w.need + ' px'); });
+}
+for (const d of closed) d.open = false;
 return out;
 """  # noqa: E501
 
@@ -570,6 +606,8 @@ def _empty_found() -> dict:
         "tables": [],
         "alt": [],
         "nFigures": 0,
+        "claim_columns": [],
+        "nClaimTables": 0,
     }
 
 
@@ -671,6 +709,9 @@ def _layout(browser, rel: str, width: int, found: dict) -> None:
     if width >= 1280:
         found["wide"] += [f"{rel} at {width} px: {t}" for t in layout["tables"]]
     found["wide"] += [f"{rel} at {width} px: {m}" for m in layout["math"]]
+    if width >= 1280:
+        found["claim_columns"] += [f"{rel} at {width} px: {c}" for c in layout["claimColumns"]]
+        found["nClaimTables"] += layout["nClaimTables"]
     _merge(found, {"measured": {width: (layout["nTables"], layout["nMath"])}})
     if layout["pageScroll"] > 1:
         found["wide"].append(
@@ -946,6 +987,17 @@ def test_nothing_is_wider_than_the_column_unless_it_scrolls_in_its_own_box(repor
     ].items():  # the checks had something to check
         assert tables > 20 and formulas > 500, (width, tables, formulas)
     assert not report["wide"], "\n".join(report["wide"])
+
+
+@pytest.mark.build
+def test_no_column_of_the_claims_tables_is_narrower_than_its_longest_word(report):
+    """Issue 43, part 4: the status page's claims (a table per chapter, measured with every
+    chapter's group open) at 1280 px: each column at least as wide as its longest word (the
+    earlier single table broke "checked" into "che / cke / d")."""
+    from booktools.toc import toc_notebooks
+
+    assert report["nClaimTables"] == len(toc_notebooks()), report["nClaimTables"]
+    assert not report["claim_columns"], "\n".join(report["claim_columns"])
 
 
 @pytest.mark.build

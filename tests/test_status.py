@@ -226,55 +226,81 @@ def test_a_run_records_the_claims_it_declared():
     }
 
 
-def test_the_claims_table_reports_the_last_full_run(tmp_path):
+def _claim_record(name, holds=True, scale="any", rate=None, mode="fast", checked=True):
+    return {
+        "name": name,
+        "holds": holds,
+        "scale": scale,
+        "rate": rate,
+        "mode": mode,
+        "seed": 0,
+        "checked": checked,
+        "section": "2",
+        "sentence": "it falls",
+        "condition": "x < 1",
+        "evidence": "seeds 0-9",
+    }
+
+
+def test_the_claims_list_shows_the_sweeps_counts_compactly():
+    """Issue 43, part 4: each claim's held counts from the sweep ("10/10 fast, 5/5 full"), with
+    its scale or its rate, and what this build found."""
     from booktools.ext import claimtable
 
-    status = {
-        "chapters": {
-            "chapters/paths": {
-                "runs": {
-                    "full": {
-                        "ok": True,
-                        "measured": "2026-12-05T10:00:00Z",
-                        "claims": {"falls": {"checked": True, "holds": True}},
-                    }
-                }
-            },
-            "chapters/skip": {
-                "runs": {
-                    "full": {
-                        "ok": False,
-                        "measured": "2026-12-05T11:00:00Z",
-                        "error": "ClaimFailed: skip.keeps did not hold",
-                    }
-                }
-            },
-            "chapters/mlp": {"runs": {"fast": {"ok": True}}},
-        }
+    entry = {
+        "fast": {"claims": {"falls": {str(s): s != 7 for s in range(10)}, "u": {"0": False}}},
+        "full": {"claims": {"falls": {str(s): True for s in range(5)}, "u": {"0": True}}},
     }
-    path = tmp_path / "status.json"
-    path.write_text(json.dumps(status))
-    full = claimtable.full_runs(path)
-    assert set(full) == {"chapters/paths", "chapters/skip"}
-    assert claimtable._last_full(full["chapters/paths"], "falls") == "held (2026-12-05)"
+    assert claimtable.counts(entry, _claim_record("falls")) == "9/10 fast, 5/5 full"
     assert (
-        claimtable._last_full(full["chapters/paths"], "new")
-        == "not declared in the run of 2026-12-05 (declared since)"
+        claimtable.counts(entry, _claim_record("falls", rate=0.9))
+        == "states ≥ 90% of draws: 9/10 fast, 5/5 full"
     )
-    assert claimtable._last_full(full["chapters/skip"], "keeps") == "did not hold (2026-12-05)"
-    assert claimtable._last_full(full["chapters/skip"], "other").startswith(
-        "the run failed (2026-12-05)"
-    )
-    assert claimtable._last_full(full.get("chapters/mlp"), "x") == "no full run recorded"
-    before = {
-        "ok": True,
-        "measured": "2026-12-01T10:00:00Z",
-    }  # a run from before claims were recorded
     assert (
-        claimtable._last_full(before, "falls")
-        == "not recorded by the run of 2026-12-01 (before claims were recorded)"
+        claimtable.counts(entry, _claim_record("u", scale="full"))
+        == "full mode only: 0/1 fast (not checked), 1/1 full"
     )
-    assert claimtable.full_runs(tmp_path / "missing.json") == {}
+    assert claimtable.counts(None, _claim_record("falls")) == "not swept"
+    assert claimtable.counts(entry, _claim_record("new")) == "not in the sweep's runs"
+    assert claimtable.this_build(_claim_record("falls")) == "this build (fast, seed 0): held"
+    assert claimtable.this_build(
+        _claim_record("u", holds=False, scale="full", checked=False)
+    ).endswith("not checked (false)")
+
+
+def test_the_claims_list_quotes_each_sentence_as_its_page_shows_it():
+    """The whole sentence around the claim's span, copied from the chapter's doctree (glued values
+    and formulas as rendered), without the page's ids, with cross-references as text."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    from booktools.ext import claimtable
+
+    doc = nodes.paragraph()
+    span = nodes.inline(classes=["claim"], ids=["claim-falls"], names=["claim-falls"])
+    ref = addnodes.pending_xref("", nodes.Text("Figure 2"), refdoc="chapters/paths", ids=["id3"])
+    glued = nodes.container(nb_element="mime_bundle", ids=["x"])  # myst-nb's glued value
+    for mime, text in (("text/plain", "'0.25'"), ("text/markdown", "0.25")):
+        glued += nodes.container("", nodes.Text(text), mime_type=mime)
+    span += [
+        nodes.Text("it falls to "),
+        glued,
+        nodes.Text(" as "),
+        ref,
+    ]
+    span += nodes.math("a", "a")
+    doc += [nodes.Text("Before. Here, with "), nodes.math("b", "b"), nodes.Text(", "), span]
+    doc += [nodes.Text(" fast (at "), nodes.strong("", "depth 4"), nodes.Text("). After it.")]
+    got = claimtable.page_sentences(doc)
+    assert list(got) == ["falls"]
+    before, claim, after = (nodes.inline("", "", *part) for part in got["falls"])
+    assert before.astext() == "Here, with b, "
+    assert claim.astext() == "it falls to 0.25 as Figure 2a"
+    assert after.astext() == " fast (at depth 4)."
+    assert not list(claim.findall(addnodes.pending_xref))
+    assert all(not n["ids"] for n in claim.findall(nodes.Element))
+    assert span["ids"] == ["claim-falls"]  # the page keeps its own
+    assert claim.children[0].parent is not span and span.parent is doc  # copies, not the page
 
 
 def test_a_claims_formulas_are_typeset_as_math_and_an_unpaired_dollar_is_refused():
