@@ -68,3 +68,23 @@ def test_ratio_bound_holds_on_the_random_pairs_and_is_attained_on_the_last():
     one_sided = lambda u, v: 2 * torch.tanh((u / v).log().max() / 2)  # noqa: E731
     result = book.checks.check("lower_bound.ratio_bound", one_sided, quiet=True)
     assert result.status == "incorrect" and "with the absolute value" in result.message
+
+
+def test_contraction_and_preln_step_are_the_librarys():
+    ex = book.checks.EXERCISES["lower_bound.contraction"]
+    for om, n in ex.cases():
+        assert math.isclose(ex.reference(om, n), rc.lower_bound.contraction(om, n).item(),
+                            rel_tol=1e-14)  # fmt: skip
+    step = book.checks.EXERCISES["lower_bound.preln_step"]
+    assert step.reference(8, 0.3, 2.0) == rc.lower_bound_preln.construction_step(8, 0.3, 2.0)
+    two = rc.lower_bound_preln.antipodal_tokens(2, 8, 5.0)
+    after = rc.lower_bound_preln.construction(1, 8, 0.3, 0.2)(two).hidden_states[-1]
+    lost = 5.0 - rc.lower_bound_preln.residual_l2(after).item()
+    assert math.isclose(lost, step.reference(8, 0.3, 0.2), rel_tol=1e-9)
+    wrong = lambda d, omega, a: omega * math.sqrt(d) * math.tanh(2 * a * math.sqrt(d))  # noqa: E731
+    result = book.checks.check("lower_bound.preln_step", wrong, quiet=True)
+    assert result.status == "incorrect" and "tanh(eps)" in result.message
+    right = book.checks.check(
+        "lower_bound.contraction", lambda om, n: ex.reference(om, n), quiet=True
+    )
+    assert right.status == "correct"

@@ -12,7 +12,8 @@ residuals), ``lipschitz`` (with ``mlp_price``), ``layernorm``, ``stats`` (small 
 curves), ``bound_study`` and ``bound_tightness`` (the collapse bound measured on random networks, as
 result objects), ``cubic_rate`` (the cubic rate measured: one layer's two powers, the rate through
 depth), ``lower_bound`` and ``lower_bound_theorem`` (the book's lower bound on the residual with
-skips, and networks that reach it), ``lower_bound_search`` (the adversarial
+skips, and networks that reach it), ``lower_bound_preln`` (the bound with LayerNorm before each
+branch), ``lower_bound_search`` (the adversarial
 search against it), ``real`` (real transformers converted into the core's network), ``toy``
 (the paper's toy tasks), ``later`` (results after the paper) and ``corpus`` (the book's texts).
 ``tests/test_init.py`` checks that this list is what exists.
@@ -43,6 +44,7 @@ _MODULES = (
     "lower_bound",
     "lower_bound_theorem",
     "lower_bound_search",
+    "lower_bound_preln",
     "real",
     "toy",
     "later",

@@ -250,3 +250,77 @@ register(
         ],
     )
 )
+
+
+# section 7: the fraction one layer keeps whenever Omega < 1
+
+
+def _contraction(omega, n):
+    c = (n - 1) / n
+    return (1 - omega) / (1 + (2 * c - 1) * omega)
+
+
+register(
+    Exercise(
+        id="lower_bound.contraction",
+        reference=_contraction,
+        cases=lambda: [(om, n) for om in (0.0, 0.3, 0.6, 0.9, 0.99) for n in (2, 4, 64)],
+        hint=(
+            "Sum the Neumann series: b <= b' (1 + 2c (Omega + Omega^2 + ...)) with c = (n-1)/n, "
+            "then solve for b'/b."
+        ),
+        mistakes=[
+            (
+                lambda omega, n: 1 - 2 * omega,
+                "1 - 2 Omega is the lemma of section 2: it is negative past Omega = 1/2. The "
+                "products of the Delta's keep the factor 2c from compounding: sum the series.",
+            ),
+            (
+                lambda omega, n: (1 - omega) / (1 + omega),
+                "That is the bound uniform in n (c = 1); with n tokens each Delta is at most "
+                "2(n-1)/n: use c = (n-1)/n.",
+            ),
+            (
+                lambda omega, n: 1 - omega,
+                "1 - Omega is the value at n = 2 only; for more tokens the series adds 2c Omega^j "
+                "for every j >= 1.",
+            ),
+        ],
+    )
+)
+
+
+# section 8: the step of the pre-LN construction
+
+
+def _preln_step(d, omega, a):
+    return omega * math.sqrt(d) * math.tanh(a * math.sqrt(d))
+
+
+register(
+    Exercise(
+        id="lower_bound.preln_step",
+        reference=_preln_step,
+        cases=lambda: [(d, om, a) for d in (4, 16, 64) for om in (0.1, 0.5) for a in (0.01, 1.0)],
+        hint=(
+            "After LayerNorm every token has norm sqrt(d); the two clusters' logits are -+a d / "
+            "sqrt(d_qk) with d_qk = d; a row of Delta N(X) is -tanh(eps) times the token."
+        ),
+        mistakes=[
+            (
+                lambda d, omega, a: omega * math.sqrt(d) * math.tanh(2 * a * math.sqrt(d)),
+                "tanh(2 eps) is the theorem's bound on the step; the construction's own step is "
+                "tanh(eps): each token gives sigma(2 eps) of its attention to the other cluster.",
+            ),
+            (
+                lambda d, omega, a: omega * math.tanh(a * math.sqrt(d)),
+                "LayerNorm puts each token on the sphere of radius sqrt(d), not 1: the step has a "
+                "factor sqrt(d).",
+            ),
+            (
+                lambda d, omega, a: omega * math.sqrt(d) * math.tanh(a * d),
+                "The logits are divided by sqrt(d_qk) = sqrt(d): eps = a d / sqrt(d) = a sqrt(d).",
+            ),
+        ],
+    )
+)

@@ -1,0 +1,115 @@
+"""rc.lower_bound_preln: the book's bound with LayerNorm before each branch (section 8 of the
+lower-bound chapter).
+
+Pins: the bound never above the measured residual on random pre-LN networks (the core SAN, with
+MLPs, biases, masks, RMSNorm; and the module's batched forward, 10,000 networks to depth 256 in the
+slow test); the antipodal construction loses exactly its
+step per layer and reaches 0; at n = 2 in the hard limit the bound's step is the construction's;
+the activations' Lipschitz constants are upper bounds; bad input is refused by name.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rankcollapse import lower_bound_preln as PL
+from rankcollapse.san import SAN, SANConfig
+
+
+def _random_san(i, gen):
+    H = int(torch.randint(1, 4, (1,), generator=gen))
+    d = 2 * H * int(torch.randint(1, 4, (1,), generator=gen))
+    cfg = SANConfig(
+        n_layers=int(torch.randint(1, 8, (1,), generator=gen)), n_heads=H, d_model=d, skip=True,
+        layernorm="pre", mlp=2 * d * (i % 2), bias=bool(i % 3 == 0), causal=bool(i % 4 == 1),
+        activation=("relu", "gelu", "gelu_tanh")[i % 3], norm=("layer", "rms")[(i // 2) % 2],
+        init_scale=10 ** (2 * float(torch.rand(1, generator=gen)) - 1), parallel=bool(i % 5 == 2),
+    )  # fmt: skip
+    return SAN(cfg, seed=i)
+
+
+def test_the_bound_holds_on_random_core_networks():
+    gen = torch.Generator().manual_seed(0)
+    worst, positive = math.inf, 0
+    for i in range(40):
+        net = _random_san(i, gen)
+        n = int(torch.randint(2, 7, (1,), generator=gen))
+        X = torch.randn(n, net.config.d_model, generator=gen, dtype=torch.float64)
+        X = X * 10 ** (3 * float(torch.rand(1, generator=gen)))
+        with torch.no_grad():
+            measured = torch.stack([PL.residual_l2(h) for h in net(X).hidden_states])
+        bound = PL.preln_bound(net, X)
+        assert (bound <= measured * (1 + 1e-9)).all()
+        assert bound[0] == measured[0]
+        keep = bound[1:] > 0
+        positive += int(keep.sum())
+        if keep.any():
+            worst = min(worst, float((measured[1:][keep] / bound[1:][keep]).min()))
+    assert positive > 20 and worst >= 1 - 1e-9  # compared where the bound says something
+
+
+def test_the_batched_networks_never_violate_the_bound():
+    total = viol = 0
+    for meas, bound in PL.random_networks(600, seed=1, max_L=24):
+        viol += int((bound[:, 1:] > meas[:, 1:] * (1 + 1e-9)).sum())
+        total += meas.shape[0]
+    assert total == 600 and viol == 0
+
+
+@pytest.mark.slow
+def test_10000_batched_networks_to_depth_256():
+    total = viol = 0
+    for seed, count, max_L in ((20, 8000, 32), (21, 2000, 256)):
+        for meas, bound in PL.random_networks(count, seed=seed, max_L=max_L):
+            viol += int((bound[:, 1:] > meas[:, 1:] * (1 + 1e-9)).sum())
+            total += meas.shape[0]
+    assert total == 10_000 and viol == 0
+
+
+def test_the_construction_loses_exactly_its_step_and_reaches_zero():
+    d, omega, a, L = 8, 0.3, 2.0, 6
+    step = PL.construction_step(d, omega, a)
+    net = PL.construction(L + 2, d, omega, a)
+    X = PL.antipodal_tokens(4, d, L * step)
+    b = [float(PL.residual_l2(h)) for h in net(X).hidden_states]
+    assert b[: L + 1] == pytest.approx([(L - l) * step for l in range(L + 1)], abs=1e-9 * step)
+    assert max(b[L:]) < 1e-9 * step  # collapsed, and it stays collapsed
+    # at n = 2 the bound's step is the construction's up to tanh(2 eps) / tanh(eps)
+    two = PL.antipodal_tokens(2, d, 1.0)
+    bound_step = PL.layer_steps(PL.construction(1, d, omega, a), 2).item()
+    eps = a * d / math.sqrt(d)
+    assert bound_step == pytest.approx(step * math.tanh(2 * eps) / math.tanh(eps), rel=1e-12)
+    assert two.mean(0).abs().max() == 0 and two.sum(-1).abs().max() < 1e-15
+
+
+def test_activation_lipschitz_constants_are_upper_bounds():
+    x = torch.linspace(-8, 8, 200_001, dtype=torch.float64, requires_grad=True)
+    for name, f in (
+        ("gelu", lambda t: torch.nn.functional.gelu(t)),
+        ("gelu_tanh", lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
+        ("relu", torch.relu),
+    ):
+        (grad,) = torch.autograd.grad(f(x).sum(), x)
+        assert grad.abs().max() <= PL.ACTIVATION_LIP[name] <= grad.abs().max() + 1e-3
+
+
+def test_standard_inits_and_refusals():
+    for init in PL.INITS:
+        net = PL.standard_init(128, init)
+        assert net.config.n_heads == 2 and PL.layer_steps(net, 8).item() > 0
+    with pytest.raises(ValueError, match="init"):
+        PL.standard_init(128, "xavier")
+    with pytest.raises(ValueError, match="head_width"):
+        PL.standard_init(100, "gpt2")
+    post = SAN(SANConfig(n_layers=1, d_model=4, skip=True, layernorm="post"), seed=0)
+    with pytest.raises(ValueError, match="layernorm='pre'"):
+        PL.preln_bound(post, torch.randn(3, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="n must be even"):
+        PL.antipodal_tokens(3, 4, 1.0)
+    with pytest.raises(ValueError, match="omega"):
+        PL.construction(2, 4, -1.0, 1.0)
+    with pytest.raises(ValueError, match="n"):
+        PL.layer_steps(PL.construction(1, 4, 0.1, 1.0), 1)
