@@ -54,7 +54,15 @@ def test_gpt2_heads_reference_is_transformers_forward():
     what transformers' GPT-2 block computes, to float64 rounding."""
     from transformers import GPT2Config, GPT2Model
 
-    cfg = GPT2Config(n_embd=24, n_head=3, n_layer=1, n_positions=16, vocab_size=11)
+    cfg = GPT2Config(
+        n_embd=24,
+        n_head=3,
+        n_layer=1,
+        n_positions=16,
+        vocab_size=11,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     torch.manual_seed(5)
     model = GPT2Model(cfg).double().eval()
     block = model.h[0]
@@ -81,3 +89,10 @@ def test_predict_pre_ln_is_checked_against_the_measurement():
     wrong = "doubly exponential" if want != "doubly exponential" else "flat"
     assert _check("predict_pre_ln", wrong).status == "incorrect"
     assert _check("predict_pre_ln", None).status == "not attempted"
+
+
+def test_read_deepest_is_computed_and_native_depth_fails():
+    assert _check("read_deepest", 96).passed
+    result = _check("read_deepest", 12)
+    assert result.status == "incorrect" and "own depth" in result.message
+    assert _check("read_deepest", None).status == "not attempted"

@@ -58,6 +58,55 @@ register(
     )
 )
 
+# ------------------------------------------------------------ read the figure: the deepest GPT-2
+
+
+def _deepest_gpt2():
+    from rankcollapse.real import depth, spec
+
+    return spec("gpt2").n_layers * depth.FACTORS[-1]
+
+
+register(
+    Question(
+        id="at_depth.read_deepest",
+        kind="read",
+        answer=_deepest_gpt2,
+        rtol=0.0,
+        hint="Each panel runs from the input to eight times its model's own depth.",
+        mistakes=[
+            (12, "12 is GPT-2's own depth; the panel goes on to eight times that."),
+            (8, "8 is the factor; the axis counts layers."),
+            (48, "48 is four times GPT-2's depth, the last grey line; the panel goes further."),
+        ],
+    )
+)
+
+
+register(
+    Rubric(
+        label="ex-depth-explain",
+        criteria=(
+            (
+                2,
+                "'Prevent' as a statement about depth: the residual with skips bounded away from "
+                "zero however deep, in every placement; a fall at a fixed rate only slows the "
+                "loss.",
+            ),
+            (1, "Uses the measurements: flat for some models, falling for ALBERT's shared layer."),
+            (
+                2,
+                "Two gaps from 'transformers people train': initialisation, not training (MiniLM "
+                "the only trained model, its deeper versions a probe); further layers drawn or "
+                "repeated rather than trained at that depth; the fast page's narrowed widths.",
+            ),
+        ),
+        wrong_turns=(
+            "Reading 'stays far above pure attention' as 'prevented': the first criterion is lost.",
+        ),
+    )
+)
+
 # ------------------------------------------------------- derive: the bound for scaled branches
 
 
@@ -174,7 +223,15 @@ def _gpt2_blocks():
 
     cases = []
     for seed, d, H in ((0, 16, 4), (1, 24, 3), (2, 8, 1), (3, 32, 8)):
-        cfg = GPT2Config(n_embd=d, n_head=H, n_layer=1, n_positions=16, vocab_size=11)
+        cfg = GPT2Config(
+            n_embd=d,
+            n_head=H,
+            n_layer=1,
+            n_positions=16,
+            vocab_size=11,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             block = GPT2Model(cfg).double().h[0]
