@@ -203,13 +203,11 @@ def _claim_cell(r: dict, sentence, refuri: str | None) -> nodes.entry:
     its condition and evidence."""
     before, claim, after = sentence or ([], inline(r["sentence"] or r["name"]), [])
     entry = _cell(*before, _link(claim, refuri), *after)
-    detail = nodes.paragraph(classes=["rc-claim-detail"])
-    detail += nodes.strong("", "Condition: ")
-    detail.extend(inline(r["condition"]))
-    detail += nodes.Text(" ")
-    detail += nodes.strong("", "Evidence: ")
-    detail.extend(inline(r["evidence"]))
-    entry += detail
+    for label, key in (("Condition: ", "condition"), ("Evidence: ", "evidence")):
+        detail = nodes.paragraph(classes=["rc-claim-detail"])
+        detail += nodes.strong("", label)
+        detail.extend(inline(r[key]))
+        entry += detail
     return entry
 
 
