@@ -944,3 +944,46 @@ def test_tasks_py_passes_grade_on(monkeypatch):
         ("install", False),  # pip only if the environment lacks the install (tasks.installed)
         (tasks.PY, "-m", "booktools.grade", "subs", "--out", "o", "--merge", "h.csv"),
     ]
+
+
+def test_answers_in_a_notebook_handed_out_in_jupyters_markdown_are_filed(tmp_path):
+    """A notebook of ``booktools.student --ipynb`` (its MyST as Markdown, the book build's
+    numbers in it: here one value standing for a build's) keeps each exercise's label for the
+    grader: the untouched notebook has no answer anywhere, and an answer added after an
+    exercise's cell is filed where it is filed in the MyST notebook (under that exercise, or,
+    for the explain question, whose cell the prove question shares, under the prove one: issue
+    46's item 1, not solved here)."""
+    from booktools import readable, student
+    from booktools.grade_hand import collect
+
+    path = ROOT / "chapters" / "paths.md"
+    glue = tmp_path / "chapters" / "paths.glue.json"
+    glue.parent.mkdir(parents=True)
+    record = {"mime_prefix": "application/papermill.record/", "name": "paths-enum-L"}
+    glue.write_text(
+        json.dumps(
+            {"paths-enum-L": {"data": {"text/plain": "3"}, "metadata": {"scrapbook": record}}}
+        )
+    )
+    myst = student.student_notebook(path.read_text())
+    forms = {
+        "myst": [{"type": c.cell_type, "source": c.source} for c in myst.cells],
+        "readable": [
+            {"type": c.cell_type, "source": c.source}
+            for c in readable.readable(myst, path, tmp_path).cells
+        ],
+    }
+    spec = paths_spec()
+    assert collect(forms["readable"], spec) == {}
+    answer = "The short paths carry the output because their terms have not collapsed."
+    filed = {}
+    for form, cells in forms.items():
+        for label in ("ex-paths-build-by-length", "ex-paths-predict-length", "ex-paths-explain"):
+            mark = f":label: {label}" if form == "myst" else f"<!-- exercise-start: {label} -->"
+            at = next(i for i, c in enumerate(cells) if mark in c["source"])
+            added = [*cells[: at + 1], {"type": "markdown", "source": answer}, *cells[at + 1 :]]
+            filed[form, label] = collect(added, spec)
+    assert filed["readable", "ex-paths-predict-length"] == {"ex-paths-predict-length": answer}
+    assert filed["readable", "ex-paths-build-by-length"] == {"ex-paths-build-by-length": answer}
+    for (form, label), found in filed.items():
+        assert found == filed["myst", label], (form, label)

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from booktools import ROOT, notebooks
+from booktools import ROOT, notebooks, readable
 from booktools.execute import execute
 from booktools.ext import bookext
 from booktools.toc import chapter_key, toc_notebooks
@@ -36,7 +36,7 @@ def test_notebook_is_the_chapter_after_a_setup_cell(written, path):
     nb = nbformat.read(out / rel, as_version=4)
     nbformat.validate(nb)
     assert "jupytext" not in nb.metadata and nb.metadata.kernelspec.name == "python3"
-    chapter = jupytext.read(path)
+    chapter = readable.readable(jupytext.read(path), path)  # its MyST as Jupyter reads it
     assert [c.source for c in nb.cells[2:]] == [c.source for c in chapter.cells]
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
     title, setup = nb.cells[:2]
@@ -48,9 +48,12 @@ def test_notebook_is_the_chapter_after_a_setup_cell(written, path):
     student = nbformat.read(out / "student" / rel, as_version=4)
     assert student.cells[1].source == setup.source
     text = "".join(c.source for c in student.cells)
-    assert "{solution-start}" not in text and text.count(
+    assert "Solution to" not in text and text.count("**Exercise ") == path.read_text().count(
         "{exercise-start}"
-    ) == path.read_text().count("{exercise-start}")
+    )
+    for each in (nb, student):  # no MyST left that Jupyter would show raw
+        prose = "".join(c.source for c in each.cells if c.cell_type == "markdown")
+        assert not readable.UNREAD.findall(prose), readable.UNREAD.findall(prose)[:5]
 
 
 def test_install_commands_name_the_repository_and_the_pins():

@@ -41,10 +41,30 @@ def _lines(cells) -> list[tuple[str, int, str]]:
     return out
 
 
+def _readable_form(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Cells as a notebook handed out in Jupyter's Markdown (:mod:`booktools.readable`) has them,
+    its build's numbers left out (:func:`booktools.readable.canonical`)."""
+    from . import readable
+
+    refs = readable.book_labels()
+    return [
+        (kind, readable.canonical(readable.markdown(src, {}, refs) if kind == "markdown" else src))
+        for kind, src in cells
+    ]
+
+
 def collect(cells: list[dict], chapter) -> dict[str, str]:
-    """``{label: text}``: what the submission added in each exercise (module docstring)."""
-    theirs = _lines([(c.get("type", "code"), c["source"]) for c in cells])
-    ours = _lines(chapter.student_cells)
+    """``{label: text}``: what the submission added in each exercise (module docstring). A
+    notebook handed out in Jupyter's Markdown (``booktools.student --ipynb``) is compared with the
+    chapter in that form, each exercise found by the label it keeps."""
+    from .readable import EXERCISE_MARK, canonical
+
+    theirs = [(c.get("type", "code"), c["source"]) for c in cells]
+    ours = chapter.student_cells
+    if any(EXERCISE_MARK.match(line) for _, src in theirs for line in src.split("\n")):
+        theirs = [(k, canonical(src) if k == "markdown" else src) for k, src in theirs]
+        ours = _readable_form(ours)
+    theirs, ours = _lines(theirs), _lines(ours)
     matcher = difflib.SequenceMatcher(
         None, [x[2] for x in ours], [x[2] for x in theirs], autojunk=False
     )
@@ -57,6 +77,8 @@ def collect(cells: list[dict], chapter) -> dict[str, str]:
     for j, (kind, cell, line) in enumerate(theirs):
         if opened and _LABEL.match(line):
             label = _LABEL.match(line).group(1)
+        if EXERCISE_MARK.match(line):
+            label = EXERCISE_MARK.match(line)["label"]
         opened = bool(_START.match(line))
         if j in added and label is not None and not line.startswith("<<"):
             found.setdefault(label, []).append((kind, cell, line))

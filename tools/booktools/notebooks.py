@@ -8,8 +8,10 @@ book's repository (``repository.url`` and ``repository.branch`` in _config.yml) 
 chapter that loads real transformers, the pinned ``transformers`` stack and the pretrained
 MiniLM package. Where ``rankcollapse`` is importable (the book's own environment, Binder) the
 cell does nothing. On Colab pip keeps Colab's own torch, numpy, SciPy and matplotlib. The
-chapters' MyST markup (glued numbers, theorem boxes) shows as plain text there; the glued numbers
-are computed all the same, and ``rankbook`` shows the figures without myst-nb.
+chapters' MyST markup is rewritten as Markdown that Jupyter reads (:mod:`booktools.readable`):
+the glued numbers are the last book build's (marked so; the cells compute them again), the
+references read "Theorem 4.1", the boxes are a bold title and their body; ``rankbook`` shows the
+figures without myst-nb.
 
     python -m booktools.notebooks [--out _build/notebooks]     # or: rankbook-notebooks
 
@@ -95,12 +97,17 @@ def setup_code(commands: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def notebook(source: str, config: dict | None = None):
-    """The chapter (MyST text) as a notebook whose first two cells are the set-up."""
+def notebook(source: str, config: dict | None = None, path: Path | None = None):
+    """The chapter (MyST text) as a notebook whose first two cells are the set-up; with the
+    chapter's ``path``, its Markdown as Jupyter reads it (:func:`booktools.readable.readable`)."""
     import jupytext
     import nbformat
 
     nb = jupytext.reads(source, fmt="md:myst")
+    if path is not None:
+        from .readable import readable
+
+        nb = readable(nb, path)
     extra = (
         ", with the pinned `transformers` and the pretrained MiniLM package"
         if needs_transformers(source)
@@ -126,7 +133,7 @@ def write_all(out: Path) -> list[Path]:
         rel = path.relative_to(ROOT).with_suffix(".ipynb")
         text = path.read_text()
         for target, source in ((out / rel, text), (out / "student" / rel, strip_solutions(text))):
-            nb = notebook(source, config)
+            nb = notebook(source, config, path)
             nbformat.validate(nb)
             target.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, target)

@@ -8,6 +8,9 @@ the check cells stay. A student notebook still executes from top to bottom: each
     python -m booktools.student [--out _build/student] [--ipynb]     # or: rankbook-student
 
 writes ``<out>/chapters/<name>.md`` (and ``.ipynb`` with ``--ipynb``) for each chapter in _toc.yml.
+The ``.md`` keeps the chapter's MyST (JupyterLab shows it with jupyterlab-myst, see the README);
+the ``.ipynb`` reads in any Jupyter: its Markdown is :func:`booktools.readable.readable`'s, with
+the numbers of the last book build (``_build/jupyter_execute``) where the book glues them.
 """
 
 from __future__ import annotations
@@ -116,10 +119,12 @@ def write(out: Path, ipynb: bool = False) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(strip_solutions(path.read_text()))
         written.append(target)
-        if ipynb:
+        if ipynb:  # MyST as Markdown Jupyter reads, the book build's numbers in place
             import jupytext
 
-            jupytext.write(jupytext.read(target), target.with_suffix(".ipynb"))
+            from .readable import readable
+
+            jupytext.write(readable(jupytext.read(target), path), target.with_suffix(".ipynb"))
     return written
 
 
