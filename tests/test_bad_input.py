@@ -2768,6 +2768,201 @@ ROWS += [
     ),
 ]
 
+# ------------------------------------- the wave's new functions (pre-LN bound, real families)
+
+_PRELN = SAN(CFG.replace(skip=True, layernorm="pre"), seed=0)
+_COS = torch.ones(3, 2, dtype=torch.float64)
+_IDS = torch.zeros(1, 3, dtype=torch.long)
+LP, LT, AB, CVC = (
+    rc.lower_bound_preln,
+    rc.lower_bound_theorem,
+    rc.real.ablation,
+    importlib.import_module("rankcollapse.real.convert.common"),
+)
+NEOX, LLAMA, QWEN2 = (
+    importlib.import_module(f"rankcollapse.real.convert.{m}")
+    for m in ("gpt_neox", "llama", "qwen2")
+)
+DEP, DFIT, DSTUDY, FAM, PAR, STU = (
+    importlib.import_module(f"rankcollapse.real.{m}")
+    for m in ("depth", "depth_fit", "depth_study", "families", "parity", "study")
+)
+
+# No row here builds a transformers model or imports transformers: each is refused first.
+ROWS += [
+    (
+        "window_mixing_rate window 0",
+        lambda: LM.window_mixing_rate(4, 0),
+        Raises(ValueError, "window"),
+    ),
+    (
+        "preln construction L 0",
+        lambda: LP.construction(0, 4, 1.0, 1.0),
+        Raises(ValueError, "L", ">= 1"),
+    ),
+    (
+        "construction_step d 0",
+        lambda: LP.construction_step(0, 1.0, 1.0),
+        Raises(ValueError, "d", ">= 2"),
+    ),
+    ("layer_steps n 0", lambda: LP.layer_steps(_PRELN, 0), Raises(ValueError, "n", ">= 2")),
+    (
+        "preln_constants a post-LN model",
+        lambda: LP.preln_constants(SKIP),
+        Raises(ValueError, "model", "layernorm='pre'"),
+    ),
+    (
+        "random_networks count 0 (checked at the first draw)",
+        lambda: next(LP.random_networks(0, seed=0)),
+        Raises(ValueError, "count", ">= 1"),
+    ),
+    ("residual_l2 1-D", lambda: LP.residual_l2(torch.ones(3)), Raises(ValueError, "X", "shape")),
+    ("value_row_sums a string", lambda: LP.value_row_sums("m"), Raises(TypeError, "model", "SAN")),
+    ("contraction n 0", lambda: LT.contraction(0.5, 0), Raises(ValueError, "n")),
+    (
+        "wide_lower_bound no skip",
+        lambda: LT.wide_lower_bound(PURE, X),
+        Raises(ValueError, "skip=True"),
+    ),
+    (
+        "rms_norm_sigma gain of 3 features for 4",
+        lambda: OPS.rms_norm_sigma(X, torch.ones(3, dtype=torch.float64)),
+        Raises(ValueError, "gain", "4 features"),
+    ),
+    (
+        "rotary_tables rotary 3",
+        lambda: OPS.rotary_tables(4, 3),
+        Raises(ValueError, "rotary", "even"),
+    ),
+    (
+        "rotate x a list",
+        lambda: OPS.rotate([1.0], _COS, _COS),
+        Raises(TypeError, "x", "torch.Tensor"),
+    ),
+    (
+        "rotate tables wider than x",
+        lambda: OPS.rotate(X, torch.ones(3, 6), torch.ones(3, 6)),
+        Raises(ValueError, "cos and sin", "at most"),
+    ),
+    ("reshaped_config a string", lambda: AB.reshaped_config("cfg"), Raises(TypeError, "config")),
+    ("rope a dict", lambda: CVC.rope({}), Raises(TypeError, "c", "transformers configuration")),
+    ("upcast 'yes'", lambda: CVC.upcast("yes", rms=True), Raises(TypeError, "as_transformers")),
+    (
+        "gpt_neox convert a string",
+        lambda: NEOX.convert("m", "x", torch.float64),
+        Raises(TypeError, "model", "gpt_neox"),
+    ),
+    (
+        "gpt_neox san_config a string",
+        lambda: NEOX.san_config("c", torch.float64),
+        Raises(TypeError, "c", "GPTNeoXConfig"),
+    ),
+    (
+        "llama convert a string",
+        lambda: LLAMA.convert("m", "x", torch.float64),
+        Raises(TypeError, "model", "llama"),
+    ),
+    (
+        "llama network a string",
+        lambda: LLAMA.network("m", "x", CFG),
+        Raises(TypeError, "model", "llama"),
+    ),
+    (
+        "llama san_config a string",
+        lambda: LLAMA.san_config("c", torch.float64),
+        Raises(TypeError, "c", "LlamaConfig"),
+    ),
+    (
+        "qwen2 convert a string",
+        lambda: QWEN2.convert("m", "x", torch.float64),
+        Raises(TypeError, "model", "qwen2"),
+    ),
+    (
+        "depth build unknown name",
+        lambda: DEP.build("nosuch", 0),
+        Raises(ValueError, "name", "gpt2"),
+    ),
+    (
+        "deeper_layers unknown extension (checked at the first layer)",
+        lambda: next(DEP.deeper_layers([{}], 2, "copy", 0)),
+        Raises(ValueError, "extension", "'draw'"),
+    ),
+    (
+        "depth_run a string",
+        lambda: DEP.depth_run("m", _IDS, 0),
+        Raises(TypeError, "model", "RealModel"),
+    ),
+    (
+        "layer_theorem_constants n_heads 0",
+        lambda: DEP.layer_theorem_constants({}, 0, 4),
+        Raises(ValueError, "n_heads", ">= 1"),
+    ),
+    (
+        "fit_curve start -1",
+        lambda: DFIT.fit_curve([1.0, 0.5, 0.25, 0.1], start=-1),
+        Raises(ValueError, "start"),
+    ),
+    (
+        "fit_forms lengths differ",
+        lambda: DFIT.fit_forms([1, 2, 3], [1.0, 2.0]),
+        Raises(ValueError, "layers and values"),
+    ),
+    (
+        "depth_study n_seeds 0",
+        lambda: DSTUDY.depth_study(["gpt2"], 0, 0, 1, 4),
+        Raises(ValueError, "n_seeds", ">= 1"),
+    ),
+    (
+        "families build unknown family",
+        lambda: FAM.build("nosuch"),
+        Raises(ValueError, "family", "gpt2"),
+    ),
+    ("depth_key unknown family", lambda: FAM.depth_key("nosuch"), Raises(ValueError, "family")),
+    (
+        "native_config unknown family",
+        lambda: FAM.native_config("nosuch"),
+        Raises(ValueError, "family"),
+    ),
+    (
+        "real_model depth_factor 0",
+        lambda: FAM.real_model("gpt2", depth_factor=0),
+        Raises(ValueError, "depth_factor"),
+    ),
+    ("repeated a string", lambda: FAM.repeated("net", 2), Raises(TypeError, "net", "Network")),
+    (
+        "transformers_classes unknown family",
+        lambda: FAM.transformers_classes("nosuch"),
+        Raises(ValueError, "family"),
+    ),
+    (
+        "transformers_model depth_factor 0",
+        lambda: FAM.transformers_model("gpt2", depth_factor=0),
+        Raises(ValueError, "depth_factor", ">= 1"),
+    ),
+    (
+        "layer_errors shapes differ",
+        lambda: PAR.layer_errors(torch.ones(2, 3, 4), torch.ones(2, 3, 5)),
+        Raises(ValueError, "got and want", "shape"),
+    ),
+    ("parity n_tokens 0", lambda: PAR.parity("gpt2", n_tokens=0), Raises(ValueError, "n_tokens")),
+    (
+        "applied_again a string",
+        lambda: STU.applied_again("m", 2),
+        Raises(TypeError, "model", "RealModel"),
+    ),
+    ("deeper_study no models", lambda: STU.deeper_study([], 2, 1, 4), Raises(ValueError, "models")),
+    (
+        "norm_sigma cfg a string",
+        lambda: rc.san.norm_sigma("cfg", X, torch.ones(4)),
+        Raises(TypeError, "cfg"),
+    ),
+    (
+        "fisher_exact hits_a > n_a",
+        lambda: TE.fisher_exact(5, 3, 1, 4),
+        Raises(ValueError, "hits_a", "<= 3"),
+    ),
+]
+
 
 def _run_guarded(call):
     """Run ``call`` in a thread: ``(result, error, seconds, peak memory growth in bytes)``."""

@@ -76,6 +76,8 @@ def rms_norm_sigma(Y: torch.Tensor, gain: torch.Tensor, eps: float = LN_EPS, dty
     computes in float32)."""
     check_tensor_kind("Y", Y, integers=False)
     check_positive_float("eps", eps, allow_zero=True)
+    if not isinstance(gain, torch.Tensor) or gain.shape[-1:] not in ((), Y.shape[-1:]):
+        raise ValueError(f"gain must be a tensor of {Y.shape[-1]} features, got {gain!r:.80}")
     Z = Y if dtype is None else Y.to(dtype)
     inv = torch.rsqrt(Z.pow(2).mean(-1, keepdim=True) + eps)
     return gain * (Z * inv).to(Y.dtype), (1 / inv[..., 0]).to(Y.dtype)
@@ -138,7 +140,14 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     ``cos.shape[-1]`` dimensions become ``x cos + rotate_half(x) sin`` (``rotate_half([a, b]) =
     [-b, a]``, halves of ``r/2``: dimension ``k`` is paired with ``k + r/2``), the others pass
     (partial rotary, GPT-NeoX). ``cos, sin``: :func:`rotary_tables`, cast to ``x``'s dtype."""
+    for name, t in (("x", x), ("cos", cos), ("sin", sin)):
+        check_tensor_kind(name, t, integers=False)
     r = cos.shape[-1]
+    if sin.shape != cos.shape or r % 2 or r > x.shape[-1]:
+        raise ValueError(
+            f"cos and sin must have one shape (..., r), r even and at most x's last dimension "
+            f"{x.shape[-1]}, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     x_rot, x_pass = x[..., :r], x[..., r:]
     half = torch.cat((-x_rot[..., r // 2 :], x_rot[..., : r // 2]), dim=-1)

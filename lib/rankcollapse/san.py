@@ -386,6 +386,7 @@ class SAN(nn.Module):
 def norm_sigma(cfg: SANConfig, Y: torch.Tensor, gain, shift=None):
     """``(N(Y), sigma)``, the norm of ``cfg``'s kind: LayerNorm with ``gain, shift`` (``ln_eps``)
     or RMSNorm with ``gain`` (``ln_eps``, statistics in ``norm_dtype``)."""
+    check_choice("cfg.norm (cfg a SANConfig)", getattr(cfg, "norm", None), NORMS)
     if cfg.norm == "rms":
         return rms_norm_sigma(Y, gain, cfg.ln_eps, cfg.norm_dtype)
     return layer_norm_sigma(Y, gain, shift, cfg.ln_eps)

@@ -93,6 +93,8 @@ def reshaped_config(config: SANConfig, placement=None, branch_scale=1.0) -> SANC
     they are) and both residual branches scaled by ``branch_scale`` (a number ``>= 0``, or
     ``"depth"``: ``1/sqrt(L)``, Noci et al. 2022's depth scaling): ``X + s SA(X)`` and ``Y + s
     MLP(Y)``. The weights are the same; a placement needs a configuration that kept its norms."""
+    if not isinstance(config, SANConfig):
+        raise TypeError(f"config must be a rankcollapse SANConfig, got {type(config).__name__}")
     if placement is not None:
         check_choice("placement", placement, ("pre", "post"))
         if config.layernorm == "none":

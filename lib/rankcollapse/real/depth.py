@@ -190,6 +190,7 @@ def layer_theorem_constants(weights: dict, n_heads: int, d_qk: int) -> dict:
     position terms are outside both theorems: these are the constants of the layer's dot-product
     attention weights alone. The products are taken in the weights' dtype (at least float32).
     """
+    n_heads, d_qk = check_int("n_heads", n_heads), check_int("d_qk", d_qk)
     dt = torch.promote_types(weights["W_Q"].dtype, torch.float32)  # float32 weights: float32
     Q, K = weights["W_Q"].to(dt), weights["W_K"].to(dt)
     V, O = weights["W_V"].to(dt), weights["W_O"].to(dt)

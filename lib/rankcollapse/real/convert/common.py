@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..._validate import check_dtype, check_int
+from ..._validate import check_bool, check_dtype, check_int
 
 __all__ = [
     "ACTIVATION_NAMES",
@@ -111,6 +111,8 @@ def linear(lin, dtype) -> tuple[nn.Parameter, nn.Parameter | None]:
 def rope(c) -> tuple[float, float]:
     """``(theta, partial_rotary_factor)`` of a transformers config ``c`` with default rotary
     positions (a ``ValueError`` for scaled ones: YaRN, linear, dynamic)."""
+    if not isinstance(getattr(c, "model_type", None), str):
+        raise TypeError(f"c must be a transformers configuration, got {type(c).__name__}")
     p = dict(getattr(c, "rope_parameters", None) or {})
     if p.get("rope_type", "default") != "default":
         raise ValueError(f"only default rotary positions are converted, got {p['rope_type']!r}")
@@ -121,5 +123,6 @@ def upcast(as_transformers: bool, *, rms: bool) -> dict:
     """The ``SANConfig`` dtypes of the steps transformers computes in float32 whatever the
     model's dtype (rotary sinusoids, the eager softmax, and RMSNorm when ``rms``): float32 when
     ``as_transformers`` (to match its forward to 1e-10 in float64), the model's otherwise."""
-    up = torch.float32 if as_transformers else None
+    rms = check_bool("rms", rms)
+    up = torch.float32 if check_bool("as_transformers", as_transformers) else None
     return {"position_dtype": up, "norm_dtype": up if rms else None, "softmax_dtype": up}

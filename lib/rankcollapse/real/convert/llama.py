@@ -70,6 +70,10 @@ def network(model, name: str, cfg: SANConfig) -> Network:
     """The :class:`Network` of a Llama-shaped transformers model (Llama's, Qwen2's) under the
     core's ``cfg``: each layer's ``self_attn`` (``q/k/v/o_proj``), ``mlp`` (``gate/up/down_proj``)
     and two RMSNorms, the final ``norm`` and the ``embed_tokens`` table."""
+    family = getattr(getattr(model, "config", None), "model_type", None)
+    transformers_config(model, family if family in ("llama", "qwen2") else "llama")
+    if not isinstance(cfg, SANConfig):
+        raise TypeError(f"cfg must be a rankcollapse SANConfig, got {type(cfg).__name__}")
     dtype = cfg.dtype
     layers = []
     for layer in model.layers:
