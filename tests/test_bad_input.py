@@ -1663,7 +1663,7 @@ ROWS += [
             "fast",
             0,
             "x",
-            "A sentence.",
+            sentence="A sentence.",
             section="1",
             condition="c",
             holds="yes",
@@ -1795,6 +1795,37 @@ ROWS += [
         Raises(TypeError, "model"),
     ),
     ("lower_bound no skip", lambda: LB.lower_bound(PURE, X), Raises(ValueError, "skip")),
+    ("construction L 0", lambda: LB.construction(0, 4, 1, 1.0, 0.1), Raises(ValueError, "L")),
+    (
+        "depth_bound shapes that do not broadcast",
+        lambda: LB.depth_bound(torch.ones(2), torch.ones(3), 0.1, [1]),
+        Raises(ValueError, "b0, k and omega", "broadcast"),
+    ),
+    (
+        "wide_depth_bound omega 1",
+        lambda: LB.wide_depth_bound(1.0, 1.0, 1.0, [1]),
+        Raises(ValueError, "omega"),
+    ),
+    (
+        "project_rows numpy array",
+        lambda: LBS.project_rows(np.ones((2, 2))),
+        Raises(TypeError, "M", "ndarray"),
+    ),
+    (
+        "preln_bound post-LN model",
+        lambda: rc.lower_bound_preln.preln_bound(SKIP, X),
+        Raises(ValueError, "layernorm='pre'"),
+    ),
+    (
+        "antipodal_tokens odd n",
+        lambda: rc.lower_bound_preln.antipodal_tokens(3, 4, 1.0),
+        Raises(ValueError, "n", "even"),
+    ),
+    (
+        "standard_init unknown init",
+        lambda: rc.lower_bound_preln.standard_init(64, "xavier"),
+        Raises(ValueError, "init"),
+    ),
     ("one_layer_bound NaN", lambda: LB.one_layer_bound(SKIP, NAN), Raises(ValueError, "X", "NaN")),
     (
         "random_networks max_n 1",

@@ -42,18 +42,28 @@ def project_rows(M: torch.Tensor, radius: float = 1.0) -> torch.Tensor:
     """The Euclidean projection of every row of ``M`` (last dimension) onto the l1 ball of
     ``radius``.
 
-    Rows inside the ball are kept; the others are soft-thresholded, ``sign(m) max(|m| - theta, 0)``
-    with the ``theta`` that puts the row on the sphere (Duchi et al. 2008's sort-based rule).
+    ``M`` a floating-point tensor (others refused by name; float32 is projected in float64 and
+    cast back). Rows inside the ball are kept; the others are soft-thresholded, ``sign(m) max(|m| -
+    theta, 0)`` with the ``theta`` that puts the row on the sphere (Duchi et al. 2008's sort-based
+    rule); rows of entries so large that the rule rounds away stay finite and inside the ball.
     """
+    if not isinstance(M, torch.Tensor) or not M.is_floating_point():
+        raise TypeError(f"M must be a floating-point torch tensor, got {type(M).__name__}")
     radius = check_positive_float("radius", radius)
+    if M.dtype != torch.float64:  # sums of huge float32 entries overflow: work in float64
+        return project_rows(M.to(torch.float64), radius).to(M.dtype)
     a = M.abs()
     inside = a.sum(-1, keepdim=True) <= radius
     s, _ = torch.sort(a, dim=-1, descending=True)
     excess = s.cumsum(-1) - radius
     idx = torch.arange(1, M.shape[-1] + 1, dtype=M.dtype)
     last = ((s - excess / idx > 0) * idx).amax(-1, keepdim=True).long() - 1  # the last index kept
+    last = last.clamp(min=0)  # huge entries can round every test to False: keep the largest
     theta = excess.gather(-1, last) / (last + 1).to(M.dtype)
-    return torch.where(inside, M, torch.sign(M) * torch.clamp(a - theta, min=0))
+    out = torch.sign(M) * torch.clamp(a - theta, min=0)
+    norm = out.abs().sum(-1, keepdim=True)  # rounding at huge sizes can leave it off the sphere
+    out = torch.where(norm > radius, out * (radius / norm), out)
+    return torch.where(inside, M, out)
 
 
 @dataclass

@@ -60,6 +60,11 @@ SIZES: dict[str, dict[str, dict]] = {
         # (Omega = 0.75) over mid_depths, the grow-then-cancel network up to depth grow_L, the
         # one-layer example's query/key scales unbounded_t; where the pure theorem bites: the
         # construction with ||W_QK|| = bite_q on inputs of composite residual 1, depth bite_L.
+        # Section 7 (Omega < 1): wide_networks random networks with Omega up to 1; the search at
+        # n = 2 with Omega in wide_omegas over wide_depths. Section 8 (pre-LN): the step at the
+        # standard initialisations of widths preln_widths on preln_n tokens; the antipodal
+        # construction (width preln_d, omega, a) started preln_steps steps above 0, to depth
+        # preln_L, beside preln_random random pre-LN networks.
         "fast": dict(
             n=4,
             d=8,
@@ -79,6 +84,17 @@ SIZES: dict[str, dict[str, dict]] = {
             unbounded_t=(1.0, 10.0, 100.0, 1000.0, 10000.0),
             bite_q=1.0,
             bite_L=6,
+            wide_networks=200,
+            wide_depths=(1, 2, 4, 8),
+            wide_omegas=(0.6, 0.9),
+            preln_n=8,
+            preln_widths=(64, 768),
+            preln_d=8,
+            preln_omega=0.3,
+            preln_a=2.0,
+            preln_steps=6,
+            preln_L=256,
+            preln_random=3,
         ),
         "full": dict(
             n=4,
@@ -99,6 +115,17 @@ SIZES: dict[str, dict[str, dict]] = {
             unbounded_t=(1.0, 10.0, 100.0, 1000.0, 10000.0),
             bite_q=1.0,
             bite_L=6,
+            wide_networks=2000,
+            wide_depths=(1, 2, 4, 8, 16, 32, 64),
+            wide_omegas=(0.6, 0.9),
+            preln_n=8,
+            preln_widths=(64, 128, 256, 512, 768),
+            preln_d=8,
+            preln_omega=0.3,
+            preln_a=2.0,
+            preln_steps=6,
+            preln_L=1024,
+            preln_random=8,
         ),
     },
     "limits": {
