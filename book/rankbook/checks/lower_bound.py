@@ -301,7 +301,7 @@ register(
     Exercise(
         id="lower_bound.preln_step",
         reference=_preln_step,
-        cases=lambda: [(d, om, a) for d in (4, 16, 64) for om in (0.1, 0.5) for a in (0.01, 1.0)],
+        cases=lambda: [(d, om, a) for d in (9, 16, 64) for om in (0.1, 0.5) for a in (0.01, 1.0)],
         hint=(
             "After LayerNorm every token has norm sqrt(d); the two clusters' logits are -+a d / "
             "sqrt(d_qk) with d_qk = d; a row of Delta N(X) is -tanh(eps) times the token."
