@@ -247,7 +247,8 @@ def random_networks(count: int, *, seed: int, batch: int = 50, max_n: int = 8, m
     while done < count:
         B = min(batch, count - done)
         H = ri(1, max_H)
-        dh = ri(1, max(1, max_d // H))
+        lo = 1 if H > 1 else 2  # d = H dh >= 2 (antipodal tokens need two dimensions)
+        dh = ri(lo, max(lo, max_d // H))
         n, d, L, m = ri(2, max_n), H * dh, ri(1, max_L), 2 * H * dh * ri(0, 1)
         shapes = (("Q", (d, dh)), ("K", (d, dh)), ("V", (d, dh)), ("O", (dh, d)))
         w = {k: torch.randn(B, L, H, *s, **f64) / math.sqrt(s[0]) for k, s in shapes}
