@@ -535,3 +535,14 @@ def test_lower_bound_and_its_search_depend_on_the_core_only():
                     "dataclasses",
                     "__future__",
                 }, (name, mod)
+
+
+def test_float32_tokens_are_cast_and_integer_tokens_refused():
+    """Tokens in float32 give the float64 result (cast, issue 45); integer tokens are refused."""
+    stack = LB.construction(4, 3, 1, 1.0, 0.1)
+    X = LB.simplex_tokens(3, 3, 1.0)
+    assert LB.bound_check(stack, X.float()).worst == pytest.approx(
+        LB.bound_check(stack, X.float().double()).worst, rel=1e-12
+    )
+    with pytest.raises(TypeError, match="X must be a floating-point tensor"):
+        LB.bound_check(stack, X.round().long())

@@ -126,6 +126,9 @@ class Stack:
             raise ValueError(
                 f"X must have shape ({B}, n, {d}) or (n, {d}), got {tuple(getattr(X, 'shape', ()))}"
             )
+        if not X.is_floating_point():
+            raise TypeError(f"X must be a floating-point tensor, got dtype {X.dtype}")
+        X = X.to(self.QK.dtype)  # float32 tokens are cast to the networks' float64
         X = X.expand(B, *X.shape[-2:]) if X.ndim == 2 else X
         scale, out = 1 / math.sqrt(self.d_qk), [X]
         for QK, W in zip(
