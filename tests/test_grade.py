@@ -802,7 +802,7 @@ def test_partial_credit_is_the_share_of_cases_passed():
 def test_the_reference_functions_are_found_by_tracing_the_reference():
     import rankbook as book
     import rankcollapse as rc
-    from booktools.grade_run import _verdict
+    from booktools.grade_verify import _verdict
 
     def packed(src, name):
         ns = {"__name__": "__main__", "rc": rc}

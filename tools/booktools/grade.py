@@ -27,7 +27,7 @@ A check's outcome is one of ``OUTCOMES``. The grader compares each check cell wi
 own (as Python syntax: spacing, comments and a trailing ``;`` do not matter): a check cell that
 was changed is *edited* (scored 0; the report says what the answer itself would get), one that
 is gone is *missing*. The verdict comes from the book's check run by the grader in a clean
-process on the answer taken out of the notebook (``grade_run``, ``grade_pack``), never from what
+process on the answer taken out of the notebook (``grade_verify``, ``grade_pack``), never from what
 the notebook printed. An answer that calls the library function its check compares against is
 *used the reference* (``grade_trace``). Points: a check's ``points`` (the registry; default 1)
 times its credit (1 or 0; the share of cases passed for a ``partial`` check) for *correct*,

@@ -7,7 +7,7 @@ Started by ``booktools.grade`` before the first student cell runs, it imports ev
 ``rankcollapse`` and ``rankbook`` (the checks, their references, the question answers' code) and
 the grader's own verifying code. For each request (one JSON line: ``run_dir``, ``cwd``, ``ids``,
 ``log``) it forks: the child, in a session of its own and in the submission's working folder, runs
-``grade_run.verify`` on the answers; the server answers ``{"pid": …}`` then ``{"code": …}`` (the
+``grade_verify.verify`` on the answers; the server answers ``{"pid": …}`` then ``{"code": …}`` (the
 child's exit status, negative for a signal). So the references the answers are compared with are
 the ones in memory since the grading started: a submission that edits the installed checks on
 disk (``book/rankbook/checks/*.py``) changes nothing the verifier uses, and what the answer does
@@ -50,7 +50,12 @@ def _load() -> dict[str, str]:
                 importlib.import_module(info.name)
             except Exception:  # noqa: BLE001 (an optional module that cannot load: not a check's)
                 pass
-    from . import grade_pack, grade_run, grade_trace  # noqa: F401 (the verifier's own code)
+    from . import (  # noqa: F401 (the verifier's code)
+        grade_pack,
+        grade_run,
+        grade_trace,
+        grade_verify,
+    )
 
     out = {}
     for name, mod in sorted(sys.modules.items()):
