@@ -6,8 +6,9 @@ above the residual on 10,000 random networks in the regime, on every network the
 returns, and on a sample recomputed at 60 digits with mpmath (tests/mp_reference.py); the
 batched networks are the core SAN; the construction is exact (the simplex stays a simplex, the
 mean stays 0, the forward pass is the scalar recursion) and its exponent over depths 16 to 1024
-is within 0.05 of -1/2; the search respects its weight bounds and never reports more than it
-started from; bad input is refused with its name.
+is within 0.05 of -1/2; the search respects its weight bounds, never reports more than it
+started from, and starts from the known networks (the construction's weights on two clusters,
+one-hot tokens and the simplex); bad input is refused with its name.
 """
 
 from __future__ import annotations
@@ -486,6 +487,25 @@ def test_the_search_is_seeded(found):
         [1, 2, 4], n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, restarts=6, steps=15, seed=3
     )
     assert again.best.tolist() == found.best.tolist()
+
+
+def test_the_search_starts_from_the_known_networks(found):
+    """The construction's weights on two clusters, one-hot tokens and the simplex are among the
+    candidates: the search reports at most what they reach, at every depth."""
+    for L, best in zip((1, 2, 4), found.best):
+        net = LB.construction(L, 6, 2, 3.0, 0.2)
+        for kind in ("clusters", "sparse", "simplex"):
+            X = LS.start_inputs(kind, 1, 4, 6)[0]
+            X = X * 4.0 / LB.residual_inf(X)
+            assert best <= net.residuals(X)[0, -1].item() / 4.0 * (1 + 1e-12)
+    C, S, X = (LS.start_inputs(k, 3, 4, 5) for k in ("clusters", "sparse", "simplex"))
+    assert C.shape == S.shape == X.shape == (3, 4, 5)
+    assert C[0, :, 0].tolist() == [1.0, -1.0, 1.0, -1.0] and C[0, :, 1:].abs().max() == 0
+    assert torch.equal(S[1], torch.eye(4, 5, dtype=torch.float64))
+    assert torch.equal(X[2], LB.simplex_tokens(4, 5, 1.0))
+    assert LS.start_inputs("simplex", 2, 5, 2).shape == (2, 5, 2)  # d < n - 1: Gaussian
+    with pytest.raises(ValueError, match="kind"):
+        LS.start_inputs("ring", 1, 4, 5)
 
 
 def test_without_skips_the_searched_networks_collapse(found):

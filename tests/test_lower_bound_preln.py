@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import pytest
 import torch
 
@@ -113,3 +114,118 @@ def test_standard_inits_and_refusals():
         PL.construction(2, 4, -1.0, 1.0)
     with pytest.raises(ValueError, match="n"):
         PL.layer_steps(PL.construction(1, 4, 0.1, 1.0), 1)
+
+
+# ---------------------------------------------------------------- 60 digits
+
+
+def _mp(t):
+    return mp.matrix([[mp.mpf(float(v)) for v in row] for row in t.tolist()])
+
+
+def _mp_norm(M, gain, shift, eps):
+    """LayerNorm of every row of ``M`` at mpmath's precision (biased variance, ``eps`` inside)."""
+    out = mp.matrix(M.rows, M.cols)
+    for i in range(M.rows):
+        row = [M[i, j] for j in range(M.cols)]
+        mu = mp.fsum(row) / M.cols
+        sigma = mp.sqrt(mp.fsum((v - mu) ** 2 for v in row) / M.cols + eps)
+        for j in range(M.cols):
+            out[i, j] = (row[j] - mu) / sigma * gain[j] + shift[j]
+    return out
+
+
+def _mp_residual_l2(M):
+    n = M.rows
+    mean = [mp.fsum(M[i, j] for i in range(n)) / n for j in range(M.cols)]
+    return max(mp.sqrt(mp.fsum((M[i, j] - mean[j]) ** 2 for j in range(M.cols))) for i in range(n))
+
+
+def _spectral(M):
+    return max(mp.svd_r(M, compute_uv=False))
+
+
+def _mp_forward_and_bound(net, X):
+    """An independent pre-LN forward pass (attention, then a ReLU MLP) and the bound of section 8
+    from the weights, both at 60 digits."""
+    cfg = net.config
+    eps, d, dh = mp.mpf(cfg.ln_eps), cfg.d_model, cfg.d_qk
+    Xl = _mp(X)
+    n = Xl.rows
+    c = mp.mpf(n - 1) / n
+    hidden, steps = [Xl], []
+    for b in net.layers:
+        w = {k: v.detach() for k, v in b.weights().items()}
+        g1, s1 = (
+            [mp.mpf(float(v)) for v in w["ln1_gain"]],
+            [mp.mpf(float(v)) for v in w["ln1_shift"]],
+        )
+        Y = _mp_norm(Xl, g1, s1, eps)
+        beta = 2 * c * max(abs(v) for v in g1) * mp.sqrt(d)
+        out, step = mp.matrix(n, d), mp.mpf(0)
+        for h in range(cfg.n_heads):
+            WQ, WK, WV, WO = (_mp(w[k][h]) for k in ("W_Q", "W_K", "W_V", "W_O"))
+            S = (Y * WQ) * (Y * WK).T / mp.sqrt(dh)
+            P = mp.matrix(n, n)
+            for i in range(n):
+                m = max(S[i, j] for j in range(n))
+                e = [mp.exp(S[i, j] - m) for j in range(n)]
+                z = mp.fsum(e)
+                for j in range(n):
+                    P[i, j] = e[j] / z
+            out += P * Y * WV * WO
+            a, om = _spectral(WQ * WK.T), _spectral(WV * WO)
+            step += om * mp.tanh(2 * a * beta**2 / mp.sqrt(dh))
+        Xl = Xl + out
+        step = 2 * c * max(abs(v) for v in g1) * mp.sqrt(d) * step
+        if cfg.mlp:
+            g2, s2 = (
+                [mp.mpf(float(v)) for v in w["ln2_gain"]],
+                [mp.mpf(float(v)) for v in w["ln2_shift"]],
+            )
+            W1, W2 = _mp(w["W_1"]), _mp(w["W_2"])
+            Hd = _mp_norm(Xl, g2, s2, eps) * W1
+            Hd = Hd.apply(lambda v: max(v, 0))
+            Xl = Xl + Hd * W2
+            step += 2 * c * max(abs(v) for v in g2) * mp.sqrt(d) * _spectral(W1) * _spectral(W2)
+        hidden.append(Xl)
+        steps.append(step)
+    true = [_mp_residual_l2(h) for h in hidden]
+    bound = [true[0]]
+    for s in steps:
+        bound.append(bound[-1] - s)
+    return true, [max(v, 0) for v in bound]
+
+
+def test_a_sample_recomputed_at_60_digits():
+    """30 small pre-LN networks (with and without an MLP): the forward pass and the bound from the
+    weights at 60 digits; the bound is below the residual, and the library's float64 forward pass
+    and bound agree with the 60-digit numbers."""
+    gen = torch.Generator().manual_seed(7)
+    positive = 0
+    for i in range(30):
+        H = 1 + i % 2
+        d = 2 * H
+        cfg = SANConfig(
+            n_layers=1 + i % 3, n_heads=H, d_model=d, skip=True, layernorm="pre",
+            mlp=2 * d * (i % 2), activation="relu",
+            init_scale=10 ** (2 * float(torch.rand(1, generator=gen)) - 1.5),
+        )  # fmt: skip
+        net = SAN(cfg, seed=100 + i)
+        with torch.no_grad():
+            for b in net.layers:  # gains and shifts away from 1 and 0
+                b.ln1_gain.add_(0.3 * torch.randn(d, generator=gen, dtype=torch.float64))
+                b.ln1_shift.add_(0.3 * torch.randn(d, generator=gen, dtype=torch.float64))
+        n = 2 + i % 3
+        X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        X = X * 10 ** (2 * float(torch.rand(1, generator=gen)))
+        with mp.workdps(60):
+            true, bound = _mp_forward_and_bound(net, X)
+            assert all(b <= t for b, t in zip(bound, true))
+            positive += sum(1 for b in bound[1:] if b > 0)
+        lib_bound = PL.preln_bound(net, X)
+        assert lib_bound.tolist() == pytest.approx([float(b) for b in bound], rel=1e-10, abs=1e-12)
+        with torch.no_grad():
+            measured = [PL.residual_l2(h).item() for h in net(X).hidden_states]
+        assert measured == pytest.approx([float(t) for t in true], rel=1e-9)
+    assert positive >= 15  # the comparison is made where the bound says something

@@ -6,8 +6,12 @@ get? :func:`search` looks for the smallest ratio ``||res(X_L)||_inf / ||res(X)||
 weights *and* the input (its residual held at ``b0``), at fixed bounds on every head's
 ``||W_QK,h||_inf <= q`` and ``||W_h||_inf <= omega``: Adam on the log of the ratio (torch
 autograd), each row of every weight matrix projected back onto the l1 ball of its bound after
-every step (the Euclidean projection), many restarts run as one batch (half of them started near
-the construction ``W_QK = q I``, ``W_h = -omega I``, half at random). A search finds an upper
+every step (the Euclidean projection), many restarts run as one batch: the first four start
+exactly at the known network ``W_QK = q I``, ``W_h = -omega I`` (the construction), the rest of
+the first half near it, the second half at random; restart ``r``'s input starts as
+:data:`START_INPUTS` ``[r % 4]`` (two clusters ``+-e_1``, one-hot tokens, a regular simplex,
+Gaussian tokens), so the known networks on clustered, sparse and simplex inputs are among the
+candidates and the search reports at most what they reach. A search finds an upper
 estimate of the infimum, never the infimum. Core dependencies only. Book: chapter "A lower bound
 with skip connections", sections 5 and 6.
 """
@@ -30,9 +34,17 @@ from ._validate import (
     check_positive_float,
     check_seed,
 )
-from .lower_bound import Stack, residual_inf
+from .lower_bound import Stack, residual_inf, simplex_tokens
 
-__all__ = ["MAX_STEPS", "MAX_RESTARTS", "project_rows", "SearchResult", "search"]
+__all__ = [
+    "MAX_STEPS",
+    "MAX_RESTARTS",
+    "START_INPUTS",
+    "project_rows",
+    "start_inputs",
+    "SearchResult",
+    "search",
+]
 
 MAX_STEPS = 10**4
 MAX_RESTARTS = 10**3
@@ -174,16 +186,44 @@ def search(
     )
 
 
+#: The inputs the restarts start from, in turn (restart ``r`` takes ``START_INPUTS[r % 4]``).
+START_INPUTS = ("clusters", "sparse", "simplex", "gaussian")
+
+
+def start_inputs(kind: str, restarts: int, n: int, d: int, g: torch.Generator | None = None):
+    """Starting inputs ``(restarts, n, d)`` of one kind (:data:`START_INPUTS`), before scaling:
+    ``"clusters"``, two clusters of tokens ``+e_1`` and ``-e_1`` (alternating); ``"sparse"``,
+    one-hot tokens ``e_(i mod d)`` (Gaussian when ``d = 1``); ``"simplex"``, a regular simplex
+    centred at 0 (Gaussian when ``d < n - 1``); ``"gaussian"``, Gaussian tokens drawn from ``g``."""
+    if kind not in START_INPUTS:
+        raise ValueError(f"kind must be one of {START_INPUTS}, got {kind!r}")
+    X = torch.zeros(n, d, dtype=torch.float64)
+    if kind == "clusters":
+        X[:, 0] = torch.tensor([1.0, -1.0], dtype=torch.float64).repeat(n)[:n]
+    elif kind == "sparse" and d >= 2:
+        X[torch.arange(n), torch.arange(n) % d] = 1.0
+    elif kind == "simplex" and d >= n - 1:
+        X = simplex_tokens(n, d, 1.0)
+    else:
+        return torch.randn(restarts, n, d, generator=g, dtype=torch.float64)
+    return X.expand(restarts, n, d).clone()
+
+
 def _search_depth(L, n, d, H, q, omega, b0, restarts, steps, seed, lr):
     g = torch.Generator().manual_seed(seed)
     shape = (restarts, L, H, d, d)
     A = torch.randn(*shape, generator=g, dtype=torch.float64) / d
     B = torch.randn(*shape, generator=g, dtype=torch.float64) / d
-    near = restarts // 2  # the first half starts near the construction
+    exact = min(len(START_INPUTS), restarts)  # the known networks: the construction, exactly
+    near = max(restarts // 2, exact)  # then near it, then at random
     eye = torch.eye(d, dtype=torch.float64)
     A[:near], B[:near] = eye + 0.1 * A[:near], -eye + 0.1 * B[:near]
+    A[:exact], B[:exact] = eye, -eye
     A, B = project_rows(A).requires_grad_(), project_rows(B).requires_grad_()
-    X = torch.randn(restarts, n, d, generator=g, dtype=torch.float64).requires_grad_()
+    X = torch.randn(restarts, n, d, generator=g, dtype=torch.float64)
+    for i, kind in enumerate(START_INPUTS[:-1]):  # restart r starts from input kind r % 4
+        X[i :: len(START_INPUTS)] = start_inputs(kind, restarts, n, d, g)[i :: len(START_INPUTS)]
+    X = X.requires_grad_()
     opt = torch.optim.Adam([A, B, X], lr=lr)
     best = torch.full((restarts,), math.inf, dtype=torch.float64)
     keep = [A.detach().clone(), B.detach().clone(), X.detach().clone()]

@@ -64,7 +64,10 @@ SIZES: dict[str, dict[str, dict]] = {
         # n = 2 with Omega in wide_omegas over wide_depths. Section 8 (pre-LN): the step at the
         # standard initialisations of widths preln_widths on preln_n tokens; the antipodal
         # construction (width preln_d, omega, a) started preln_steps steps above 0, to depth
-        # preln_L, beside preln_random random pre-LN networks.
+        # preln_L, beside preln_random random pre-LN networks; the bound checked on random pre-LN
+        # networks, (count, largest depth) per entry of preln_check. At realistic scale (section 3):
+        # a layer of width real_d (heads of 64) at the library's initialisation, its value maps
+        # scaled to Omega = real_Omega, real_n Gaussian tokens, the bounds at depth real_L.
         "fast": dict(
             n=4,
             d=8,
@@ -88,13 +91,18 @@ SIZES: dict[str, dict[str, dict]] = {
             wide_depths=(1, 2, 4, 8),
             wide_omegas=(0.6, 0.9),
             preln_n=8,
-            preln_widths=(64, 768),
+            preln_widths=(64, 256),
             preln_d=8,
             preln_omega=0.3,
             preln_a=2.0,
             preln_steps=6,
             preln_L=256,
             preln_random=3,
+            preln_check=((2000, 16),),
+            real_d=256,
+            real_L=12,
+            real_n=128,
+            real_Omega=0.25,
         ),
         "full": dict(
             n=4,
@@ -126,6 +134,11 @@ SIZES: dict[str, dict[str, dict]] = {
             preln_steps=6,
             preln_L=1024,
             preln_random=8,
+            preln_check=((9000, 16), (1000, 256)),
+            real_d=768,
+            real_L=12,
+            real_n=128,
+            real_Omega=0.25,
         ),
     },
     "limits": {
