@@ -7,7 +7,7 @@ with its stubs replaced and, in two of them, an answer to the explain question
 the instructor's guide, ``_includes/example_grades.md`` (likewise checked, never rewritten here),
 its Canvas and Gradescope exports (validated against the published formats' required fields and
 types) and its hand-grading sheets (filled in and merged back). The tampering cases are small
-notebooks made here: the chapter's own check cells around answers that cheat, crash, loop, end the
+notebooks made here: the chapter's own check cells around answers that cheat, crash, end the
 kernel or copy the key. Every submission runs in fast mode with a short time limit, two at a time;
 the unit tests at the end run nothing.
 """
@@ -470,11 +470,6 @@ CASES = {
         ["tampered", "not attempted", "not attempted", "not attempted", "tampered"],
         "ran",
     ),
-    "loop.md": (
-        notebook({"count": RIGHT["count"]}, extra={"count": "while True:\n    pass"}),
-        ["correct"] + ["timed out"] * 4,
-        "timed out in code cell 4",
-    ),
     "same.md": (
         notebook({"count": RIGHT["count"]}, extra={"count": "import os\nos._exit(3)"}),
         ["correct"] + ["crashed"] * 4,
@@ -487,43 +482,26 @@ CASES = {
         "crashed in code cell 6",
     ),
     "same.ipynb": (notebook(RIGHT), ["correct"] * 5, "ran"),
-    # a function that loops or kills the process only when it is called (by the grader); its
-    # loop waits rather than spins (the grader's limit is on the clock: the same for both, and
-    # loop.md spins), so that it does not take a core from the rest of the session meanwhile
-    "late.md": (
-        notebook(
-            {
-                "count": "def path_count(L, H, length):\n    import time\n    while True:\n"
-                "        time.sleep(0.05)",
-                "mean": "def mean_length(L, H):\n    import os\n    os._exit(1)",
-                "two": RIGHT["two"],
-            }
-        ),
-        ["timed out", "correct", "crashed", "not attempted", "not attempted"],
-        "ran",
-    ),
 }
 
 
-# The cases that loop: each spends its whole time limit, so they are graded apart with a shorter
-# one (LOOP_TIMEOUT: the kernel's start, the imports and the cells before the loop fit in it on a
-# loaded machine); the others get room for a loaded machine and never reach theirs.
-LOOPS = ("loop.md", "late.md")
-TIMEOUT, LOOP_TIMEOUT = 40, 15
+# Room for a loaded machine: no case here reaches it. The cases that loop (a notebook's cell, an
+# answer when its check calls it) are tests/test_grade_probes.py's, which do not depend on how
+# fast the cells before the loop run.
+TIMEOUT = 40
 
 
 @pytest.fixture(scope="module")
 def tampered_graded(tmp_path_factory):
-    folder, loops = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("loops")
+    folder = tmp_path_factory.mktemp("submissions")
     for name, (text, _, _) in CASES.items():
         if name.endswith(".ipynb"):
             text = to_ipynb(text)
-        (loops if name in LOOPS else folder).joinpath(name).write_text(text)
+        (folder / name).write_text(text)
     (folder / "notes").mkdir()
     (folder / "notes" / "unrelated.md").write_text(HEADER + "```{code-cell} ipython3\n1 + 1\n```\n")
     (folder / "broken.ipynb").write_text("{not json")
     subs = grade.grade(folder, timeout=TIMEOUT, jobs=2, echo=lambda *a: None)
-    subs += grade.grade(loops, timeout=LOOP_TIMEOUT, jobs=2, echo=lambda *a: None)
     return {s.rel: s for s in subs}, folder / "graded"
 
 
