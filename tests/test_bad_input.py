@@ -1845,6 +1845,16 @@ ROWS += [
         Raises(ValueError, "radius"),
     ),
     (
+        "start_inputs unknown kind",
+        lambda: LBS.start_inputs("ring", 1, 4, 5),
+        Raises(ValueError, "kind"),
+    ),
+    (
+        "start_inputs one token",
+        lambda: LBS.start_inputs("sparse", 1, 1, 5),
+        Raises(ValueError, "n"),
+    ),
+    (
         "search (lower bound) at its maxima",
         lambda: LBS.search(
             [64],

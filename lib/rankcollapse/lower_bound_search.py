@@ -197,6 +197,9 @@ def start_inputs(kind: str, restarts: int, n: int, d: int, g: torch.Generator | 
     centred at 0 (Gaussian when ``d < n - 1``); ``"gaussian"``, Gaussian tokens drawn from ``g``."""
     if kind not in START_INPUTS:
         raise ValueError(f"kind must be one of {START_INPUTS}, got {kind!r}")
+    restarts = check_int("restarts", restarts, maximum=MAX_RESTARTS)
+    n, d = check_int("n", n, minimum=2), check_int("d", d)
+    check_elements("restarts * n * d", restarts * n * d, alternative="use fewer restarts or tokens")
     X = torch.zeros(n, d, dtype=torch.float64)
     if kind == "clusters":
         X[:, 0] = torch.tensor([1.0, -1.0], dtype=torch.float64).repeat(n)[:n]
