@@ -1845,6 +1845,11 @@ ROWS += [
         Raises(ValueError, "radius"),
     ),
     (
+        "at_the_bounds omega 0",
+        lambda: LBS.at_the_bounds(2, 2, n=3, d=3, H=1, q=1.0, omega=0.0, b0=1.0, seed=0),
+        Raises(ValueError, "omega"),
+    ),
+    (
         "start_inputs unknown kind",
         lambda: LBS.start_inputs("ring", 1, 4, 5),
         Raises(ValueError, "kind"),

@@ -508,6 +508,19 @@ def test_the_search_starts_from_the_known_networks(found):
         LS.start_inputs("ring", 1, 4, 5)
 
 
+def test_random_networks_at_the_bounds():
+    stack, X = LS.at_the_bounds(5, 3, n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, seed=1)
+    assert stack.QK.shape == stack.W.shape == (5, 3, 2, 6, 6) and X.shape == (5, 4, 6)
+    assert torch.allclose(
+        stack.QK.abs().sum(-1), torch.full((5, 3, 2, 6), 3.0, dtype=torch.float64)
+    )
+    assert torch.allclose(stack.W.abs().sum(-1), torch.full((5, 3, 2, 6), 0.2, dtype=torch.float64))
+    assert torch.allclose(LB.residual_inf(X), torch.full((5,), 4.0, dtype=torch.float64))
+    assert LB.bound_check(stack, X).violations == 0
+    again = LS.at_the_bounds(5, 3, n=4, d=6, H=2, q=3.0, omega=0.2, b0=4.0, seed=1)
+    assert torch.equal(again[0].QK, stack.QK) and torch.equal(again[1], X)
+
+
 def test_without_skips_the_searched_networks_collapse(found):
     pure = found.without_skips()
     assert pure.shape == (3,) and pure[-1] < found.best[-1]

@@ -42,6 +42,7 @@ __all__ = [
     "START_INPUTS",
     "project_rows",
     "start_inputs",
+    "at_the_bounds",
     "SearchResult",
     "search",
 ]
@@ -184,6 +185,28 @@ def search(
         steps,
         restarts,
     )
+
+
+def at_the_bounds(count: int, L: int, *, n: int, d: int, H: int, q: float, omega: float,
+                  b0: float, seed: int):  # fmt: skip
+    """``count`` random networks at the search's weight bounds, with Gaussian inputs: ``(Stack,
+    X)``, ``X`` ``(count, n, d)`` with ``||res(X)||_inf = b0``. Every row of every head's ``W_QK``
+    and ``W_h`` is a Gaussian direction scaled to l1 norm ``q`` and ``omega`` exactly (so
+    ``||W_QK,h||_inf = q``, ``||W_h||_inf = omega``, ``Omega = H omega``): random networks as strong
+    as the bounds allow, for comparison with the search and the bound (chapter "A lower bound with
+    skip connections", figures of sections 5 and 7)."""
+    count = check_int("count", count, maximum=MAX_RESTARTS)
+    L = check_int("L", L, maximum=MAX_LAYERS)
+    n, d, H = check_int("n", n, minimum=2), check_int("d", d), check_int("H", H)
+    q, omega, b0 = (check_positive_float(k, v) for k, v in (("q", q), ("omega", omega), ("b0", b0)))
+    check_elements("2 * count * L * H * d * d", 2 * count * L * H * d * d,
+                   alternative="use fewer or shallower networks")  # fmt: skip
+    g = torch.Generator().manual_seed(check_seed("seed", seed))
+    A, B = (torch.randn(count, L, H, d, d, generator=g, dtype=torch.float64) for _ in range(2))
+    A, B = A / A.abs().sum(-1, keepdim=True), B / B.abs().sum(-1, keepdim=True)
+    X = torch.randn(count, n, d, generator=g, dtype=torch.float64)
+    X = X * (b0 / residual_inf(X))[:, None, None]
+    return Stack(q * A, omega * B, d), X
 
 
 #: The inputs the restarts start from, in turn (restart ``r`` takes ``START_INPUTS[r % 4]``).

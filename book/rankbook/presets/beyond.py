@@ -67,7 +67,8 @@ SIZES: dict[str, dict[str, dict]] = {
         # preln_L, beside preln_random random pre-LN networks; the bound checked on random pre-LN
         # networks, (count, largest depth) per entry of preln_check. At realistic scale (section 3):
         # a layer of width real_d (heads of 64) at the library's initialisation, its value maps
-        # scaled to Omega = real_Omega, real_n Gaussian tokens, the bounds at depth real_L.
+        # scaled to Omega = real_Omega, real_n Gaussian tokens, the bounds at depth real_L. The
+        # figures of sections 5 and 7: lb_random random networks at the weight bounds, to con_L.
         "fast": dict(
             n=4,
             d=8,
@@ -103,6 +104,7 @@ SIZES: dict[str, dict[str, dict]] = {
             real_L=12,
             real_n=128,
             real_Omega=0.25,
+            lb_random=3,
         ),
         "full": dict(
             n=4,
@@ -139,6 +141,7 @@ SIZES: dict[str, dict[str, dict]] = {
             real_L=12,
             real_n=128,
             real_Omega=0.25,
+            lb_random=8,
         ),
     },
     "limits": {
