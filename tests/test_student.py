@@ -116,3 +116,92 @@ def test_the_handed_out_notebooks_read_in_jupyter(tmp_path):
     assert [readable.canonical(c.source) for c in again.cells] == [
         readable.canonical(c.source) for c in nb.cells
     ]
+
+
+def _assigned_at_top(source: str) -> set[str]:
+    """The names a cell binds in the notebook's namespace (assignments, loops, defs; imports
+    left out: a module imported twice is the same module)."""
+    import ast
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    # the names bound inside functions are their own (a def's body is walked too): keep the
+    # module level's only
+    inner = {
+        n.id
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.Lambda))
+        for n in ast.walk(f)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    top = {
+        n.id
+        for stmt in tree.body
+        if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef))
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    return (names - inner) | top
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_no_chapter_code_rebinds_a_name_a_student_defines(path):
+    """Issue 46, item 6: a chapter cell outside the exercises that binds a name an exercise's
+    stub defines (paths section 4 once set ``by_length`` to a dict) breaks the student's check
+    after Run All. The exercises' own value names (``prediction``, ``answer``), which every
+    predict or read-off exercise sets anew, are the students' in every exercise: none of the
+    chapter's code may bind them either."""
+    import jupytext
+
+    nb = jupytext.reads(student.strip_solutions(path.read_text()), fmt="md:myst")
+    inside, theirs, ours = False, set(), {}
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for line in cell.source.split("\n"):
+                if "{exercise-start}" in line:
+                    inside = True
+                elif "{exercise-end}" in line:
+                    inside = False
+            continue
+        if cell.cell_type != "code":
+            continue
+        names = _assigned_at_top(cell.source)
+        if inside:
+            theirs |= names
+        else:
+            for name in names:
+                ours.setdefault(name, k)
+    clash = {name: f"code cell {ours[name]}" for name in theirs & set(ours)}
+    assert theirs and not clash, clash
+
+
+def test_the_notebooks_check_says_what_the_grader_will_of_an_answer_calling_the_library():
+    """Issue 46, item 3: an answer calling the library function its check compares against is
+    'correct' but scores 0 when graded ('used the reference'); the notebook's check says so, and
+    the rule is stated in the student version before the first exercise of every chapter."""
+    import rankbook as book
+    import rankcollapse as rc
+
+    def mean_length(L, H):  # the chapter itself calls this function
+        return rc.paths.mean_path_length(L, H)
+
+    def own(L, H):
+        return L * H / (H + 1)
+
+    called = book.checks.check("paths.mean_length", mean_length, quiet=True)
+    assert called.status == "correct" and called.credit == 0
+    assert "but it calls the library's answer, rc.paths.mean_path_length: 0 points" in repr(called)
+    alone = book.checks.check("paths.mean_length", own, quiet=True)
+    assert alone.credit == 1 and "library" not in repr(alone)
+    for path in CHAPTERS:
+        text = student.strip_solutions(path.read_text())
+        rules = text.index("**How your answers are graded.**")
+        assert rules < text.index("{exercise-start}"), path.stem
+        assert "0 points when graded" in text[rules : rules + 2000]

@@ -297,9 +297,11 @@ def merge(
         [f"{k}={v}" for k, v in state.get("assignments", {}).items()] + list(assignments),
         specs,
     )
-    for rel, scores in read_scores(files, subs, specs).items():
-        next(s for s in subs if s.rel == rel).hand_scores.update(scores)
-    write_outputs(subs, specs, out, formats, named, echo)
+    scores = read_scores(files, subs, specs, lambda s: export.student_of(s.rel, s.pattern))
+    for rel, scored in scores.items():  # every score merged before stays unless re-scored
+        next(s for s in subs if s.rel == rel).hand_scores.update(scored)
+    merged = {row["question"].strip() for f in files for _, row in sheet_rows(Path(f))}
+    write_outputs(subs, specs, out, formats, named, echo, sheets=merged)
     return subs
 
 

@@ -54,12 +54,22 @@ def _readable_form(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def collect(cells: list[dict], chapter) -> dict[str, str]:
-    """``{label: text}``: what the submission added in each exercise (module docstring). A
-    notebook handed out in Jupyter's Markdown (``booktools.student --ipynb``) is compared with the
-    chapter in that form, each exercise found by the label it keeps."""
+    """``{label: text}``: what the submission added in each exercise (module docstring)."""
+    return collect_answers(cells, chapter)[0]
+
+
+def collect_answers(cells: list[dict], chapter) -> tuple[dict[str, str], list[str]]:
+    """``({label: text}, warnings)``: what the submission added in each exercise, and what the
+    instructor should know about its answer cells (empty, deleted, duplicated, moved).
+
+    A line added in an answer cell (a cell whose metadata names its exercise, ``answer``) belongs
+    to that exercise wherever the cell is; any other added line to the last exercise whose start
+    comes before it. A notebook handed out in Jupyter's Markdown (``booktools.student --ipynb``)
+    is compared with the chapter in that form, each exercise found by the label it keeps."""
     from .readable import EXERCISE_MARK, canonical
 
     theirs = [(c.get("type", "code"), c["source"]) for c in cells]
+    owners = [c.get("answer") for c in cells]
     ours = chapter.student_cells
     if any(EXERCISE_MARK.match(line) for _, src in theirs for line in src.split("\n")):
         theirs = [(k, canonical(src) if k == "markdown" else src) for k, src in theirs]
@@ -73,6 +83,7 @@ def collect(cells: list[dict], chapter) -> dict[str, str]:
         if op in ("insert", "replace"):
             added.update(range(j1, j2))
     found: dict[str, list] = {}
+    placed: dict[str, list] = {}  # answer cell's exercise -> the exercise it was found in
     label, opened = None, False
     for j, (kind, cell, line) in enumerate(theirs):
         if opened and _LABEL.match(line):
@@ -80,9 +91,43 @@ def collect(cells: list[dict], chapter) -> dict[str, str]:
         if EXERCISE_MARK.match(line):
             label = EXERCISE_MARK.match(line)["label"]
         opened = bool(_START.match(line))
-        if j in added and label is not None and not line.startswith("<<"):
-            found.setdefault(label, []).append((kind, cell, line))
-    return {lb: _text(parts) for lb, parts in found.items() if _text(parts)}
+        owner = owners[cell]
+        if line.startswith("<<"):
+            if owner:
+                placed.setdefault(owner, []).append(label)
+            continue
+        if j in added and (owner or label) is not None:
+            found.setdefault(owner or label, []).append((kind, cell, line))
+    answers = {lb: _text(parts) for lb, parts in found.items() if _text(parts)}
+    return answers, _warnings(answers, placed, getattr(chapter, "answers", []))
+
+
+def _warnings(answers: dict, placed: dict, expected: list) -> list[str]:
+    out = []
+    for lb, where in placed.items():
+        if lb not in expected:
+            out.append(f"an answer cell names {lb}, not a written exercise of this chapter")
+            continue
+        if len(where) > 1:
+            out.append(
+                f"{lb}: its answer cell is there {len(where)} times (copied?); their texts are "
+                "read together"
+            )
+        moved = sorted({w or "the chapter's start" for w in where if w != lb})
+        if moved:
+            out.append(
+                f"{lb}: its answer cell was moved (found after {', '.join(moved)}); it is read "
+                f"as {lb}'s answer"
+            )
+    for lb in expected:
+        if lb not in placed:
+            out.append(
+                f"{lb}: its answer cell is missing (deleted, or a notebook handed out before "
+                "answer cells); what was added after the exercise is read as its answer"
+            )
+        if lb not in answers:
+            out.append(f"{lb}: no answer (its answer cell is empty or still the placeholder)")
+    return out
 
 
 def _text(parts) -> str:
@@ -136,18 +181,30 @@ def _model(text: str) -> str:
     return re.sub(r"^(`{3,})\{code-cell\}[^\n]*$", r"\1python", text, flags=re.M)
 
 
-def write_sheets(subs, specs: dict, out: Path, student_of, shown: Path | None = None) -> list[Path]:
+def write_sheets(
+    subs, specs: dict, out: Path, student_of, shown: Path | None = None, only=None
+) -> list[Path]:
     """One Markdown and one CSV sheet per question of the chapters graded (``shown``: the output
-    folder the sheets name, when ``out`` is where they are written first)."""
+    folder the sheets name, when ``out`` is where they are written first; ``only``: the labels
+    of the sheets to write, ``None`` for all). Every score merged so far is on its sheet."""
     folder = out / "hand"
     named = Path(shown if shown is not None else out) / "hand"
     written = []
     for name, chapter in specs.items():
         mine = [s for s in subs if s.chapter == name]
         for h in chapter.hand if mine else []:
+            if only is not None and h.label not in only:
+                continue
             folder.mkdir(parents=True, exist_ok=True)
             rows = [
-                [h.label, s.rel, student_of(s)["Student"], f"{h.points:g}", "", "", _answer(s, h)]
+                [
+                    h.label,
+                    s.rel,
+                    student_of(s)["Student"],
+                    f"{h.points:g}",
+                    *_scored(s, h.label),
+                    _answer(s, h),
+                ]
                 for s in mine
             ]
             with open(folder / f"{h.label}.csv", "w", newline="") as f:
@@ -179,18 +236,43 @@ def write_sheets(subs, specs: dict, out: Path, student_of, shown: Path | None = 
                 "| submission | student | answer | score |",
                 "|:--|:--|:--|:--|",
             ]
-            lines += [f"| `{r[1]}` | {_cell(r[2])} | {_cell(r[6])} | ___ of {r[3]} |" for r in rows]
+            lines += [
+                f"| `{r[1]}` | {_cell(r[2])} | {_cell(r[6])} | {r[4] or '___'} of {r[3]}"
+                + (f" ({_cell(r[5])})" if r[5] else "")
+                + " |"
+                for r in rows
+            ]
+            notes = [
+                f"- `{s.rel}`: {w}"
+                for s in mine
+                for w in getattr(s, "warnings", [])
+                if w.startswith(h.label + ":")
+            ]
+            if notes:
+                lines += ["", "## Answer cells to look at", "", *notes]
             (folder / f"{h.label}.md").write_text("\n".join(lines) + "\n")
             written += [folder / f"{h.label}.md", folder / f"{h.label}.csv"]
     return written
 
 
-def read_scores(paths, subs, specs: dict) -> dict[str, dict[str, tuple]]:
+def _scored(sub, label: str) -> list[str]:
+    """The score and comment merged for ``label`` (blank when none was)."""
+    got = (sub.hand_scores or {}).get(label)
+    return [f"{got[0]:g}", got[1]] if got else ["", ""]
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join((a or "").split()) == " ".join((b or "").split())
+
+
+def read_scores(paths, subs, specs: dict, student_of=None) -> dict[str, dict[str, tuple]]:
     """``{submission: {label: (score, comment)}}`` from filled-in sheets; a clear error for a row
     that names an unknown question or submission, or a score that is not a number in [0, max]."""
     by_rel = {s.rel: s for s in subs}
     points = {h.label: (h.points, name) for name, ch in specs.items() for h in ch.hand}
+    specs_of = {h.label: h for ch in specs.values() for h in ch.hand}
     out: dict[str, dict] = {}
+    seen: dict[tuple, str] = {}
     for path in map(Path, paths):
         for n, row in sheet_rows(path):
             label, rel, raw = (
@@ -198,15 +280,37 @@ def read_scores(paths, subs, specs: dict) -> dict[str, dict[str, tuple]]:
                 row["submission"].strip(),
                 (row["score"] or "").strip(),
             )
-            if not raw:
-                continue
             where = f"--merge {path.name}, line {n}"
+            if (label, rel) in seen:
+                raise ValueError(
+                    f"{where}: {label} of {rel!r} is scored twice (also {seen[label, rel]})"
+                )
+            seen[label, rel] = where.removeprefix("--merge ")
             if label not in points:
                 raise ValueError(f"{where}: unknown question {label!r}")
             if rel not in by_rel or by_rel[rel].chapter != points[label][1]:
                 raise ValueError(
                     f"{where}: no submission {rel!r} of chapter {points[label][1]} was graded"
                 )
+            sub = by_rel[rel]
+            if student_of is not None and (row.get("student") or "").strip() not in (
+                "",
+                student_of(sub)["Student"],
+            ):
+                raise ValueError(
+                    f"{where}: the row's student {row['student'].strip()!r} is not the graded "
+                    f"submission's ({student_of(sub)['Student']!r}): a sheet of another grading?"
+                )
+            if (row.get("answer") or "").strip() and not _same(
+                row["answer"], _answer(sub, specs_of[label])
+            ):
+                raise ValueError(
+                    f"{where}: the row's answer is not the graded submission's answer to {label} "
+                    "(a sheet of another grading? grade again, or take the sheet from this "
+                    "grading's hand/ folder)"
+                )
+            if not raw:
+                continue
             try:
                 value = float(raw)
             except ValueError:

@@ -48,6 +48,7 @@ class ChapterSpec:
     student_cells: list = field(
         default_factory=list
     )  # [(cell_type, source)] of the student version
+    answers: list = field(default_factory=list)  # the labels of its answer cells, in order
 
     @property
     def max_points(self) -> float:
@@ -155,7 +156,7 @@ def chapter_specs() -> dict[str, ChapterSpec]:
 
     import rankbook as book
 
-    from .student import strip_solutions
+    from .student import answer_of, strip_solutions
     from .toc import toc_notebooks
 
     specs = {}
@@ -198,6 +199,7 @@ def chapter_specs() -> dict[str, ChapterSpec]:
                 _hand_specs(source, labels),
                 trees - {None},
                 [(c.cell_type, c.source) for c in nb.cells],
+                [answer_of(c.metadata) for c in nb.cells if answer_of(c.metadata)],
             )
     return specs
 
@@ -228,10 +230,12 @@ def find_submissions(folder: Path, out: Path) -> list[Path]:
 
 
 def read_cells(path: Path) -> list[dict]:
-    """The submission's cells:
-    ``[{"type": "code"|"markdown"|"raw", "source": str, "tags": [...]}]``."""
+    """The submission's cells: ``[{"type": "code"|"markdown"|"raw", "source": str, "tags":
+    [...], "answer": label or None}]`` (``answer``: the exercise an answer cell belongs to)."""
     import jupytext
     import nbformat
+
+    from .student import answer_of
 
     nb = nbformat.read(path, as_version=4) if path.suffix == ".ipynb" else jupytext.read(path)
     cells = []
@@ -242,6 +246,7 @@ def read_cells(path: Path) -> list[dict]:
                 "type": cell.cell_type,
                 "source": source,
                 "tags": list(cell.get("metadata", {}).get("tags", [])),
+                "answer": answer_of(cell.get("metadata")),
             }
         )
     return cells

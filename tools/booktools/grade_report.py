@@ -106,6 +106,9 @@ def write_report(sub, chapter, path: Path) -> None:
             + _table(["exercise", "kind", "points", "comment"], rows)
             + [""]
         )
+    if getattr(sub, "warnings", None):
+        lines += ["Answer cells (the instructor should look):", ""]
+        lines += [f"- {w}" for w in sub.warnings] + [""]
     if sub.cell_errors:
         lines += ["Cells that raised an error (the run went on with the next cell):", ""]
         lines += [f"- code cell {i}: `{_cell(e)}`" for i, e in sub.cell_errors[:20]]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .grade_hand import collect
+from .grade_hand import collect_answers
 from .grade_plan import identify, plan, read_cells
 from .grade_server import VerifierError
 
@@ -50,6 +50,7 @@ class Submission:
     values: dict = field(default_factory=dict)  # value check id -> the value it read
     hand_scores: dict = field(default_factory=dict)  # exercise label -> (score, comment)
     pattern: str | None = None  # --student-pattern
+    warnings: list = field(default_factory=list)  # about its answer cells (grade_hand)
 
 
 def _kill_group(pid: int) -> None:
@@ -130,7 +131,7 @@ def prepare(sub: Submission, specs: dict) -> list | None:
     if sub.chapter is None:
         sub.run = "unknown chapter"
         return None
-    sub.hand = collect(cells, specs[sub.chapter])
+    sub.hand, sub.warnings = collect_answers(cells, specs[sub.chapter])
     return cells
 
 

@@ -36,19 +36,22 @@ def from_state(r: dict) -> Submission:
         r["values"],
         {k: tuple(v) for k, v in r["hand_scores"].items()},
         r.get("pattern"),
+        list(r.get("warnings", [])),
     )
 
 
 def write_outputs(
-    subs, specs: dict, out: Path, formats=("csv",), assignments=None, echo=print
+    subs, specs: dict, out: Path, formats=("csv",), assignments=None, echo=print, sheets=None
 ) -> None:
     """Every output written to a private folder inside ``out``, then moved into place: a
     submission that put something where an output goes (a folder named ``grades.csv``) has it
-    moved aside (``NAME.in-the-way``), not the run crash after the grading."""
+    moved aside (``NAME.in-the-way``), not the run crash after the grading. ``sheets``: the
+    questions whose hand-grading sheets are written (``None``: all; a merge rewrites only the
+    sheets it merged, so scores typed into another sheet and not merged yet stay)."""
     out.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
     try:
-        _write_outputs(subs, specs, stage, formats, assignments, echo, out)
+        _write_outputs(subs, specs, stage, formats, assignments, echo, out, sheets)
         for moved in _publish(stage, out):
             echo(f"warning: {moved} was in the way of the grades: renamed {moved}.in-the-way")
     finally:
@@ -72,18 +75,23 @@ def _publish(stage: Path, out: Path) -> list[str]:
     return aside
 
 
-def _write_outputs(subs, specs: dict, out: Path, formats, assignments, echo, final) -> None:
+def _write_outputs(
+    subs, specs: dict, out: Path, formats, assignments, echo, final, only=None
+) -> None:
     taken, reports = set(), {}
     for s in subs:
         reports[s.rel] = report_name(s.rel, taken)
         write_report(s, specs.get(s.chapter), out / reports[s.rel])
     export.write_csv(subs, specs, out / "grades.csv", reports)
     (out / "grades.md").write_text(markdown_table(subs, specs, *export.columns(subs, specs)))
-    sheets = write_sheets(subs, specs, out, lambda s: export.student_of(s.rel, s.pattern), final)
+    sheets = write_sheets(
+        subs, specs, out, lambda s: export.student_of(s.rel, s.pattern), final, only
+    )
     written = [
         "grades.csv",
         f"{len(subs)} reports",
-        f"{len(sheets) // 2} hand-grading sheets in hand/",
+        f"{len(sheets) // 2} hand-grading sheets in hand/"
+        + (" (the merged ones, with every score merged so far)" if only is not None else ""),
     ]
     if "canvas" in formats:
         for warning in export.write_canvas(subs, specs, out / "canvas.csv", assignments):
@@ -109,6 +117,7 @@ def _write_outputs(subs, specs: dict, out: Path, formats, assignments, echo, fin
                 "values": s.values,
                 "hand_scores": s.hand_scores,
                 "pattern": s.pattern,
+                "warnings": s.warnings,
             }
             for s in subs
         ],

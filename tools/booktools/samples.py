@@ -21,7 +21,7 @@ from pathlib import Path
 import jupytext
 
 from . import ROOT
-from .student import strip_solutions
+from .student import placeholder, strip_solutions
 
 SAMPLES = ROOT / "tests" / "data" / "submissions"
 EXAMPLE = ROOT / "_includes" / "example_grades.md"
@@ -68,7 +68,8 @@ CRASH = {
     "two": RIGHT["two"].replace("    }", "    ]"),
     "mean": "def mean_length(L, H):\n    return L * H / (H + 1 - H - 1)",
 }
-# answers to the explain question, in a cell right below it
+# answers to the explain question: in its answer cell (correct.md), in a cell added below it
+# (mistake.md)
 GOOD_ANSWER = (
     "*My answer.* The norm of a sum is at most the sum of the norms, so shares above one say "
     "the terms are not aligned; only their inner products would show cancelling. The paths share "
@@ -76,6 +77,10 @@ GOOD_ANSWER = (
 )
 WEAK_ANSWER = "The paths are independent shallow networks, so their shares add up."
 QUESTION_END = "shallow networks, one per\npath?\n\n````{exercise-end}\n````\n"
+# the answer cells the student version puts after them (booktools.student.strip_solutions)
+EXPLAIN_CELL = f'+++ {{"rankbook": {{"answer": "ex-paths-explain"}}}}\n\n{placeholder("explain")}\n'
+PROVE_CELL = f'+++ {{"rankbook": {{"answer": "ex-paths-prove"}}}}\n\n{placeholder("prove")}\n'
+
 # a proof, written below the prove question (correct.md)
 PROOF_ANSWER = (
     "*My proof.* Induction on L: layer L is the sum over h = 0..H of P_h X_{L-1} W_h, the skip "
@@ -105,7 +110,7 @@ def sample_texts() -> dict[str, str]:
     generated notebooks stay out of it); the grader's ``.ipynb`` path is exercised by the cases
     of ``test_tampering_crashes_and_loops_get_their_outcomes``, written as ipynb at test time."""
     base = _student()
-    for anchor in (*STUB.values(), QUESTION_END, PROVE_END):
+    for anchor in (*STUB.values(), QUESTION_END, PROVE_END, EXPLAIN_CELL, PROVE_CELL):
         if (
             base.count(anchor) != 1
         ):  # the chapter's stubs and questions are where the samples expect
@@ -123,11 +128,13 @@ def sample_texts() -> dict[str, str]:
         text = base
         for key, stub in STUB.items():
             text = text.replace(stub, answers[key])
-        if name == "correct.md":
-            text = text.replace(QUESTION_END, QUESTION_END + f"\n+++\n\n{GOOD_ANSWER}\n\n+++\n")
-            text = text.replace(PROVE_END, PROVE_END + f"\n+++\n\n{PROOF_ANSWER}\n\n+++\n")
-        if name == "mistake.md":
-            text = text.replace(QUESTION_END, QUESTION_END + f"\n+++\n\n{WEAK_ANSWER}\n\n+++\n")
+        if name == "correct.md":  # written in the answer cells, in place of their placeholders
+            text = text.replace(
+                EXPLAIN_CELL, EXPLAIN_CELL.replace(placeholder("explain"), GOOD_ANSWER)
+            )
+            text = text.replace(PROVE_CELL, PROVE_CELL.replace(placeholder("prove"), PROOF_ANSWER))
+        if name == "mistake.md":  # in a cell of its own after the answer cell, left as it was
+            text = text.replace(EXPLAIN_CELL, EXPLAIN_CELL + f"\n+++\n\n{WEAK_ANSWER}\n")
             text = text.rstrip("\n") + f"\n\n+++\n\n{WEAK_PROOF}\n"
         out[name] = text
     return out

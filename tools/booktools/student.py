@@ -16,6 +16,7 @@ the numbers of the last book build (``_build/jupyter_execute``) where the book g
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -32,11 +33,99 @@ SOLUTION = re.compile(
 
 
 def strip_solutions(text: str) -> str:
-    """The chapter's MyST source without its solution blocks."""
+    """The chapter's MyST source without its solution blocks, an answer cell after each written
+    exercise (:func:`written_exercises`)."""
     out = SOLUTION.sub("", text)
     if "{solution-start}" in out or "{solution-end}" in out:
         raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
+    for at, (meta, source) in sorted(_inserted(out).items(), reverse=True):
+        cell = f"\n+++ {json.dumps(meta)}\n\n{source}\n\n+++\n"
+        out = out[:at] + (cell if at else cell.lstrip("\n")) + out[at:]
     return out
+
+
+RULES = (
+    "**How your answers are graded.** A check cell runs your code (or reads your value) and "
+    "says *correct*, *incorrect* with a hint, or *not attempted*; the instructor's grader runs "
+    "the same checks. Your code may call Python, NumPy, PyTorch and the library's building "
+    "blocks (`rc.ops`, `rc.san`, ...), but not the library function that computes what the "
+    "exercise asks for (the one its check compares you with, such as `rc.paths.path_count` for "
+    "a path count): an answer that calls it scores 0, and the check says so in your notebook "
+    "(*correct, but it calls the library's answer: 0 points when graded*). Record a "
+    "prediction, with your reason in a comment, before you run the cells that measure it: the "
+    "instructor reads the reason beside the value. Explain and prove answers go in the answer cell "
+    "after their exercise (more cells of yours may follow it, before the next exercise) and are "
+    "graded by hand; each exercise gives its points beside its ratings."
+)
+
+
+def _inserted(text: str) -> dict[int, tuple[dict, str]]:
+    """The cells the student version adds, by the offset of ``text`` they go at: the rules
+    before the first exercise, an answer cell after each written one."""
+    first = _EXERCISE.search(text)
+    out = {first.start(): ({ANSWER_KEY: {"rules": True}}, RULES)} if first else {}
+    for label, kind, end in written_exercises(text):
+        out[end] = ({ANSWER_KEY: {"answer": label}}, placeholder(kind))
+    return out
+
+
+# An answer cell: a Markdown cell after an exercise graded by hand (explain, prove: no check
+# follows it), owned by the exercise through its metadata {"rankbook": {"answer": label}}, which
+# the grader reads (booktools.grade_hand.collect), wherever the cell is.
+ANSWER_KEY = "rankbook"
+_EXERCISE = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{exercise-start\}\n:label: (?P<label>\S+)\n(?P=fence)\n\n"
+    r"\*\*(?P<title>[^*]+)\*\*.*?^(?P=fence)\{exercise-end\}[^\n]*\n(?P=fence)[ \t]*\n",
+    re.M | re.S,
+)
+_CHECK_CALL = re.compile(r"""book\.checks\.check\(["']""")
+PLACEHOLDERS = {
+    "prove": "*Your proof: write it in this cell, in place of this line (double-click the cell to "
+    "edit it). Give every step its reason, numbered as the exercise's parts are. The grader "
+    "reads this cell as your answer to the exercise above, wherever it is; more cells of yours "
+    "below it, before the next exercise, are read with it.*",
+    "explain": "*Your answer: write it in this cell, in place of this line (double-click the cell "
+    "to edit it), in the few sentences the exercise asks for, each question of it answered. The "
+    "grader reads this cell as your answer to the exercise above, wherever it is; more cells of "
+    "yours below it, before the next exercise, are read with it.*",
+}
+
+
+def placeholder(kind: str) -> str:
+    """The text of an answer cell before the student writes in it."""
+    return PLACEHOLDERS.get(kind, PLACEHOLDERS["explain"])
+
+
+def written_exercises(text: str) -> list[tuple[str, str, int]]:
+    """``(label, kind, end)`` of every exercise of the MyST ``text`` that no check follows
+    (before the next exercise): its answer is written, graded by hand. ``kind`` is "prove" or
+    "explain" (from the title), ``end`` the offset just after its ``exercise-end`` fence."""
+    found = list(_EXERCISE.finditer(text))
+    out = []
+    for m, nxt in zip(found, [*found[1:], None]):
+        stop = nxt.start() if nxt is not None else len(text)
+        if _CHECK_CALL.search(text, m.end(), stop):
+            continue
+        kind = "prove" if m["title"].strip().lower().startswith("prove") else "explain"
+        out.append((m["label"], kind, m.end()))
+    return out
+
+
+def answer_of(metadata) -> str | None:
+    """The exercise label a cell's metadata says the cell answers (``None``: not an answer
+    cell)."""
+    entry = (metadata or {}).get(ANSWER_KEY)
+    label = entry.get("answer") if isinstance(entry, dict) else None
+    return label if isinstance(label, str) else None
+
+
+def answer_cell(label: str, kind: str):
+    """The answer cell of exercise ``label`` (a prove or explain one)."""
+    import nbformat
+
+    cell = nbformat.v4.new_markdown_cell(placeholder(kind))
+    cell.metadata[ANSWER_KEY] = {"answer": label}
+    return cell
 
 
 _SOLUTION_START = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-start\}")
@@ -78,8 +167,45 @@ def strip_notebook(nb):
             cells.append(cell)
     if state is not None:
         raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
-    nb.cells = cells
+    nb.cells = _with_answer_cells(cells)
     return nb
+
+
+def _with_answer_cells(cells: list) -> list:
+    """``cells`` with an answer cell after each written exercise (as :func:`strip_solutions`
+    puts them in the source): the Markdown cell holding its end split after the end's fence."""
+    import copy
+
+    import nbformat
+
+    text, where = "", []  # the cells' sources joined, and where each cell starts in it
+    for cell in cells:
+        where.append(len(text))
+        text += cell.source.rstrip("\n") + "\n\n"
+    ends = {}
+    for at, (meta, source) in _inserted(text).items():
+        ends[at] = nbformat.v4.new_markdown_cell(source)
+        ends[at].metadata.update(meta)
+    out = []
+    for k, cell in enumerate(cells):
+        start, stop = where[k], where[k] + len(cell.source.rstrip("\n")) + 2
+        cuts = sorted(e for e in ends if start < e <= stop)
+        if cell.cell_type != "markdown" or not cuts:
+            out.append(cell)
+            out += [ends[e] for e in cuts]
+            continue
+        bounds = [0, *(e - start for e in cuts), None]
+        for n, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            piece = cell.source[a:b].strip("\n")
+            if piece.strip():
+                part = copy.deepcopy(cell)
+                part.source = piece
+                if n and "id" in part:
+                    part.id = f"{part.id}-{n}"
+                out.append(part)
+            if b is not None:
+                out.append(ends[b + start])
+    return out
 
 
 def student_notebook(text: str):
