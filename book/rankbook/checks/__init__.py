@@ -161,6 +161,91 @@ def _check_question(q: Question, value) -> CheckResult:
     return CheckResult(q.id, "incorrect", f"Hint: {q.hint}")
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # rankbook/
+_CHECKS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import rankcollapse
+
+    return (os.path.dirname(os.path.abspath(rankcollapse.__file__)), _PACKAGE)
+
+
+def _is_library(code, dirs) -> bool:
+    f = code.co_filename
+    return any(f.startswith(d + os.sep) for d in dirs) and not f.startswith(_CHECKS + os.sep)
+
+
+def _in_package(code, dirs) -> bool:
+    """Is ``code`` anywhere in the library or the book layer, the checks included (a call from
+    there into the library is the library's business, as for the grader)?"""
+    return any(code.co_filename.startswith(d + os.sep) for d in dirs)
+
+
+def _calls_the_answer(ex: Exercise, fn, case) -> set[str]:
+    """The library functions that compute ``ex``'s answer (those its reference calls directly
+    and returns, and its ``same_role``) which ``fn`` calls on ``case``: the notebook's side of
+    the grader's rule (``booktools.grade_trace``, which traces the same way). Nothing is traced
+    when a profile hook is already set (the grader's own tracer runs) or in the book build."""
+    import sys
+
+    if ex.allow_reference or sys.getprofile() is not None or in_book_build():
+        return set()
+    dirs = _library_dirs()
+    ref_code = getattr(ex.reference, "__code__", None)
+    direct, called = [], set()
+
+    def name(frame) -> str:
+        return f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_qualname}"
+
+    def hook(frame, event, arg):
+        back = frame.f_back
+        if back is None or not _is_library(frame.f_code, dirs):
+            return
+        if event == "call" and not _in_package(back.f_code, dirs):
+            called.add(name(frame))
+        if event == "return" and back.f_code is ref_code:
+            direct.append((name(frame), arg))
+
+    sys.setprofile(hook)
+    try:
+        want = ex.reference(*case)
+        reference_calls = {n for n, got in direct if _same_quietly(ex, got, want)}
+        called.clear()
+        fn(*case)
+    except Exception:  # noqa: BLE001 (the verdict stands; the trace is advice)
+        return set()
+    finally:
+        sys.setprofile(None)
+    reference_calls |= {f"{f.__module__}.{f.__qualname__}" for f in ex.same_role}
+    return {_public(n) for n in called & reference_calls}
+
+
+def _public(name: str) -> str:
+    """``rankcollapse.paths.counting.path_count`` as a reader calls it: ``rc.paths.path_count``
+    (the shortest module path that exports the same function)."""
+    import sys
+
+    module, _, qual = name.rpartition(".")
+    parts = module.split(".")
+    target = getattr(sys.modules.get(module), qual, None)
+    for k in range(1, len(parts) + 1):
+        if (
+            target is not None
+            and getattr(sys.modules.get(".".join(parts[:k])), qual, None) is target
+        ):
+            module = ".".join(parts[:k])
+            break
+    return f"{module}.{qual}".replace("rankcollapse.", "rc.", 1).replace("rankbook.", "book.", 1)
+
+
+def _same_quietly(ex: Exercise, got, want) -> bool:
+    try:
+        return bool(ex.same(got, want))
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
     """Check the reader's answer to exercise ``exercise_id``; print and return the verdict.
 
@@ -226,6 +311,13 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
     if result is None:
         note = max(notes, key=len) if notes else ""  # the tail's note wins over the plain one
         result = CheckResult(ex.id, "correct", note)
+        called = _calls_the_answer(ex, fn, cases[0]) if cases else set()
+        if called:  # what the grader scores "used the reference" (booktools.grade_trace)
+            result.credit = 0.0
+            result.message = (note + "; " if note else "") + (
+                f"but it calls the library's answer, {', '.join(sorted(called))}: 0 points "
+                "when graded; the exercises' rule: write it without that call"
+            )
     elif ex.partial and result.status != "not attempted":
         result.credit = passed / len(cases)
         result.message += f" ({passed} of {len(cases)} cases right.)"
