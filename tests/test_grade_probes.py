@@ -199,7 +199,7 @@ def probed(tmp_path_factory):
     shutil.copytree(ROOT / "book" / "rankbook", copy / "rankbook")
     old = {k: os.environ.get(k) for k in ("PYTHONPATH",)}
     old_tempdir = tempfile.tempdir
-    os.environ["PYTHONPATH"] = str(copy)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(copy), *filter(None, [old["PYTHONPATH"]])])
     (tmp / "tmp").mkdir()
     tempfile.tempdir = str(tmp / "tmp")  # the grader's own folders, looked at afterwards
     try:
@@ -269,5 +269,39 @@ def test_probe_an_answer_that_kills_its_checker_ends_only_its_check(probed):
     _, subs, _, _, _ = probed
     killer = subs["killer.md"].outcomes
     assert killer["paths.count"].outcome == "crashed"
+    # its function ran and killed its checker's parent: the checks after it are still checked
+    assert "killed the process" in killer["paths.count"].message
     assert killer["paths.read_diagram"].outcome == "correct"  # tiny(2): the others right
     assert killer["paths.predict_length"].outcome == "correct"
+
+
+def test_a_grader_failure_on_one_submission_is_that_submissions_row(tmp_path, monkeypatch):
+    """Whatever the grader itself fails on while grading one submission (here: a failure made
+    for b.md) is that submission's row, every check crashed and 0 points; the others are graded
+    and every output is written."""
+    from booktools.grade_submission import Outcome
+
+    class NoServer:  # nothing is checked here: no verifier's server to start
+        def __init__(self, *args):
+            pass
+
+        def close(self):
+            pass
+
+    def grade_one(sub, specs, mode, timeout, cells=None, verifiers=None):
+        if sub.rel == "b.md":
+            raise RuntimeError("made to fail")
+        sub.outcomes = {s.id: Outcome("correct", "") for s in specs[sub.chapter].checks}
+        return sub
+
+    monkeypatch.setattr(grade, "Verifiers", NoServer)
+    monkeypatch.setattr(grade, "grade_one", grade_one)
+    for name in ("a.md", "b.md"):
+        (tmp_path / name).write_text(tiny(2))
+    subs = {s.rel: s for s in grade.grade(tmp_path, echo=lambda *a: None)}
+    assert subs["a.md"].run == "ran"
+    assert subs["b.md"].run == "not graded: the grader failed on it (RuntimeError: made to fail)"
+    assert {o.outcome for o in subs["b.md"].outcomes.values()} == {"crashed"}
+    assert score(subs["b.md"], paths_spec())["total"] == 0
+    rows = (tmp_path / "graded" / "grades.csv").read_text(encoding="utf-8")
+    assert "a.md" in rows and "made to fail" in (tmp_path / "graded" / "grades.md").read_text()
