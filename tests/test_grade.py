@@ -60,7 +60,7 @@ POINTS = {
 EXPLAIN, EXPLAIN_POINTS = "ex-paths-explain", 3  # its Rubric in rankbook/checks/paths.py
 PROVE, PROVE_POINTS = "ex-paths-prove", 5  # a proof, graded by hand with its Rubric's points
 # the build-it-yourself exercises, which the samples leave unanswered (not attempted)
-UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 2}
+UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 3}  # their difficulty
 MAX = sum(POINTS.values()) + sum(UNANSWERED.values()) + EXPLAIN_POINTS + PROVE_POINTS
 
 
@@ -691,7 +691,8 @@ REWRITE = """import importlib.util, os
 path = importlib.util.find_spec('rankbook.checks.paths_questions').origin
 assert path.startswith({copy!r}), path
 with open(path, 'a') as f:
-    f.write('\\nQUESTIONS["paths.read_diagram"].answer = lambda: 5\\n')"""
+    f.write('\\nfrom .registry import QUESTIONS\\n')  # the module imports it under no name
+    f.write('QUESTIONS["paths.read_diagram"].answer = lambda: 5\\n')"""
 # an answer that kills the process above the one it is checked in (the server's, if it is one);
 # os.open, since the grader does not carry the builtin open out of the notebook (an answer
 # calling it crashes before it kills anything)
