@@ -128,6 +128,20 @@ def test_flipped_and_scaled_are_the_same_weights_under_another_config(small_bert
     np.testing.assert_allclose(run.curves[("scaled", 2)], torch.stack(want, 1).numpy(), rtol=1e-9)
 
 
+def test_every_layer_gets_its_own_constants(small_bert):
+    """Each layer's constants are those of its own weights: a drawn layer is never given another's
+    (the run once looked them up by the id of the layer's dict, which Python reuses once a drawn
+    layer is freed: at BERT's published width, 54 distinct constants for its 96 layers)."""
+    ids = depth.texts(small_bert, 1, 6)
+    run = depth.depth_run(small_bert, ids, 0, factors=(1, 4), variants=("full",), float32=())
+    native = depth._native_layers(small_bert.network(torch.float32))
+    layers = depth.deeper_layers(native, 48, "draw", depth._extension_seed(0))
+    cfg = small_bert.network_config()
+    want = [depth.layer_theorem_constants(w, cfg.n_heads, cfg.d_qk)["omega"] for w in layers]
+    np.testing.assert_allclose(run.constants["omega"], want, rtol=1e-12)
+    assert len(set(run.constants["omega"][12:])) == 36  # every drawn layer is a new one
+
+
 def test_bad_arguments_name_themselves(small_bert):
     ids = depth.texts(small_bert, 2, 8)
     with pytest.raises(ValueError, match="variants"):

@@ -50,12 +50,29 @@ def residual_inf(X) -> torch.Tensor:
     return norm_inf(res(X))
 
 
+def head_norms(QK: torch.Tensor, W: torch.Tensor) -> dict:
+    """Each head's ``||W_QK,h||_1``, ``||W_QK,h||_inf``, ``||W_h||_1``, ``||W_h||_inf`` (largest
+    absolute column and row sums) of heads ``QK, W`` ``(..., H, d, d)``: each ``(..., H)``."""
+    A, B = QK.abs(), W.abs()
+    return {
+        "qk_1": A.sum(-2).amax(-1),
+        "qk_inf": A.sum(-1).amax(-1),
+        "w_1": B.sum(-2).amax(-1),
+        "w_inf": B.sum(-1).amax(-1),
+    }
+
+
+def constants_of_norms(norms: dict, d_qk: int):
+    """``(k, Omega)`` from :func:`head_norms`: ``k = (4/sqrt(d_qk)) sum_h min(||W_QK,h||_1,
+    ||W_QK,h||_inf) ||W_h||_inf`` and ``Omega = sum_h ||W_h||_inf``, each ``(...)``."""
+    q = torch.minimum(norms["qk_1"], norms["qk_inf"])
+    omega = norms["w_inf"]  # ||W_h||_inf, the largest row sum
+    return 4 / math.sqrt(d_qk) * (q * omega).sum(-1), omega.sum(-1)
+
+
 def head_constants(QK: torch.Tensor, W: torch.Tensor, d_qk: int):
     """``(k, Omega)`` of layers whose heads are ``QK, W`` ``(..., H, d, d)``: each ``(...)``."""
-    A = QK.abs()
-    q = torch.minimum(A.sum(-2).amax(-1), A.sum(-1).amax(-1))  # min(||.||_1, ||.||_inf)
-    omega = W.abs().sum(-1).amax(-1)  # ||W_h||_inf, the largest row sum
-    return 4 / math.sqrt(d_qk) * (q * omega).sum(-1), omega.sum(-1)
+    return constants_of_norms(head_norms(QK, W), d_qk)
 
 
 def layer_constants(model) -> tuple[torch.Tensor, torch.Tensor]:

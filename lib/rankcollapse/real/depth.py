@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from .._validate import check_choice, check_int, check_seed, derive_seed
-from ..lower_bound_theorem import head_constants
+from ..lower_bound_theorem import constants_of_norms, head_norms
 from ..residual import relative_residual
 from ..san import Block
 from .ablation import ablation_config
@@ -170,8 +170,13 @@ def deeper_layers(native: list[dict], n_layers: int, extension: str, seed: int):
         for k, t in native[0].items():
             if spread[k] is None:
                 drawn[k] = t
-            else:
-                drawn[k] = torch.empty_like(t).normal_(0.0, spread[k], generator=gen)
+            else:  # float32 (transformers' draws) and contiguous: normal_ in a transposed
+                # view's layout is 3 times slower; the same entries whatever the natives' dtype
+                drawn[k] = (
+                    torch.empty(t.shape, dtype=torch.float32)
+                    .normal_(0.0, spread[k], generator=gen)
+                    .to(t.dtype)
+                )
         yield drawn
 
 
@@ -197,14 +202,12 @@ def layer_theorem_constants(weights: dict, n_heads: int, d_qk: int) -> dict:
     if K.shape[0] != n_heads:  # grouped-query attention: each key/value head serves a group
         K = K.repeat_interleave(n_heads // K.shape[0], dim=0)
         V = V.repeat_interleave(n_heads // V.shape[0], dim=0)
-    QK = Q @ K.transpose(-1, -2)  # (H, d, d)
-    W = V @ O
-    q1 = QK.abs().sum(-2).amax(-1)  # ||W_QK,h||_1 (largest column sum)
-    w1, winf = W.abs().sum(-2).amax(-1), W.abs().sum(-1).amax(-1)
+    norms = head_norms(Q @ K.transpose(-1, -2), V @ O)  # of (H, d, d) products, each abs once
+    q1, w1, winf = norms["qk_1"], norms["w_1"], norms["w_inf"]  # ||W_QK,h||_1: column sums
     b = q1 * torch.sqrt(w1 * winf)
     beta = b.max()
     nu = torch.sqrt((q1 * w1).max() * (q1 * winf).max()) / beta if beta > 0 else 1.0
-    k, omega = head_constants(QK, W, d_qk)
+    k, omega = constants_of_norms(norms, d_qk)
     return {
         "c_floor": float(4 * beta * nu * n_heads / math.sqrt(d_qk)),
         "omega": float(omega),
@@ -332,16 +335,24 @@ def depth_run(
             block = Block(cfg, None)  # its weights are set layer by layer (_apply)
             states[key] = [X0.to(dt), cfg, lam, f * L0, [r0], block]
     constants = {"c_floor": [], "omega": [], "k": []}
-    seen = {}
+    seen = {}  # a native layer's constants, by its weights' storage (ALBERT's layers share one)
     H, d_qk = base.n_heads, base.d_qk
     layers = deeper_layers(native, L_max, extension, _extension_seed(seed))
     with torch_threads():
         for l, w in enumerate(layers):
-            if id(w) not in seen:
-                seen[id(w)] = layer_theorem_constants(w, H, d_qk)
-            for name, value in seen[id(w)].items():
+            # a drawn layer is new: its dict's id may be a freed one's, so only the native
+            # layers (alive for the whole run) are looked up
+            if l < L0 or extension == "repeat":
+                key = w["W_Q"].data_ptr()
+                if key not in seen:
+                    seen[key] = layer_theorem_constants(w, H, d_qk)
+                values = seen[key]
+            else:
+                values = layer_theorem_constants(w, H, d_qk)
+            for name, value in values.items():
                 constants[name].append(value)
             params = {}  # this layer's weights as parameters of each dtype, shared by the variants
+            moved = []  # the streams this layer moved, their residuals measured together
             for key, st in states.items():
                 X, cfg, lam, total, rows, block = st
                 if X is None or l >= total:
@@ -351,11 +362,18 @@ def depth_run(
                         k: nn.Parameter(t.to(cfg.dtype), requires_grad=False) for k, t in w.items()
                     }
                 st[0] = _apply(block, params[cfg.dtype], lam, X)
-                r = relative_residual(st[0].double()).numpy()
-                rows.append(r)
+                moved.append((key, st))
+            if not moved:
+                continue
+            stacked = torch.stack([st[0].double() for _, st in moved])
+            finite = torch.isfinite(stacked).flatten(2).all(-1)  # (streams, b)
+            residuals = torch.full(finite.shape, math.nan, dtype=torch.float64)
+            residuals[finite] = relative_residual(stacked[finite])
+            for (key, st), r in zip(moved, residuals.numpy()):
+                st[4].append(r)
                 if not np.isfinite(r).all():
                     st[0] = None  # tokens that under- or overflowed (a gated MLP without skip)
-                elif cfg.dtype == torch.float64 and key in ("san", "san+mlp"):
+                elif st[1].dtype == torch.float64 and key in ("san", "san+mlp"):
                     if (r < FLOOR64).all():
                         st[0] = None  # at rounding error: the rest is noise
     curves = {}

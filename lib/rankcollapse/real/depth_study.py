@@ -14,6 +14,7 @@ import numpy as np
 
 from .._validate import check_int, check_seed, derive_seed
 from .depth import FACTORS, VARIANTS, build, depth_run, texts
+from .depth_cache import cached_run
 from .depth_fit import fit_curve
 from .hub import load
 
@@ -136,6 +137,7 @@ def depth_study(
     pretrained: bool = True,
     float32=(),
     layers=None,
+    cache: bool = True,
 ) -> DepthStudy:
     """Every model of ``names`` at ``n_seeds`` seeds derived from ``seed`` (``seed * n_seeds +
     i``, so that two runs' seeds never overlap) through ``max(factors)`` times its depth, on
@@ -146,34 +148,52 @@ def depth_study(
     ``width`` and ``heads`` when given); ALBERT's shared layer applied again, the others' further
     layers drawn (:func:`rankcollapse.real.depth.deeper_layers`). ``float32``: the variants run
     in float32 (:func:`rankcollapse.real.depth.depth_run`). ``layers``: ``{name: native depth}``
-    for models built at another depth than their published one.
+    for models built at another depth than their published one. ``cache``: each model's run at
+    each seed is kept on disk and reused by a later study of the same settings and code
+    (:mod:`rankcollapse.real.depth_cache`).
     """
     layers = {} if layers is None else dict(layers)
     n_texts, n_tokens = check_int("n_texts", n_texts), check_int("n_tokens", n_tokens)
     seed, n_seeds = check_seed("seed", seed), check_int("n_seeds", n_seeds)
     seeds = [derive_seed(seed, i, stride=n_seeds) for i in range(n_seeds)]
     factors = tuple(sorted(set(factors)))
-    runs = {}
-    for name in names:
-        runs[name] = []
-        for s in seeds:
-            model = build(name, s, width=width, heads=heads, layers=layers.get(name))
-            shared = model.family == "albert"  # one layer's weights for every layer
+    if not isinstance(cache, bool):
+        raise TypeError(f"cache must be True or False, got {cache!r}")
+    float32 = tuple(sorted(float32))
+    common = dict(n_texts=n_texts, n_tokens=n_tokens, factors=list(factors), float32=float32)
+
+    def one(name, s):
+        def compute():
+            if name == PRETRAINED:
+                model = load(PRETRAINED, True)
+            else:
+                model = build(name, s, width=width, heads=heads, layers=layers.get(name))
+            # ALBERT: one layer's weights for every layer; MiniLM: its own layers again (a probe)
+            again = name == PRETRAINED or model.family == "albert"
             ids = texts(model, n_texts, n_tokens)
-            runs[name].append(
-                depth_run(
-                    model,
-                    ids,
-                    s,
-                    factors=factors,
-                    extension="repeat" if shared else "draw",
-                    float32=float32,
-                )
+            return depth_run(
+                model,
+                ids,
+                s,
+                factors=factors,
+                extension="repeat" if again else "draw",
+                float32=float32,
             )
+
+        if not cache:
+            return compute()
+        narrowed = name != PRETRAINED and width is not None
+        settings = dict(
+            common,
+            name=name,
+            seed=s,
+            width=width if narrowed else None,
+            heads=heads if narrowed else None,
+            layers=layers.get(name),
+        )
+        return cached_run(settings, compute)[0]
+
+    runs = {name: [one(name, s) for s in seeds] for name in names}
     if pretrained:
-        model = load(PRETRAINED, True)
-        ids = texts(model, n_texts, n_tokens)
-        runs[PRETRAINED] = [
-            depth_run(model, ids, seeds[0], factors=factors, extension="repeat", float32=float32)
-        ]
+        runs[PRETRAINED] = [one(PRETRAINED, seeds[0])]
     return DepthStudy(runs, n_texts, n_tokens, factors)

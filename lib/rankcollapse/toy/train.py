@@ -27,6 +27,8 @@ from pathlib import Path
 
 import torch
 
+from .. import _cache
+from .._cache import code_version  # noqa: F401  (re-exported: rc.toy.code_version)
 from .._env import torch_threads
 from .._validate import check_int, check_seed
 from . import data as _data
@@ -66,33 +68,6 @@ __all__ = [
 ]
 
 
-def code_version(*paths: Path) -> str:
-    """A hash of the code in ``paths`` (Python files): of each file's syntax tree without its
-    docstrings, so that an edit to a comment, a docstring or the layout keeps the cached
-    checkpoints, and any change to what the code does retrains them."""
-    import ast
-
-    if not paths:
-        raise ValueError("code_version needs at least one path (the Python files to hash)")
-    digest = hashlib.sha256()
-    for path in paths:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"code_version: paths holds {str(path)!r}, which is not a file")
-        tree = ast.parse(Path(path).read_text())
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (
-                isinstance(body, list)
-                and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                body[:1] = [] if len(body) > 1 else [ast.Pass()]
-        digest.update(ast.dump(tree).encode())
-    return digest.hexdigest()[:12]
-
-
 _HERE = Path(__file__).parent
 #: The code that decides what training produces: the training loop, the tasks, the data
 #: generators, the toy model and the core network it wraps. Its hash (:func:`training_code_hash`)
@@ -118,8 +93,7 @@ def training_code_hash() -> str:
 
 def cache_dir() -> Path:
     """``$RANKCOLLAPSE_CACHE/toy`` if the variable is set, else ``~/.cache/rankcollapse/toy``."""
-    root = os.environ.get("RANKCOLLAPSE_CACHE", "").strip()
-    return (Path(root).expanduser() if root else Path.home() / ".cache" / "rankcollapse") / "toy"
+    return _cache.cache_dir("toy")
 
 
 def _key(task: ToyTask, seed: int) -> str:
