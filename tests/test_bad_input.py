@@ -1812,6 +1812,16 @@ ROWS += [
         Raises(TypeError, "M", "ndarray"),
     ),
     (
+        "mean_steps post-LN model",
+        lambda: rc.lower_bound_preln.mean_steps(SKIP),
+        Raises(ValueError, "layernorm='pre'"),
+    ),
+    (
+        "preln_relative_bound post-LN model",
+        lambda: rc.lower_bound_preln.preln_relative_bound(SKIP, X),
+        Raises(ValueError, "layernorm='pre'"),
+    ),
+    (
         "preln_bound post-LN model",
         lambda: rc.lower_bound_preln.preln_bound(SKIP, X),
         Raises(ValueError, "layernorm='pre'"),

@@ -53,6 +53,34 @@ def test_the_bound_holds_on_random_core_networks():
     assert positive > 20 and worst >= 1 - 1e-9  # compared where the bound says something
 
 
+def test_the_relative_bound_holds_on_random_core_networks():
+    """Each layer moves the mean token by at most mean_steps, and b_l / ||m_l|| is never below the
+    relative bound (MLPs, biases, causal masks, RMSNorm, parallel layers)."""
+    gen = torch.Generator().manual_seed(4)
+    moved, positive = 0.0, 0
+    for i in range(40):
+        net = _random_san(i, gen)
+        n = int(torch.randint(2, 7, (1,), generator=gen))
+        X = torch.randn(n, net.config.d_model, generator=gen, dtype=torch.float64)
+        X = X * 10 ** (3 * float(torch.rand(1, generator=gen))) + torch.randn(
+            net.config.d_model, generator=gen, dtype=torch.float64
+        ) * 10 ** (3 * float(torch.rand(1, generator=gen)))
+        with torch.no_grad():
+            hidden = net(X).hidden_states
+        means = torch.stack([h.mean(-2) for h in hidden])
+        steps = torch.linalg.vector_norm(means[1:] - means[:-1], dim=-1)
+        mu = PL.mean_steps(net)
+        assert (steps <= mu * (1 + 1e-9)).all()
+        moved = max(moved, float((steps / mu).max()))
+        measured = torch.stack([PL.residual_l2(h) for h in hidden]) / torch.linalg.vector_norm(
+            means, dim=-1
+        )
+        bound = PL.preln_relative_bound(net, X)
+        assert (bound <= measured * (1 + 1e-9)).all()
+        positive += int((bound[1:] > 0).sum())
+    assert positive > 20 and moved > 0.05  # the bounds say something, the check compares sizes
+
+
 def test_the_batched_networks_never_violate_the_bound():
     total = viol = 0
     for meas, bound in PL.random_networks(600, seed=1, max_L=24):

@@ -16,10 +16,13 @@ the largest absolute gain of the norm:
   Lipschitz constant (:data:`ACTIVATION_LIP`) and the MLP branch's scale;
 
 so ``b_L >= b_0 - sum_{l<L} delta_l`` (:func:`layer_steps`, :func:`preln_bound`), with no
-condition on the weights. Two antipodal clusters of tokens lose exactly ``omega sqrt(d)
-tanh(eps)`` per layer (:func:`construction`, :func:`antipodal_tokens`), and reach a residual of
-exactly 0 at a finite depth: no lower bound positive at every depth holds for pre-LN networks.
-Core dependencies only. Book: chapter "A lower bound with skip connections", section 8.
+condition on the weights; relative to the stream's mean token, ``b_L / ||m_L||_2 >= max(0, b_0 -
+sum delta_l) / (||m_0||_2 + sum mu_l)``, ``mu_l`` the most a layer can move the mean
+(:func:`mean_steps`, :func:`preln_relative_bound`). Two antipodal clusters of tokens lose
+exactly ``omega sqrt(d) tanh(eps)`` per layer (:func:`construction`, :func:`antipodal_tokens`),
+and reach a residual of exactly 0 at a finite depth: no lower bound positive at every depth holds
+for pre-LN networks. Core dependencies only. Book: chapter "A lower bound with skip connections",
+section 8.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ __all__ = [
     "preln_constants",
     "layer_steps",
     "preln_bound",
+    "mean_steps",
+    "preln_relative_bound",
     "antipodal_tokens",
     "construction",
     "construction_step",
@@ -165,6 +170,48 @@ def preln_bound(model, X) -> torch.Tensor:
     b0 = residual_l2(X).to(torch.float64)
     spent = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(steps, 0)])
     return torch.clamp(b0.unsqueeze(0) - spent.view(-1, *([1] * b0.ndim)), min=0)
+
+
+@torch.no_grad()
+def mean_steps(model) -> torch.Tensor:
+    """``mu_l``, ``(L,)``: the most a pre-LN layer can move the stream's mean token (in l2),
+    whatever its input. Every row a branch reads lies within ``y = ||g||_inf sqrt(d) + ||shift||_2``
+    of 0 (the norm's sphere), every row it writes is an average of such rows mapped linearly (or an
+    MLP of one, whose activation has ``act(0) = 0``), and a mean of rows is at most their largest:
+    attention ``sum_h (omega_h y + ||b_V,h W_O,h||_2) + ||b_O||_2`` (times the branch scale), MLP
+    ``lip ||W_2||_2 (||W_1||_2 y_2 + ||b_1||_2) + ||b_2||_2`` (times its scale)."""
+    cfg = _check_preln(model).config
+    k, root_d, out = preln_constants(model), math.sqrt(cfg.d_model), []
+    norm = lambda t: 0.0 if t is None else float(torch.linalg.vector_norm(t))  # noqa: E731
+    for l, block in enumerate(model.layers):
+        y = float(k["g1"][l]) * root_d + norm(getattr(block, "ln1_shift", None))
+        mu = y * float(k["omega"][l].sum())
+        if block.b_V is not None:
+            bV = block.b_V.repeat_interleave(cfg.group, 0)[:, None, :]  # (H, 1, dh)
+            mu += cfg.branch_scale * float(torch.linalg.vector_norm(bV @ block.W_O, dim=-1).sum())
+        mu += cfg.branch_scale * norm(block.b_O)
+        if cfg.mlp:
+            y2 = float(k["g2"][l]) * root_d + norm(getattr(block, "ln2_shift", None))
+            W1, W2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (block.W_1, block.W_2))
+            inner = ACTIVATION_LIP[cfg.activation] * (W1 * y2 + norm(block.b_1))
+            mu += cfg.mlp_branch_scale * (W2 * inner + norm(block.b_2))
+        out.append(mu)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def preln_relative_bound(model, X) -> torch.Tensor:
+    """A lower bound on ``b_l / ||m_l||_2`` (``m_l`` the stream's mean token) for a pre-LN ``SAN``
+    on ``X`` ``(n, d)`` or ``(..., n, d)``: ``(L+1, ...)``, entry ``l`` equal to ``max(0, b_0 -
+    sum delta) / (||m_0||_2 + sum mu)`` over the first ``l`` layers (:func:`layer_steps`,
+    :func:`mean_steps`); ``inf`` where the denominator is 0 and the numerator positive, 0 where both
+    are. Refused as :func:`preln_bound` refuses."""
+    X = _check_preln(model).check_input(X)
+    absolute = preln_bound(model, X)
+    m0 = torch.linalg.vector_norm(X.to(torch.float64).mean(-2), dim=-1)
+    spent = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(mean_steps(model), 0)])
+    den = m0.unsqueeze(0) + spent.view(-1, *([1] * m0.ndim))
+    ratio = absolute / torch.where(den > 0, den, 1.0)
+    return torch.where(den > 0, ratio, torch.where(absolute > 0, math.inf, 0.0))
 
 
 def antipodal_tokens(n: int, d: int, b0: float) -> torch.Tensor:
