@@ -759,7 +759,8 @@ def test_hostile_submissions_do_not_change_the_honest_grades(tmp_path, monkeypat
     assert "killed the process" in killer["paths.count"].message  # not "could not carry"
     assert subs["zz-bytes.ipynb"].run.startswith("unreadable")
     assert subs["zz-\\xe9l\\xe8ve.md"].run.startswith("crashed")
-    assert subs["zz-junk.md"].run == "ran"
+    assert subs["zz-junk.md"].run == "ran"  # and its answers get what they earn:
+    assert score(subs["zz-junk.md"], specs)["total"] == HONEST_POINTS[4]  # plan.json intact
     assert (whole / "graded" / "grades.md.in-the-way").is_dir()
     assert (whole / "graded" / "grades.md").read_text().count("student") == 25
     rows = list(csv.DictReader(open(whole / "graded" / "grades.csv", encoding="utf-8")))
