@@ -44,11 +44,18 @@ from ..lower_bound_theorem import constants_of_norms, head_norms
 from ..residual import relative_residual
 from ..san import Block
 from .ablation import ablation_config
-from .families import FAMILIES, NATIVE, depth_key, native_config, transformers_model
+from .families import (
+    FAMILIES,
+    NATIVE,
+    depth_key,
+    initial_real_model,
+    native_config,
+    transformers_model,
+)
 from .model import RealModel, check_model
 from .network import Embedding
 from .registry import MODELS
-from .text import CLS, SEP, token_windows
+from .text import token_windows
 from .threads import torch_threads
 
 __all__ = [
@@ -81,14 +88,14 @@ WIDTH_KEYS = {
 }
 
 
-def _family_of(name: str) -> tuple[str, str, dict, bool]:
-    """``(family, published name, configuration, framed)`` of a registry model or a family of
+def _family_of(name: str) -> tuple[str, str, dict]:
+    """``(family, published name, configuration)`` of a registry model or a family of
     :data:`rankcollapse.real.families.FAMILIES` (today's decoders: ``"llama"``, ``"gpt_neox"``)."""
     if name in MODELS:
         s = MODELS[name]
-        return s.family, name, dict(s.config), s.framed
+        return s.family, name, dict(s.config)
     check_choice("name", name, tuple(MODELS) + FAMILIES)
-    return name, NATIVE[name][0], native_config(name), False
+    return name, NATIVE[name][0], native_config(name)
 
 
 def build(
@@ -110,7 +117,7 @@ def build(
     published sizes (then a registry model's weights are those of :func:`rankcollapse.real.load`
     with the same seed).
     """
-    family, published, config, framed = _family_of(name)
+    family, published, config = _family_of(name)
     seed = check_seed("seed", seed)
     if (width is None) != (heads is None):
         raise ValueError("width and heads must be given together (or neither)")
@@ -128,15 +135,8 @@ def build(
     where = "" if width is None else f", narrowed to width {width} and {heads} heads"
     if layers is not None:
         where += f", {layers} layers"
-    return RealModel(
-        published if name in MODELS else name,
-        family,
-        hf,
-        False,
-        f"{published} at initialisation (transformers' initialiser, seed {seed}{where})",
-        None,
-        (CLS, SEP) if framed else (None, None),
-    )
+    own = published if name in MODELS else name
+    return initial_real_model(hf, family, own, seed, label=published, note=where)
 
 
 def _native_layers(net) -> list[dict]:

@@ -65,6 +65,7 @@ __all__ = [
     "transformers_model",
     "build",
     "real_model",
+    "initial_real_model",
     "repeated",
 ]
 
@@ -194,9 +195,22 @@ def transformers_classes(family: str):
 def transformers_model(family: str, config_overrides=None, *, seed: int = 0, depth_factor=1):
     """transformers' own model of ``family`` at ``depth_factor`` times its native depth
     (:func:`native_config` with ``config_overrides``), initialised by transformers under
-    ``torch.manual_seed(seed)`` in a forked generator, eager attention, evaluation mode."""
+    ``torch.manual_seed(seed)`` in a forked generator, eager attention, evaluation mode.
+
+    ``config_overrides`` may also be a transformers configuration of ``family`` (a model's
+    ``.config``): then it is the whole configuration, the published one is not consulted (what
+    :func:`rankcollapse.real.study.applied_again` builds ALBERT's deeper model from)."""
     k = check_int("depth_factor", depth_factor)
-    config, key = native_config(family, config_overrides), depth_key(family)
+    if hasattr(config_overrides, "to_dict") and hasattr(config_overrides, "model_type"):
+        check_choice("family", family, FAMILIES)
+        if config_overrides.model_type != family:
+            raise ValueError(
+                f"config_overrides: a {config_overrides.model_type} configuration, not {family}'s"
+            )
+        config = config_overrides.to_dict()
+    else:
+        config = native_config(family, config_overrides)
+    key = depth_key(family)
     config[key] = config[key] * k
     return _initialised(family, config, seed)
 
@@ -262,15 +276,25 @@ def real_model(
     token ids are MiniLM's WordPiece ids mapped into the family's vocabulary, framed by [CLS]
     ... [SEP] for the encoders (BERT, ALBERT, XLNet) and unframed for the decoders."""
     hf = transformers_model(family, config_overrides, seed=seed, depth_factor=depth_factor)
-    k = check_int("depth_factor", depth_factor)
-    name = f"{NATIVE[family][0]} x{k}"
+    name = f"{NATIVE[family][0]} x{check_int('depth_factor', depth_factor)}"
+    return initial_real_model(hf, family, name, seed, as_transformers=as_transformers)
+
+
+def initial_real_model(
+    hf, family: str, name: str, seed: int, *, label=None, note: str = "", as_transformers=None
+) -> RealModel:
+    """The :class:`~rankcollapse.real.RealModel` ``name`` of ``hf``, a model of ``family`` just
+    built by :func:`transformers_model` under ``seed``: its source reads ``"<label> at
+    initialisation (transformers' initialiser, seed <seed><note>)"`` (``label``: ``name`` when
+    ``None``), token ids framed by [CLS] ... [SEP] for the encoders (BERT, ALBERT, XLNet)."""
     framed = family in ("bert", "albert", "xlnet")
     return RealModel(
         name,
         family,
         hf,
         False,
-        f"{name} at initialisation (transformers' initialiser, seed {seed})",
+        f"{name if label is None else label} at initialisation "
+        f"(transformers' initialiser, seed {seed}{note})",
         None,
         (CLS, SEP) if framed else (None, None),
         as_transformers=as_transformers,

@@ -18,6 +18,7 @@ from .._validate import check_int, check_seed
 from ..centering import optimal_center
 from ..stats import first_below, log_slope
 from ..stats import geometric_mean as gmean
+from .families import transformers_model
 from .measure import hidden_states, residual_curve, residual_curves
 from .model import RealModel, check_model
 from .products import path_profile
@@ -191,7 +192,8 @@ def path_products_study(
 def applied_again(model, n_layers: int) -> RealModel:
     """ALBERT ``model`` with its one shared layer applied ``n_layers`` times instead of its own
     number: the same weights, ``num_hidden_layers = n_layers`` in its configuration (a new
-    transformers model into which the original's state dict is loaded, strictly: ALBERT's
+    transformers model, :func:`rankcollapse.real.families.transformers_model` of that
+    configuration, into which the original's state dict is loaded, strictly: ALBERT's
     parameters do not depend on its depth). Only a model whose layers all share one set of
     weights can be deepened so (``ValueError`` otherwise)."""
     check_model(model)
@@ -202,9 +204,8 @@ def applied_again(model, n_layers: int) -> RealModel:
             f"model must be an ALBERT whose layers share one set of weights (num_hidden_groups=1), "
             f"got {model.name} ({model.family})"
         )
-    config = config.__class__(**{**config.to_dict(), "num_hidden_layers": n_layers})
-    config._attn_implementation = "eager"
-    hf = type(model.hf)(config, add_pooling_layer=False).eval()
+    deeper = type(config)(**{**config.to_dict(), "num_hidden_layers": n_layers})
+    hf = transformers_model("albert", deeper)
     hf.load_state_dict(model.hf.state_dict(), strict=True)
     return RealModel(
         model.name,
