@@ -60,7 +60,7 @@ POINTS = {
 EXPLAIN, EXPLAIN_POINTS = "ex-paths-explain", 3  # its Rubric in rankbook/checks/paths.py
 PROVE, PROVE_POINTS = "ex-paths-prove", 5  # a proof, graded by hand with its Rubric's points
 # the build-it-yourself exercises, which the samples leave unanswered (not attempted)
-UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 2}
+UNANSWERED = {"paths.attention_layer": 2, "paths.by_length": 3}  # their difficulty
 MAX = sum(POINTS.values()) + sum(UNANSWERED.values()) + EXPLAIN_POINTS + PROVE_POINTS
 
 

@@ -205,3 +205,37 @@ def test_the_notebooks_check_says_what_the_grader_will_of_an_answer_calling_the_
         rules = text.index("**How your answers are graded.**")
         assert rules < text.index("{exercise-start}"), path.stem
         assert "0 points when graded" in text[rules : rules + 2000]
+
+
+def test_points_follow_the_rule_and_every_exercise_shows_them():
+    """Issue 46, item 4: a checked exercise is worth its difficulty, an explain or prove one its
+    rubric's points (each criterion 1 or 2), every exercise graded by hand has a rubric, and the
+    student version prints each exercise's points after its ratings."""
+    import re
+
+    import rankbook as book
+    from booktools.grade_plan import chapter_specs
+
+    ratings = re.compile(r":label: (ex-[\w-]+)\n`+\n\n\*\*([^*]+)\*\*\s*\(difficulty\s+(\d)/3")
+    difficulty = {
+        m[1]: (int(m[3]), m[2]) for path in CHAPTERS for m in ratings.finditer(path.read_text())
+    }
+    for spec in chapter_specs().values():
+        for c in spec.checks:
+            assert c.points == difficulty[c.label][0], (c.id, c.points)
+        for h in spec.hand:
+            if h.check is None:
+                assert h.label in book.checks.RUBRICS, h.label
+                assert {p for p, _ in book.checks.RUBRICS[h.label].criteria} <= {1, 2}
+                # the label says what is asked: a body asking for a proof is labelled Prove
+                title = difficulty[h.label][1]
+                assert title.startswith(("Explain: ", "Prove: ")), title
+    for path in CHAPTERS:
+        text = student.strip_solutions(path.read_text())
+        shown = re.findall(r"minutes, (\d+) points?\)", text)
+        assert len(shown) == text.count("{exercise-start}") > 0, path.stem
+    lb = student.strip_solutions((CHAPTERS[0].parent / "lower_bound.md").read_text())
+    assert (
+        "**Prove: from one layer to many** (difficulty 3/3, importance 3/3, 20 minutes, 4 points)"
+        in lb
+    )

@@ -125,6 +125,7 @@ def _hand_specs(text: str, checks: dict[str, str]) -> list[HandSpec]:
             good = " ".join(" ".join(s.split()) for s in _GOOD_ANSWER.findall(model))
             criteria = [(1.0, good or "Agrees with the model answer in substance.")]
         kind = "explain" if title.startswith("Explain") else title.split(":")[0].strip().lower()
+        kind = "prove" if kind.startswith("prove") else kind  # "Prove, then explain: ..."
         out.append(
             HandSpec(
                 label,

@@ -38,6 +38,7 @@ def strip_solutions(text: str) -> str:
     out = SOLUTION.sub("", text)
     if "{solution-start}" in out or "{solution-end}" in out:
         raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
+    out = with_points(out, exercise_points(out))
     for at, (meta, source) in sorted(_inserted(out).items(), reverse=True):
         cell = f"\n+++ {json.dumps(meta)}\n\n{source}\n\n+++\n"
         out = out[:at] + (cell if at else cell.lstrip("\n")) + out[at:]
@@ -57,6 +58,49 @@ RULES = (
     "after their exercise (more cells of yours may follow it, before the next exercise) and are "
     "graded by hand; each exercise gives its points beside its ratings."
 )
+
+
+_RATINGS = re.compile(
+    r"(?P<head>^:label: (?P<label>ex-[\w-]+)\n(?:`{3,}|:{3,})\n\n\*\*[^*]+\*\*\s*"
+    r"\(difficulty\s+\d/3,\s+importance\s+\d/3,\s+\d+\s+minutes)\)",
+    re.M,
+)
+
+
+def exercise_points(text: str) -> dict[str, float]:
+    """``{label: points}`` of the exercises of the MyST ``text``: the rubric's for one graded by
+    hand, else the registry's entry of the first check after it (the points rule:
+    ``rankbook.checks``)."""
+    import rankbook as book
+
+    found = list(_EXERCISE.finditer(text))
+    out = {}
+    for m, nxt in zip(found, [*found[1:], None]):
+        label = m["label"]
+        if label in book.checks.RUBRICS:
+            out[label] = float(book.checks.RUBRICS[label].points)
+            continue
+        call = re.search(
+            r"""book\.checks\.check\(["']([^"']+)["']""",
+            text[m.end() : nxt.start() if nxt is not None else len(text)],
+        )
+        entry = call and (book.checks.EXERCISES.get(call[1]) or book.checks.QUESTIONS.get(call[1]))
+        if entry:
+            out[label] = float(entry.points)
+    return out
+
+
+def with_points(text: str, points: dict[str, float]) -> str:
+    """``text`` with each exercise's points after its ratings: "(difficulty 2/3, importance 3/3,
+    20 minutes, 2 points)"."""
+
+    def add(m):
+        if m["label"] not in points:
+            return m[0]
+        n = points[m["label"]]
+        return f"{m['head']}, {n:g} point{'' if n == 1 else 's'})"
+
+    return _RATINGS.sub(add, text)
 
 
 def _inserted(text: str) -> dict[int, tuple[dict, str]]:
@@ -178,6 +222,11 @@ def _with_answer_cells(cells: list) -> list:
 
     import nbformat
 
+    text = "".join(c.source.rstrip("\n") + "\n\n" for c in cells)
+    points = exercise_points(text)
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            cell.source = with_points(cell.source, points)
     text, where = "", []  # the cells' sources joined, and where each cell starts in it
     for cell in cells:
         where.append(len(text))

@@ -25,17 +25,21 @@ package imports them all at the bottom.
 
 For grading (``python3 tasks.py grade``, ``tools/booktools/grade.py``) every check carries
 
-- ``points`` (default 1): what a correct answer earns;
+- ``points``: what a correct answer earns. The points rule: a checked exercise earns its
+  difficulty (1, 2 or 3, as its title gives it; the default 1, a test holds every entry to it);
+  an exercise graded by hand earns its rubric's points, 1 per thing a good answer does and 2
+  for a step that carries the argument;
 - ``partial`` (an ``Exercise``; default ``False``): with ``True`` every case is run and an answer
   earns the share of the cases it gets right (``CheckResult.credit``); otherwise all or nothing;
 - ``same_role``: library functions that compute the answer, besides the ones the reference calls
   directly on its own inputs (found by tracing the reference while it runs); an answer that calls
   one of them is *used the reference* (scored 0) unless ``allow_reference`` is ``True``.
 
-An exercise with no check (an explain or proof question, graded by hand) may register a
-``Rubric``: its points and criteria, shown beside every student's answer on the hand-grading
-sheet. Without one, the grader gives it 1 point and takes the model answer's "A good answer ..."
-sentence as its criterion.
+An exercise with no check (an explain or proof question, graded by hand) registers a
+``Rubric`` (``checks/rubrics.py`` holds those not in their chapter's module): its points and
+criteria, shown beside every student's answer on the hand-grading sheet (a test asks every such
+exercise for one; without one the grader would give it 1 point and take the model answer's "A
+good answer ..." sentence as its criterion).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import torch
 from rankcollapse._validate import check_bool
 
 from . import tolerance
+from .advice import _short, calls_the_answer, difference
 from .questions import Question
 from .registry import EXERCISES, QUESTIONS, RUBRICS, Exercise, Rubric, register
 
@@ -125,23 +130,29 @@ def _float32_verdict(ex: Exercise, case, got, want):
     )
 
 
-def _known_mistake(ex: Exercise, case, got):
-    """The hint of the first known mistake whose answer on ``case`` is ``got`` (float64 tolerance),
-    or ``None``."""
-    for wrong, wrong_hint in ex.mistakes:
+def _matches(ex, wrong, case, got) -> bool:
+    try:
+        return bool(ex.same(got, wrong(*case)))
+    except Exception:
+        return False
+
+
+def _known_mistake(ex: Exercise, case, got, fn=None):
+    """The hint of the known mistake whose answer on ``case`` is ``got`` (float64 tolerance), or
+    ``None``. Where several match there (``L * H // (H + 1)`` and ``L * (H - 1) / H`` are both 0
+    at ``L = H = 1``), the reader's ``fn`` is run on the other cases until one mistake is left: the
+    hint is matched to the mistake, not to its value on one input."""
+    found = [(w, h) for w, h in ex.mistakes if _matches(ex, w, case, got)]
+    for other in ex.cases()[:8] if fn is not None and len(found) > 1 else ():
         try:
-            if ex.same(got, wrong(*case)):
-                return wrong_hint
+            theirs = fn(*other)
         except Exception:
-            pass
-    return None
-
-
-def _short(args) -> str:
-    parts = []
-    for a in args:
-        parts.append(f"tensor{tuple(a.shape)}" if isinstance(a, torch.Tensor) else repr(a))
-    return "(" + ", ".join(parts) + ")"
+            break
+        narrowed = [(w, h) for w, h in found if _matches(ex, w, other, theirs)]
+        found = narrowed or found
+        if len(found) == 1:
+            break
+    return found[0][1] if found else None
 
 
 def _check_question(q: Question, value) -> CheckResult:
@@ -159,91 +170,6 @@ def _check_question(q: Question, value) -> CheckResult:
         if q.same(value, wrong):
             return CheckResult(q.id, "incorrect", f"Hint: {wrong_hint}")
     return CheckResult(q.id, "incorrect", f"Hint: {q.hint}")
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # rankbook/
-_CHECKS = os.path.dirname(os.path.abspath(__file__))
-
-
-def _library_dirs() -> tuple[str, ...]:
-    import rankcollapse
-
-    return (os.path.dirname(os.path.abspath(rankcollapse.__file__)), _PACKAGE)
-
-
-def _is_library(code, dirs) -> bool:
-    f = code.co_filename
-    return any(f.startswith(d + os.sep) for d in dirs) and not f.startswith(_CHECKS + os.sep)
-
-
-def _in_package(code, dirs) -> bool:
-    """Is ``code`` anywhere in the library or the book layer, the checks included (a call from
-    there into the library is the library's business, as for the grader)?"""
-    return any(code.co_filename.startswith(d + os.sep) for d in dirs)
-
-
-def _calls_the_answer(ex: Exercise, fn, case) -> set[str]:
-    """The library functions that compute ``ex``'s answer (those its reference calls directly
-    and returns, and its ``same_role``) which ``fn`` calls on ``case``: the notebook's side of
-    the grader's rule (``booktools.grade_trace``, which traces the same way). Nothing is traced
-    when a profile hook is already set (the grader's own tracer runs) or in the book build."""
-    import sys
-
-    if ex.allow_reference or sys.getprofile() is not None or in_book_build():
-        return set()
-    dirs = _library_dirs()
-    ref_code = getattr(ex.reference, "__code__", None)
-    direct, called = [], set()
-
-    def name(frame) -> str:
-        return f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_qualname}"
-
-    def hook(frame, event, arg):
-        back = frame.f_back
-        if back is None or not _is_library(frame.f_code, dirs):
-            return
-        if event == "call" and not _in_package(back.f_code, dirs):
-            called.add(name(frame))
-        if event == "return" and back.f_code is ref_code:
-            direct.append((name(frame), arg))
-
-    sys.setprofile(hook)
-    try:
-        want = ex.reference(*case)
-        reference_calls = {n for n, got in direct if _same_quietly(ex, got, want)}
-        called.clear()
-        fn(*case)
-    except Exception:  # noqa: BLE001 (the verdict stands; the trace is advice)
-        return set()
-    finally:
-        sys.setprofile(None)
-    reference_calls |= {f"{f.__module__}.{f.__qualname__}" for f in ex.same_role}
-    return {_public(n) for n in called & reference_calls}
-
-
-def _public(name: str) -> str:
-    """``rankcollapse.paths.counting.path_count`` as a reader calls it: ``rc.paths.path_count``
-    (the shortest module path that exports the same function)."""
-    import sys
-
-    module, _, qual = name.rpartition(".")
-    parts = module.split(".")
-    target = getattr(sys.modules.get(module), qual, None)
-    for k in range(1, len(parts) + 1):
-        if (
-            target is not None
-            and getattr(sys.modules.get(".".join(parts[:k])), qual, None) is target
-        ):
-            module = ".".join(parts[:k])
-            break
-    return f"{module}.{qual}".replace("rankcollapse.", "rc.", 1).replace("rankbook.", "book.", 1)
-
-
-def _same_quietly(ex: Exercise, got, want) -> bool:
-    try:
-        return bool(ex.same(got, want))
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
@@ -292,7 +218,7 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
         if ex.same(got, want):
             passed += 1
             continue
-        hint = _known_mistake(ex, case, got)
+        hint = _known_mistake(ex, case, got, fn)
         note = _float32_verdict(ex, case, got, want)
         if note is not None and hint is None:
             notes.add(note)
@@ -304,14 +230,16 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
                 "where float32 gives this same answer: compute in float64.)"
             )
         result = result or CheckResult(
-            ex.id, "incorrect", f"On input {_short(case)}. Hint: {hint or ex.hint}"
+            ex.id,
+            "incorrect",
+            f"On input {_short(case)}.{difference(got, want)} Hint: {hint or ex.hint}",
         )
         if not ex.partial:
             break
     if result is None:
         note = max(notes, key=len) if notes else ""  # the tail's note wins over the plain one
         result = CheckResult(ex.id, "correct", note)
-        called = _calls_the_answer(ex, fn, cases[0]) if cases else set()
+        called = calls_the_answer(ex, fn, cases[0], in_book_build()) if cases else set()
         if called:  # what the grader scores "used the reference" (booktools.grade_trace)
             result.credit = 0.0
             result.message = (note + "; " if note else "") + (
@@ -338,6 +266,7 @@ from . import mlp as _mlp  # noqa: E402,F401
 from . import paths as _paths  # noqa: E402,F401
 from . import paths_questions as _paths_questions  # noqa: E402,F401
 from . import real_models as _real_models  # noqa: E402,F401
+from . import rubrics as _rubrics  # noqa: E402,F401
 from . import skip as _skip  # noqa: E402,F401
 from . import toy_tasks as _toy_tasks  # noqa: E402,F401
 from . import toy_tasks_questions as _toy_tasks_questions  # noqa: E402,F401

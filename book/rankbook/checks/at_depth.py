@@ -163,6 +163,7 @@ def _same_nan(got, want):
 register(
     Exercise(
         id="at_depth.scaled_bound",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_scaled_bound,
         cases=_scaled_cases,
         close=_same_nan,
@@ -282,6 +283,7 @@ def _kqv(c_attn, c_proj, n_heads):
 register(
     Exercise(
         id="at_depth.gpt2_heads",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=gpt2_heads,
         cases=_gpt2_blocks,
         hint=(

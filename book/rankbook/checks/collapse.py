@@ -62,6 +62,7 @@ def _beta_cases():
 register(
     Exercise(
         id="collapse.beta",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_beta_head,
         cases=_beta_cases,
         hint=(
@@ -114,6 +115,7 @@ def _centred_cases():
 register(
     Exercise(
         id="collapse.centred_output",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_centred_output,
         cases=_centred_cases,
         hint=(
@@ -188,7 +190,6 @@ register(
         id="collapse.residual",
         reference=_residual_and_norm,
         cases=_residual_cases,
-        points=2,
         hint="res(X) = X - 1 x^T with x the mean of the tokens (the column means); its norm is "
         "sqrt(||R||_1 ||R||_inf): the largest absolute column sum times the largest absolute row "
         "sum.",

@@ -67,6 +67,7 @@ def _pair(f):
 register(
     Exercise(
         id="collapse.step3_bounds",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_step3_bounds,
         cases=_step3_cases,
         hint=(

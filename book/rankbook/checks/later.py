@@ -40,6 +40,7 @@ def _window_cases():
 register(
     Exercise(
         id="later.window_attention",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_window_attention,
         cases=_window_cases,
         hint="Set the logits of the hidden keys to -inf before the softmax, so that each row's "

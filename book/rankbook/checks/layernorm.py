@@ -90,6 +90,7 @@ def _scale_cases():
 register(
     Exercise(
         id="layernorm.common_scale",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=lambda Z, sigma: ln.common_scale(Z, 1.0 / sigma, "best"),
         cases=_scale_cases,
         hint="Minimise sum_i ||z_i / sigma_i - c z_i||^2 over c: set the derivative to zero.",

@@ -310,6 +310,7 @@ def _no_constant(c, r0, tau):
 register(
     Exercise(
         id="limits.depth_needed",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_depth_needed,
         cases=_depth_cases,
         hint="The bound is c^(-1/2) u0^(3^L) with u0 = sqrt(c) r0: take logarithms, "

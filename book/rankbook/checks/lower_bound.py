@@ -26,6 +26,7 @@ def _construction_cases():
 register(
     Exercise(
         id="lower_bound.construction_layer",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_construction_layer,
         cases=_construction_cases,
         hint=(
@@ -263,6 +264,7 @@ def _contraction(omega, n):
 register(
     Exercise(
         id="lower_bound.contraction",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_contraction,
         cases=lambda: [(om, n) for om in (0.0, 0.3, 0.6, 0.9, 0.99) for n in (2, 4, 64)],
         hint=(
@@ -300,6 +302,7 @@ def _preln_step(d, omega, a):
 register(
     Exercise(
         id="lower_bound.preln_step",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_preln_step,
         cases=lambda: [(d, om, a) for d in (9, 16, 64) for om in (0.1, 0.5) for a in (0.01, 1.0)],
         hint=(

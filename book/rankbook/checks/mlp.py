@@ -139,6 +139,7 @@ def _minibatch_variance(G, B):
 register(
     Exercise(
         id="mlp.minibatch_variance",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_minibatch_variance,
         cases=_minibatch_cases,
         hint=(

@@ -52,6 +52,10 @@ register(
         ),
         mistakes=[
             (
+                lambda L, H: L * H // (H + 1),
+                "Integer division: `//` rounds down (1 // 2 is 0); divide with `/`.",
+            ),
+            (
                 lambda L, H: L / 2,
                 (
                     "Not every length is equally likely: there are more paths through heads than "
@@ -239,9 +243,9 @@ def _shifted_up(X, Ps, Ws):  # entry l holds the length-(l-1) sum
 register(
     Exercise(
         id="paths.by_length",
+        points=3,  # its difficulty: the points rule (rankbook.checks)
         reference=_by_length,
         cases=_by_length_cases,
-        points=2,
         same_role=(paths.decompose_by_length,),
         hint="Keep one sum per length. A layer keeps each length-l sum (the skip) and adds the "
         "heads applied "

@@ -111,6 +111,7 @@ def _zeroed(X, mask):
 register(
     Exercise(
         id="real_models.masked_residual",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_masked_rr,
         cases=_mask_cases,
         hint=(

@@ -77,6 +77,7 @@ def _reserved_cases():
 register(
     Exercise(
         id="skip.reserved_map",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_reserved_map,
         cases=_reserved_cases,
         hint=(

@@ -74,6 +74,7 @@ def _path_cases():
 register(
     Exercise(
         id="toy_tasks.path_term",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_path_term,
         cases=_path_cases,
         hint="In every layer the path passes the branch it takes (the input itself, or P_h Y W_V,h "
@@ -203,6 +204,7 @@ def _shortest(cumulative, full, fraction):
 register(
     Exercise(
         id="toy_tasks.shortest_sufficient_length",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_shortest,
         cases=lambda: [
             ([0.3, 0.55, 0.6], 0.6, 0.9),
@@ -282,6 +284,7 @@ def _circuit_cases():
 register(
     Exercise(
         id="toy_tasks.circuit_shares",
+        points=2,  # its difficulty: the points rule (rankbook.checks)
         reference=_circuit_shares,
         cases=_circuit_cases,
         hint="Group the sums by length: direct = T[0], heads = T[1], virtual heads = T[2], the "
