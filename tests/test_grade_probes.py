@@ -117,7 +117,6 @@ def test_a_notebook_that_loops_is_stopped_in_its_loop_by_the_time_out(tmp_path, 
     _run_in_process(monkeypatch, clock, when)
     path = tmp_path / "loop.md"
     path.write_text(notebook({"count": RIGHT["count"]}, extra={"count": LOOP}))
-    start = time.monotonic()
     sub = _graded(path, budget)
     assert sub.run == "timed out in code cell 4", sub.run  # import, answer, check, the loop
     got = {i: sub.outcomes[i].outcome for i in IDS}
@@ -125,7 +124,7 @@ def test_a_notebook_that_loops_is_stopped_in_its_loop_by_the_time_out(tmp_path, 
     message = sub.outcomes["paths.two_layer"].message
     assert message == "The notebook timed out in code cell 4 before this check."
     assert score(sub, paths_spec())["total"] == POINTS["paths.count"]
-    assert time.monotonic() - start < budget / 2  # stopped by the time-out, not by the budget
+    assert clock.shift is not None  # the loop started: the clock jumped to its deadline
 
 
 def test_a_deadline_passed_between_two_cells_runs_no_further_cell(tmp_path, monkeypatch):
