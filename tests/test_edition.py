@@ -229,3 +229,18 @@ def notebooks_config():
     from booktools.config import book_config
 
     return book_config()
+
+
+def test_the_student_edition_does_not_print_a_predictions_measurement():
+    """Issue 46, item 5: in the student edition (built from the executed notebooks, stripped
+    cell by cell) the measurement right after a predict question's check has no output, so the
+    page does not give the answer under the question; the other cells keep theirs."""
+    path = ROOT / "chapters" / "paths.md"
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", text="out\n")]
+    cells = [c for c in student.strip_notebook(nb).cells if c.cell_type == "code"]
+    at = next(i for i, c in enumerate(cells) if '"paths.predict_length"' in c.source)
+    assert "length_distribution(12, 1)" in cells[at + 1].source and cells[at + 1].outputs == []
+    assert sum(bool(c.outputs) for c in cells) == len(cells) - 1

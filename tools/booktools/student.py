@@ -211,8 +211,25 @@ def strip_notebook(nb):
             cells.append(cell)
     if state is not None:
         raise ValueError("a solution-start/solution-end pair is malformed; nothing written")
-    nb.cells = _with_answer_cells(cells)
+    nb.cells = _with_answer_cells(_measurements_hidden(cells))
     return nb
+
+
+def _measurements_hidden(cells: list) -> list:
+    """``cells`` with the outputs of each prediction's measurement removed: the code cell right
+    after a predict question's check (the chapters put the measurement there; a test holds them
+    to it), so the student edition's page does not print the measured answer under the question
+    a student has yet to predict."""
+    import rankbook as book
+
+    predict = {q.id for q in book.checks.QUESTIONS.values() if q.kind == "predict"}
+    code = [k for k, c in enumerate(cells) if c.cell_type == "code"]
+    for k, nxt in zip(code, code[1:]):
+        call = re.search(r"""book\.checks\.check\(["']([^"']+)["']""", cells[k].source)
+        if call and call[1] in predict and "outputs" in cells[nxt]:
+            cells[nxt].outputs = []
+            cells[nxt].execution_count = None
+    return cells
 
 
 def _with_answer_cells(cells: list) -> list:
