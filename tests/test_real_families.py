@@ -1,55 +1,63 @@
 """rc.real.families: every family built at k times its depth, from transformers' initialisation
-or the library's, seeded; deeper networks match transformers' forward as the native ones do
-(float64, every layer, 1e-10); a pretrained network's layers applied again."""
+or the library's, seeded; every family's converted network matches transformers' forward
+(float64, every layer's hidden state, 1e-10 relative) at twice its depth, on a padded batch, and
+in each configuration its converter maps differently; a pretrained network's layers applied
+again."""
 
 import math
 
 import pytest
 import torch
+from real_by_hand import SMALL, TOL, small
 
 import rankcollapse as rc
 
 transformers = pytest.importorskip("transformers")
 
-# width 64, 2 native layers: a second or two each
-SMALL = {
-    "bert": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
-    "albert": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
-    "xlnet": dict(d_model=64, d_inner=96, n_head=4, vocab_size=100),
-    "gpt2": dict(n_embd=64, n_head=4, vocab_size=100),
-    "llama": dict(
-        hidden_size=64,
-        intermediate_size=96,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=100,
-    ),
-    "gpt_neox": dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100),
-    "qwen2": dict(
-        hidden_size=64,
-        intermediate_size=96,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=100,
-    ),
-}
+
+def rope(theta, partial=1.0):
+    return {"rope_type": "default", "rope_theta": theta, "partial_rotary_factor": partial}
 
 
-def small(family, layers=2):
-    return {**SMALL[family], rc.real.families.depth_key(family): layers}
+#: (family, what its converter maps differently, the configuration's changes)
+CONFIGURATIONS = [
+    ("llama", "gqa", {}),
+    ("llama", "biases", dict(attention_bias=True, mlp_bias=True)),
+    ("llama", "mqa-head-dim", dict(num_key_value_heads=1, head_dim=24)),
+    ("llama", "theta", dict(rope_parameters=rope(500.0))),
+    ("qwen2", "gqa", {}),
+    ("qwen2", "mqa", dict(num_key_value_heads=1)),
+    ("qwen2", "mha", dict(num_key_value_heads=4)),
+    ("gpt_neox", "parallel", {}),
+    ("gpt_neox", "sequential", dict(use_parallel_residual=False)),
+    ("gpt_neox", "full-rotary", dict(rope_parameters=rope(500.0, 1.0))),
+    ("gpt_neox", "no-attention-bias", dict(attention_bias=False)),
+]
 
 
 def test_every_family_is_covered():
     assert set(SMALL) == set(rc.real.FAMILIES)
 
 
-@pytest.mark.parametrize("family", list(SMALL))
-def test_twice_the_depth_matches_transformers(family):
-    errors = rc.real.parity(family, small(family), seed=0, depth_factor=2)
-    assert len(errors) == 5 and max(errors) < 1e-10, errors
+@pytest.mark.parametrize("padded", [False, True], ids=["batch", "padded"])
+@pytest.mark.parametrize("family", rc.real.FAMILIES)
+def test_twice_the_depth_matches_transformers(family, padded):
+    """2 native layers built 4 deep; ``padded``: the last sequence's final third padded out."""
+    errors = rc.real.parity(family, small(family), seed=int(padded), depth_factor=2, padded=padded)
+    assert len(errors) == 5 and max(errors) < TOL, errors
 
 
-@pytest.mark.parametrize("family", list(SMALL))
+@pytest.mark.parametrize(
+    "family, changes",
+    [(family, changes) for family, _, changes in CONFIGURATIONS],
+    ids=[f"{family}-{name}" for family, name, _ in CONFIGURATIONS],
+)
+def test_every_layer_of_each_configuration_matches_transformers(family, changes):
+    errors = rc.real.parity(family, {**small(family, 3), **changes}, seed=0, n_tokens=11)
+    assert len(errors) == 4 and max(errors) < TOL, errors
+
+
+@pytest.mark.parametrize("family", rc.real.FAMILIES)
 @pytest.mark.parametrize("init", ["transformers", "library"])
 def test_depth_factor_multiplies_the_layers_and_the_seed_decides(family, init):
     net = rc.real.build(family, small(family), seed=1, depth_factor=4, init=init)
@@ -92,6 +100,12 @@ def test_native_configurations_and_bad_arguments():
         rc.real.build("llama", small("llama"), depth_factor=0)
     with pytest.raises(TypeError, match="as_transformers"):
         rc.real.build("llama", small("llama"), as_transformers=1)
+    # a model's own configuration is the whole configuration: GPT-2 small's is not consulted
+    hf = rc.real.transformers_model("gpt2", small("gpt2"), seed=0)
+    deeper = rc.real.transformers_model("gpt2", hf.config, seed=0, depth_factor=2)
+    assert (deeper.config.n_embd, deeper.config.n_layer, len(deeper.h)) == (64, 4, 4)
+    with pytest.raises(ValueError, match="config_overrides: a gpt2 configuration"):
+        rc.real.transformers_model("bert", hf.config)
 
 
 @torch.no_grad()

@@ -1,50 +1,19 @@
 """rc.real.convert.gpt_neox: a GPT-NeoX decoder (Pythia's: attention and MLP in parallel, rotary
 positions on a quarter of each head, LayerNorm, biases, causal mask) converted into the core's
-SAN equals transformers' GPTNeoXModel at random initialisation, every layer, float64 within
-1e-10; and the paper's variants applied to it do what their names say."""
-
-import math
+SAN is configured as Pythia is, and the paper's variants applied to it do what their names say
+(checked against the formulas written out). Its parity with transformers' GPTNeoXModel (every
+layer, float64, 1e-10; parallel and sequential layers, full rotary, no attention bias) is
+tests/test_real_families.py's, for every family."""
 
 import pytest
 import torch
+from real_by_hand import attention_by_hand, small
 
 import rankcollapse as rc
 
 transformers = pytest.importorskip("transformers")
 
-SMALL = dict(
-    hidden_size=64,
-    intermediate_size=96,
-    num_attention_heads=4,
-    num_hidden_layers=3,
-    vocab_size=100,
-)
-TOL = 1e-10
-
-
-def rope(theta=10000.0, partial=0.25):
-    return {"rope_type": "default", "rope_theta": theta, "partial_rotary_factor": partial}
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [
-        dict(),
-        dict(use_parallel_residual=False),
-        dict(rope_parameters=rope(500.0, 1.0)),
-        dict(attention_bias=False),
-    ],
-    ids=["parallel", "sequential", "full-rotary", "no-attention-bias"],
-)
-def test_every_layer_matches_transformers(changes):
-    errors = rc.real.parity("gpt_neox", {**SMALL, **changes}, seed=0, n_tokens=11)
-    assert len(errors) == 4 and max(errors) < TOL, errors
-
-
-def test_a_padded_batch_and_twice_the_depth_match_transformers():
-    assert max(rc.real.parity("gpt_neox", SMALL, seed=1, padded=True)) < TOL
-    errors = rc.real.parity("gpt_neox", SMALL, seed=2, depth_factor=2)
-    assert len(errors) == 7 and max(errors) < TOL, errors
+SMALL = small("gpt_neox", 3)
 
 
 def test_the_converted_config_is_pythias():
@@ -65,28 +34,6 @@ def test_the_converted_config_is_pythias():
 def ln(Y, g, b, eps):
     mu = Y.mean(-1, keepdim=True)
     return (Y - mu) / torch.sqrt(((Y - mu) ** 2).mean(-1, keepdim=True) + eps) * g + b
-
-
-def rotated(x, r, theta):
-    n, half = x.shape[-2], r // 2
-    w = theta ** (-2 * torch.arange(half, dtype=torch.float64) / r)
-    z = torch.complex(x[..., :half], x[..., half:r]) * torch.exp(
-        1j * torch.arange(n, dtype=torch.float64)[:, None] * w
-    )
-    return torch.cat([z.real, z.imag, x[..., r:]], dim=-1)
-
-
-def attention_by_hand(blk, cfg, Z, bias=True):
-    """sum_h P_h (Z W_V,h + b_V,h) W_O,h + b_O, partial rotary, causal."""
-    n = Z.shape[0]
-    out = torch.zeros_like(Z) + (blk.b_O if bias else 0)
-    for h in range(cfg.n_heads):
-        b = (lambda t: t[h]) if bias else (lambda t: 0)  # noqa: E731
-        q = rotated(Z @ blk.W_Q[h] + b(blk.b_Q), cfg.rotary, cfg.rope_theta)
-        k = rotated(Z @ blk.W_K[h] + b(blk.b_K), cfg.rotary, cfg.rope_theta)
-        s = (q @ k.T / math.sqrt(cfg.d_qk)).masked_fill(~torch.ones(n, n).tril().bool(), -math.inf)
-        out += torch.softmax(s, -1) @ (Z @ blk.W_V[h] + b(blk.b_V)) @ blk.W_O[h]
-    return out
 
 
 def mlp_by_hand(blk, Y, bias=True):

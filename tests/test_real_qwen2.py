@@ -1,39 +1,18 @@
 """rc.real.convert.qwen2: Qwen2's decoder (Llama's layer with biases on q, k and v alone, grouped
-heads) converted into the core's SAN equals transformers' Qwen2Model at random initialisation,
-every layer, float64 within 1e-10; its biases are where Qwen2 has them and the no-bias variant
-removes them."""
+heads) converted into the core's SAN: its biases are where Qwen2 has them, the no-bias variant
+removes them, and sliding-window layers are refused. Its parity with transformers' Qwen2Model
+(every layer, float64, 1e-10; grouped, multi-query and multi-head attention) is
+tests/test_real_families.py's, for every family."""
 
 import pytest
 import torch
+from real_by_hand import small
 
 import rankcollapse as rc
 
 transformers = pytest.importorskip("transformers")
 
-SMALL = dict(
-    hidden_size=64,
-    intermediate_size=96,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    num_hidden_layers=3,
-    vocab_size=100,
-)
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [dict(), dict(num_key_value_heads=1), dict(num_key_value_heads=4)],
-    ids=["gqa", "mqa", "mha"],
-)
-def test_every_layer_matches_transformers(changes):
-    errors = rc.real.parity("qwen2", {**SMALL, **changes}, seed=0, n_tokens=11)
-    assert len(errors) == 4 and max(errors) < 1e-10, errors
-
-
-def test_a_padded_batch_and_twice_the_depth_match_transformers():
-    assert max(rc.real.parity("qwen2", SMALL, seed=1, padded=True)) < 1e-10
-    errors = rc.real.parity("qwen2", SMALL, seed=2, depth_factor=2)
-    assert len(errors) == 7 and max(errors) < 1e-10, errors
+SMALL = small("qwen2", 3)
 
 
 @torch.no_grad()
