@@ -304,3 +304,25 @@ def test_a_grader_failure_on_one_submission_is_that_submissions_row(tmp_path, mo
     assert score(subs["b.md"], paths_spec())["total"] == 0
     rows = (tmp_path / "graded" / "grades.csv").read_text(encoding="utf-8")
     assert "a.md" in rows and "made to fail" in (tmp_path / "graded" / "grades.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "name, why", [("x" * 300, "File name too long"), ("/proc/graded", "/proc")]
+)
+def test_an_out_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path, capsys, name, why):
+    """``--out`` whose folder cannot be created, where no permission check sees it (a name
+    longer than the file system allows; a folder in /proc, which tells root it may write there:
+    made, it fails; another user is told it is not writable) is
+    refused in one line naming ``--out``, exit 2, before any notebook runs: it was a traceback
+    from mkdir."""
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "a.md").write_text(tiny(1))
+    out = tmp_path / name
+    try:
+        code = grade.main([str(tmp_path / "subs"), "--out", str(out)])
+    except SystemExit as stop:
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    assert "Traceback" not in err and "--out" in err and why in err, err
+    assert len(err.strip().splitlines()) == 1, err

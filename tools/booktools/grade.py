@@ -125,9 +125,14 @@ def check_timeout(timeout) -> float:
 
 def check_out(out: Path, folder: Path | None = None, formats=()) -> Path:
     """``--out``, refused before any work: a file, or below one; the submissions folder itself;
-    not writable; a file where ``gradescope/`` goes. A folder inside the submissions is fine
-    (the default, ``SUBMISSIONS_DIR/graded``): what it holds is never graded."""
+    not writable; a file where ``gradescope/`` goes; a name the system refuses (too long). A
+    folder inside the submissions is fine (the default, ``SUBMISSIONS_DIR/graded``): what it
+    holds is never graded."""
     out = Path(out)
+    try:
+        out.exists()
+    except OSError as err:  # not 'does not exist', which exists() answers: a name too long
+        raise ValueError(f"--out {str(out)!r}: {err.strerror}") from None
     if out.exists() and not out.is_dir():
         raise ValueError(
             f"--out {str(out)!r} is a file, not a folder: give a folder to write the grades to"
@@ -217,7 +222,10 @@ def grade(
         raise ValueError(f"no .ipynb or .md notebooks in {str(folder)!r}")
     specs = chapter_specs()
     _, _, named = _options(out, formats, student_pattern, assignments, specs, folder)
-    out.mkdir(parents=True, exist_ok=True)
+    try:  # before any notebook runs: what no permission check sees (/proc, ...) fails here
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out {str(out)!r} cannot be made: {err.strerror}") from None
     base = folder.resolve()
     subs = [
         Submission(p, shown(p.relative_to(base).as_posix()), pattern=student_pattern) for p in paths
