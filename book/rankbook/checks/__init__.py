@@ -157,7 +157,13 @@ def _known_mistake(ex: Exercise, case, got, fn=None):
 
 def _check_question(q: Question, value) -> CheckResult:
     if value is None or value is Ellipsis:
-        return CheckResult(q.id, "not attempted", "Replace the `None` with your answer.")
+        ask = "Replace the `None` with your answer."
+        if q.kind == "predict":  # the next cell measures it: the prediction comes first
+            ask = (
+                "Replace the `None` with your prediction, your reason in a comment, before you "
+                "run the next cell: it measures the answer."
+            )
+        return CheckResult(q.id, "not attempted", ask)
     if not q.allowed(value):
         expected = (
             f"one of {', '.join(map(repr, q.choices))}" if q.choices is not None else "a number"
