@@ -2177,6 +2177,28 @@ ROWS += [
         Raises(TypeError, "lin"),
     ),
     (
+        "mlp_and_norms proj not a Linear",
+        lambda: RCV.common.mlp_and_norms(
+            torch.nn.Linear(2, 3),
+            torch.nn.LayerNorm(3),
+            *[torch.nn.LayerNorm(2)] * 2,
+            torch.float64,
+        ),
+        Raises(TypeError, "proj", "Linear"),
+    ),
+    (
+        "mlp_and_norms ln2 not a LayerNorm",
+        lambda: RCV.common.mlp_and_norms(
+            torch.nn.Linear(2, 3), torch.nn.Linear(3, 2), torch.nn.LayerNorm(2), None, torch.float64
+        ),
+        Raises(TypeError, "ln2", "LayerNorm"),
+    ),
+    (
+        "final_layernorm not a LayerNorm",
+        lambda: RCV.common.final_layernorm(torch.nn.Linear(2, 2), torch.float64),
+        Raises(TypeError, "ln"),
+    ),
+    (
         "from_transformers family bad",
         lambda: rc.real.convert.from_transformers(None, "t5", "t5-small"),
         Raises(ValueError, "family"),
@@ -2974,6 +2996,11 @@ ROWS += [
         Raises(ValueError, "family", "gpt2"),
     ),
     ("depth_key unknown family", lambda: FAM.depth_key("nosuch"), Raises(ValueError, "family")),
+    (
+        "initial_real_model hf not a model of the family",
+        lambda: FAM.initial_real_model(torch.nn.Linear(2, 2), "gpt2", "m", 0),
+        Raises(TypeError, "hf", "gpt2"),
+    ),
     (
         "native_config unknown family",
         lambda: FAM.native_config("nosuch"),

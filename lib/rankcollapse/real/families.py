@@ -287,6 +287,13 @@ def initial_real_model(
     built by :func:`transformers_model` under ``seed``: its source reads ``"<label> at
     initialisation (transformers' initialiser, seed <seed><note>)"`` (``label``: ``name`` when
     ``None``), token ids framed by [CLS] ... [SEP] for the encoders (BERT, ALBERT, XLNet)."""
+    check_choice("family", family, FAMILIES)
+    check_seed("seed", seed)
+    if getattr(getattr(hf, "config", None), "model_type", None) != family:
+        raise TypeError(f"hf must be a transformers {family} model, got {type(hf).__name__}")
+    for arg, text in (("name", name), ("note", note)) + ((("label", label),) if label else ()):
+        if not isinstance(text, str):
+            raise TypeError(f"{arg} must be a string, got {type(text).__name__}")
     framed = family in ("bert", "albert", "xlnet")
     return RealModel(
         name,

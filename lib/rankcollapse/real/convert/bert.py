@@ -9,8 +9,7 @@ from ..network import Embedding, Network
 from .common import (
     activation_of,
     attention_weights,
-    layernorm_weights,
-    linear,
+    mlp_and_norms,
     parameter,
     transformers_config,
 )
@@ -64,11 +63,7 @@ def layer_weights(att, out, ffn, ffn_out, ln1, ln2, H, dtype) -> dict:
         raise TypeError(f"att must hold the query, key and value maps, got {type(att).__name__}")
     maps = (att.query, att.key, att.value, out)
     w = attention_weights(*(m.weight.T for m in maps), [m.bias for m in maps], H, dtype)
-    w["W_1"], w["b_1"] = linear(ffn, dtype)
-    w["W_2"], w["b_2"] = linear(ffn_out, dtype)
-    w.update(layernorm_weights("ln1", ln1, dtype))
-    w.update(layernorm_weights("ln2", ln2, dtype))
-    return w
+    return {**w, **mlp_and_norms(ffn, ffn_out, ln1, ln2, dtype)}
 
 
 def convert(model, name: str, dtype) -> Network:

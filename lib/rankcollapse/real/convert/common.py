@@ -16,6 +16,8 @@ __all__ = [
     "attention_weights",
     "layernorm_weights",
     "linear",
+    "mlp_and_norms",
+    "final_layernorm",
     "rope",
     "upcast",
 ]
@@ -100,12 +102,48 @@ def layernorm_weights(prefix: str, ln, dtype) -> dict:
     }
 
 
+def _is_conv1d(name: str, lin) -> bool:
+    """Whether ``lin`` is transformers' ``Conv1D`` (else a ``torch.nn.Linear``; a ``TypeError``
+    naming ``name`` for anything else)."""
+    if type(lin).__name__ == "Conv1D" and isinstance(lin, nn.Module):
+        return True
+    if not isinstance(lin, nn.Linear):
+        raise TypeError(
+            f"{name} must be a torch.nn.Linear or transformers' Conv1D, got {type(lin).__name__}"
+        )
+    return False
+
+
 def linear(lin, dtype) -> tuple[nn.Parameter, nn.Parameter | None]:
     """``(W, b)`` of a ``torch.nn.Linear`` ``lin`` as the core applies it, ``x W + b`` (``b``
-    ``None`` for a map without a bias)."""
-    if not isinstance(lin, nn.Linear):
-        raise TypeError(f"lin must be a torch.nn.Linear, got {type(lin).__name__}")
+    ``None`` for a map without a bias); also of transformers' ``Conv1D`` (GPT-2's maps), which
+    stores ``W`` as the core does."""
+    if _is_conv1d("lin", lin):
+        return parameter(lin.weight, dtype), parameter(lin.bias, dtype)
     return parameter(lin.weight.T, dtype), None if lin.bias is None else parameter(lin.bias, dtype)
+
+
+def mlp_and_norms(fc, proj, ln1, ln2, dtype) -> dict:
+    """One layer's MLP and LayerNorms by the core's names: ``W_1, b_1`` of ``fc``, ``W_2, b_2`` of
+    ``proj`` (:func:`linear`), then ``ln1_*`` and ``ln2_*`` of the LayerNorms ``ln1, ln2``."""
+    for name, lin in (("fc", fc), ("proj", proj)):
+        _is_conv1d(name, lin)
+    for name, ln in (("ln1", ln1), ("ln2", ln2)):
+        if not isinstance(ln, nn.LayerNorm):
+            raise TypeError(f"{name} must be a torch.nn.LayerNorm, got {type(ln).__name__}")
+    w = {}
+    w["W_1"], w["b_1"] = linear(fc, dtype)
+    w["W_2"], w["b_2"] = linear(proj, dtype)
+    w.update(layernorm_weights("ln1", ln1, dtype))
+    w.update(layernorm_weights("ln2", ln2, dtype))
+    return w
+
+
+def final_layernorm(ln, dtype) -> dict:
+    """``{gain, shift}`` of the final ``torch.nn.LayerNorm`` ``ln`` (what
+    :meth:`rankcollapse.san.SAN.from_weights` takes as its final norm)."""
+    w = layernorm_weights("f", ln, dtype)
+    return {"gain": w["f_gain"], "shift": w["f_shift"]}
 
 
 def rope(c) -> tuple[float, float]:

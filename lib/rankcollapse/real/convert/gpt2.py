@@ -8,7 +8,8 @@ from ..network import Embedding, Network
 from .common import (
     activation_of,
     attention_weights,
-    layernorm_weights,
+    final_layernorm,
+    mlp_and_norms,
     parameter,
     transformers_config,
 )
@@ -51,18 +52,8 @@ def convert(model, name: str, dtype) -> Network:
             H,
             dtype,
         )
-        w.update(
-            W_1=parameter(block.mlp.c_fc.weight, dtype),
-            b_1=parameter(block.mlp.c_fc.bias, dtype),
-            W_2=parameter(block.mlp.c_proj.weight, dtype),
-            b_2=parameter(block.mlp.c_proj.bias, dtype),
-        )
-        w.update(layernorm_weights("ln1", block.ln_1, dtype))
-        w.update(layernorm_weights("ln2", block.ln_2, dtype))
+        w.update(mlp_and_norms(block.mlp.c_fc, block.mlp.c_proj, block.ln_1, block.ln_2, dtype))
         layers.append(w)
-    final = {
-        "gain": parameter(model.ln_f.weight, dtype),
-        "shift": parameter(model.ln_f.bias, dtype),
-    }
+    final = final_layernorm(model.ln_f, dtype)
     emb = Embedding(parameter(model.wte.weight, dtype), position=parameter(model.wpe.weight, dtype))
     return Network(name, emb, SAN.from_weights(cfg, layers, final))

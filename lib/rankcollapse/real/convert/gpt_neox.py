@@ -12,8 +12,9 @@ from ...san import SAN, SANConfig
 from ..network import Embedding, Network
 from .common import (
     activation_of,
-    layernorm_weights,
+    final_layernorm,
     linear,
+    mlp_and_norms,
     parameter,
     rope,
     transformers_config,
@@ -71,14 +72,9 @@ def convert(model, name: str, dtype, *, as_transformers: bool = True) -> Network
             for i, key in enumerate(("b_Q", "b_K", "b_V")):
                 w[key] = parameter(bqkv[:, i], dtype)
             w["b_O"] = b_O
-        w["W_1"], w["b_1"] = linear(layer.mlp.dense_h_to_4h, dtype)
-        w["W_2"], w["b_2"] = linear(layer.mlp.dense_4h_to_h, dtype)
-        w.update(layernorm_weights("ln1", layer.input_layernorm, dtype))
-        w.update(layernorm_weights("ln2", layer.post_attention_layernorm, dtype))
+        mlp, norms = layer.mlp, (layer.input_layernorm, layer.post_attention_layernorm)
+        w.update(mlp_and_norms(mlp.dense_h_to_4h, mlp.dense_4h_to_h, *norms, dtype))
         layers.append(w)
-    final = {
-        "gain": parameter(model.final_layer_norm.weight, dtype),
-        "shift": parameter(model.final_layer_norm.bias, dtype),
-    }
+    final = final_layernorm(model.final_layer_norm, dtype)
     emb = Embedding(parameter(model.embed_in.weight, dtype))
     return Network(name, emb, SAN.from_weights(cfg, layers, final))

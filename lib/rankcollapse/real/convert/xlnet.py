@@ -15,7 +15,7 @@ import torch
 
 from ...san import SAN, SANConfig
 from ..network import Embedding, Network
-from .common import activation_of, layernorm_weights, linear, parameter, transformers_config
+from .common import activation_of, mlp_and_norms, parameter, transformers_config
 
 __all__ = ["convert"]
 
@@ -67,10 +67,7 @@ def convert(model, name: str, dtype, position_dtype=torch.float32) -> Network:
             "r_s_bias": parameter(att.r_s_bias, dtype),
             "seg_embed": parameter(att.seg_embed, dtype),
         }
-        w["W_1"], w["b_1"] = linear(ff.layer_1, dtype)
-        w["W_2"], w["b_2"] = linear(ff.layer_2, dtype)
-        w.update(layernorm_weights("ln1", att.layer_norm, dtype))
-        w.update(layernorm_weights("ln2", ff.layer_norm, dtype))
+        w.update(mlp_and_norms(ff.layer_1, ff.layer_2, att.layer_norm, ff.layer_norm, dtype))
         layers.append(w)
     emb = Embedding(parameter(model.word_embedding.weight, dtype))
     return Network(name, emb, SAN.from_weights(cfg, layers))
