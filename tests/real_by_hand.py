@@ -3,7 +3,8 @@ second or two per network) and one attention layer written out head by head, ind
 core's einsums (grouped heads, rotary scores, the causal mask, biases where the layer has them).
 
 Used by tests/test_real_families.py (every family's parity with transformers) and the
-family-specific tests (test_real_llama.py, test_real_qwen2.py, test_real_gpt_neox.py)."""
+family-specific tests (test_real_llama.py, test_real_qwen2.py, test_real_gpt_neox.py), with a
+one-layer network to write the variants out on."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ SMALL = {
 def small(family: str, layers: int = 2) -> dict:
     """``family``'s small configuration with ``layers`` native layers."""
     return {**SMALL[family], rc.real.families.depth_key(family): layers}
+
+
+def one_layer(family: str, init: str = "transformers"):
+    """``(net, X)``: ``family``'s small network of one layer (seed 3) and the embedding of 10
+    random ids, what the tests write the variants out on."""
+    net = rc.real.build(family, small(family, 1), seed=3, init=init)
+    X = net.embed(torch.randint(0, 100, (10,), generator=torch.Generator().manual_seed(4)))
+    return net, X
 
 
 def attention_by_hand(blk, cfg, Z, bias=True):

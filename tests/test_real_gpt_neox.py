@@ -7,7 +7,7 @@ tests/test_real_families.py's, for every family."""
 
 import pytest
 import torch
-from real_by_hand import attention_by_hand, small
+from real_by_hand import attention_by_hand, one_layer, small
 
 import rankcollapse as rc
 
@@ -43,16 +43,9 @@ def mlp_by_hand(blk, Y, bias=True):
     return gelu(Y @ blk.W_1 + blk.b_1) @ blk.W_2 + blk.b_2
 
 
-@pytest.fixture(scope="module")
-def one_layer():
-    net = rc.real.build("gpt_neox", {**SMALL, "num_hidden_layers": 1}, seed=3, init="library")
-    X = net.embed(torch.randint(0, 100, (10,), generator=torch.Generator().manual_seed(4)))
-    return net, X
-
-
 @torch.no_grad()
-def test_the_variants_are_the_formulas_written_out(one_layer):
-    net, X = one_layer
+def test_the_variants_are_the_formulas_written_out():
+    net, X = one_layer("gpt_neox", init="library")
     blk, cfg, eps = net.san.layers[0], net.config, net.config.ln_eps
     last = lambda san: san(X).last_hidden_state  # noqa: E731
     A = attention_by_hand(blk, cfg, X)

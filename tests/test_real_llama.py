@@ -9,7 +9,7 @@ import math
 
 import pytest
 import torch
-from real_by_hand import attention_by_hand, small
+from real_by_hand import attention_by_hand, one_layer, small
 
 import rankcollapse as rc
 
@@ -64,19 +64,18 @@ def mlp_by_hand(blk, Y):
 
 
 @pytest.fixture(scope="module")
-def one_layer():
-    net = rc.real.build("llama", {**SMALL, "num_hidden_layers": 1}, seed=3)
+def layer_with_gains():
+    net, X = one_layer("llama")
     with torch.no_grad():  # gains off 1, so that the norms' weights matter
         gen = torch.Generator().manual_seed(5)
         for p in (net.san.layers[0].ln1_gain, net.san.layers[0].ln2_gain, net.san.lnf_gain):
             p.add_(0.2 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    X = net.embed(torch.randint(0, 100, (10,), generator=torch.Generator().manual_seed(4)))
     return net, X
 
 
 @torch.no_grad()
-def test_the_variants_are_the_formulas_written_out(one_layer):
-    net, X = one_layer
+def test_the_variants_are_the_formulas_written_out(layer_with_gains):
+    net, X = layer_with_gains
     blk, cfg, eps = net.san.layers[0], net.config, net.config.ln_eps
     A = attention_by_hand(blk, cfg, X)
     last = lambda san: san(X).last_hidden_state  # noqa: E731
@@ -92,8 +91,8 @@ def test_the_variants_are_the_formulas_written_out(one_layer):
 
 
 @torch.no_grad()
-def test_post_norm_on_the_same_weights_and_the_mask_switch(one_layer):
-    net, X = one_layer
+def test_post_norm_on_the_same_weights_and_the_mask_switch(layer_with_gains):
+    net, X = layer_with_gains
     blk, cfg, eps = net.san.layers[0], net.config, net.config.ln_eps
     post = net.ablate("full", placement="post")
     assert post.layers[0].W_Q is blk.W_Q  # the same weights
