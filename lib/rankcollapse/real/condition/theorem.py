@@ -26,6 +26,10 @@ linearly. So ``c_l`` of the rescaled network on ``X`` is :math:`c_l(X/k)/k^2` an
 :math:`\\sqrt c\\, r_0` is that of the original network on :math:`X/k`; the search evaluates many
 ``k`` in one batched :func:`rankcollapse.theory.gamma_details` call. Book: chapter "What the
 theorem does not say", section 1.
+
+**Per layer, from the weights alone** (:func:`layer_theorem_constants`): the floor of the collapse
+constant and the constants :math:`\Omega` and :math:`k` of the book's lower bound with skips
+(chapter "Skip connections at depth", section 5).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ import math
 import torch
 
 from ... import theory
-from ..._validate import check_choice, check_positive_float
+from ..._validate import check_choice, check_int, check_positive_float
+from ...lower_bound_theorem import constants_of_norms, head_norms
 from ...san import SAN, Block
 from ..ablation import ablation_config
 from ..hub import load
@@ -55,6 +60,7 @@ __all__ = [
     "condition_holds",
     "smallest_shrink",
     "attention_entropy",
+    "layer_theorem_constants",
 ]
 
 CONDITIONS = (
@@ -219,3 +225,38 @@ def attention_entropy(san, X) -> torch.Tensor:
             h = -(P * torch.log(P.clamp_min(1e-300))).sum(-1)
             out.append(h.mean() / math.log(n))
     return torch.stack(out) if out else torch.zeros(0, dtype=X.dtype)
+
+
+@torch.no_grad()
+def layer_theorem_constants(weights: dict, n_heads: int, d_qk: int) -> dict:
+    """One layer's constants of the book's two theorems, from its attention weights ``W_Q, W_K``
+    ``(H, d, d_qk)`` and ``W_V, W_O``.
+
+    ``"c_floor"``: :math:`4\\beta\\nu H/\\sqrt{d_{qk}}`, the smallest value the pure-attention
+    bound's constant :math:`c_l = 4\\gamma_l\\beta_l H/\\sqrt{d_{qk}}` takes on any input
+    (:math:`\\gamma_l \\ge \\nu_l`; chapter "Pure attention collapses"): its condition
+    :math:`c_l < 1` fails on every input when this is at least 1. ``"omega"`` and ``"k"``: the
+    lower bound's :math:`\\Omega = \\sum_h \\lVert W_h\\rVert_\\infty` and
+    :math:`k = (4/\\sqrt{d_{qk}})\\sum_h q_h\\omega_h` (chapter "A lower bound with skip
+    connections"), which needs :math:`\\Omega < 1/2`. Biases, masks, LayerNorm and XLNet's
+    position terms are outside both theorems: these are the constants of the layer's dot-product
+    attention weights alone. The products are taken in the weights' dtype (at least float32).
+    """
+    n_heads, d_qk = check_int("n_heads", n_heads), check_int("d_qk", d_qk)
+    dt = torch.promote_types(weights["W_Q"].dtype, torch.float32)  # float32 weights: float32
+    Q, K = weights["W_Q"].to(dt), weights["W_K"].to(dt)
+    V, O = weights["W_V"].to(dt), weights["W_O"].to(dt)
+    if K.shape[0] != n_heads:  # grouped-query attention: each key/value head serves a group
+        K = K.repeat_interleave(n_heads // K.shape[0], dim=0)
+        V = V.repeat_interleave(n_heads // V.shape[0], dim=0)
+    norms = head_norms(Q @ K.transpose(-1, -2), V @ O)  # of (H, d, d) products, each abs once
+    q1, w1, winf = norms["qk_1"], norms["w_1"], norms["w_inf"]  # ||W_QK,h||_1: column sums
+    b = q1 * torch.sqrt(w1 * winf)
+    beta = b.max()
+    nu = torch.sqrt((q1 * w1).max() * (q1 * winf).max()) / beta if beta > 0 else 1.0
+    k, omega = constants_of_norms(norms, d_qk)
+    return {
+        "c_floor": float(4 * beta * nu * n_heads / math.sqrt(d_qk)),
+        "omega": float(omega),
+        "k": float(k),
+    }
