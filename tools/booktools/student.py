@@ -163,15 +163,6 @@ def answer_of(metadata) -> str | None:
     return label if isinstance(label, str) else None
 
 
-def answer_cell(label: str, kind: str):
-    """The answer cell of exercise ``label`` (a prove or explain one)."""
-    import nbformat
-
-    cell = nbformat.v4.new_markdown_cell(placeholder(kind))
-    cell.metadata[ANSWER_KEY] = {"answer": label}
-    return cell
-
-
 _SOLUTION_START = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-start\}")
 
 
