@@ -208,7 +208,14 @@ class Verifier:
             return "timed out"
         if not done or "code" not in done:
             raise VerifierError("the verifier ended while it checked the answers")
-        return "ok" if done["code"] == 0 else f"died (exit code {done['code']})"
+        code = done["code"]
+        if code == 0:
+            return "ok"
+        return (
+            f"killed by signal {-code}"
+            if isinstance(code, int) and code < 0
+            else f"died (exit code {code})"
+        )
 
     def close(self) -> None:
         try:
