@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -1154,3 +1155,16 @@ def test_answer_cells_moved_copied_deleted_or_empty_are_warned_about():
     # untouched: each written exercise warned about, nothing filed
     answers, warnings = collect_answers(cells, spec)
     assert answers == {} and len(warnings) == 2 and all("no answer" in w for w in warnings)
+
+
+def test_model_answers_on_the_sheets_show_no_myst_roles():
+    """Issue 46, item 9: the instructor's sheets showed '{numref}`fig-length-distribution`' and
+    '{glue}`prof-own-min`' in model answers; they show what the book prints."""
+    from booktools.grade_hand import _model
+
+    for spec in grade.chapter_specs().values():
+        for h in spec.hand:
+            shown = _model(h.model, spec.name)
+            assert not re.search(r"\{(glue|numref|prf:ref|ref|eq|doc)[^}]*\}`", shown), h.label
+    predict = next(h for h in paths_spec().hand if h.label == "ex-paths-predict-length")
+    assert "(Figure 1.2)" in _model(predict.model, "paths")

@@ -176,9 +176,26 @@ def _cell(text: str) -> str:
     return "<br>".join(lines).replace("|", "\\|") or "*(no answer)*"
 
 
-def _model(text: str) -> str:
-    """The chapter's solution, its executable cells shown as Python code."""
-    return re.sub(r"^(`{3,})\{code-cell\}[^\n]*$", r"\1python", text, flags=re.M)
+def _model(text: str, chapter: str | None = None) -> str:
+    """The chapter's solution, its executable cells shown as Python code, its roles as the book
+    prints them ("Theorem 4.1", a glued number of the last book build, marked; without a build
+    the value's name in angle brackets): :func:`booktools.readable.markdown`."""
+    from . import ROOT, readable
+
+    text = re.sub(r"^(`{3,})\{code-cell\}[^\n]*$", r"\1python", text, flags=re.M)
+    if not text.strip():
+        return text
+    values = readable.glued_values(ROOT / "chapters" / f"{chapter}.md") if chapter else {}
+    out = readable.markdown(text, values, readable.book_labels())
+    notes = [line for line in out.split("\n") if line.startswith("*†")]
+    body = "\n".join(line for line in out.split("\n") if not line.startswith("*†")).rstrip()
+    if notes:
+        body += (
+            "\n\n*† a number of the book's own run (the last build's"
+            + ("; ⟨name⟩: no build found, see the chapter's page" if "⟨" in body else "")
+            + ").*"
+        )
+    return body
 
 
 def write_sheets(
@@ -229,7 +246,7 @@ def write_sheets(
             lines += [
                 "## Model answer",
                 "",
-                _model(h.model) or "*(the chapter gives none)*",
+                _model(h.model, name) or "*(the chapter gives none)*",
                 "",
                 "## Answers",
                 "",
