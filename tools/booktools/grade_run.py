@@ -47,32 +47,11 @@ import time
 import traceback
 from pathlib import Path
 
+from .grade_files import append_record as _append
+from .grade_files import error_text as _error_text
+from .grade_files import outbox as _outbox
+from .grade_files import read_records as _jsonl
 from .grade_kernel import digest
-
-
-def _append(path: Path, record: dict) -> None:
-    with open(path, "a") as f:
-        f.write(json.dumps(record) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _error_text(err) -> str:
-    return f"{type(err).__name__}: {err}"[:300]
-
-
-def _jsonl(path: Path) -> list[dict]:
-    out = []
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except (ValueError, RecursionError):  # a line that is not the grader's
-            pass
-    return out
 
 
 def _cell_error(cell) -> str | None:
@@ -80,11 +59,6 @@ def _cell_error(cell) -> str | None:
         if out.get("output_type") == "error":
             return f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"[:300]
     return None
-
-
-def _outbox(plan: dict, run_dir: Path) -> Path:
-    """Where the kernel writes (its answers, its trace): a folder apart from the grader's state."""
-    return Path(plan.get("outbox") or run_dir)
 
 
 def _program(plan: dict, run_dir: Path) -> list[tuple[str, int | None, str]]:

@@ -114,7 +114,7 @@ def _child(args: list[str], cwd: Path, timeout: float, log: Path) -> str:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    from .grade_run import _jsonl as read
+    from .grade_files import read_records as read
 
     return read(path)
 

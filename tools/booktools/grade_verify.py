@@ -24,8 +24,10 @@ import pickle
 import sys
 from pathlib import Path
 
+from .grade_files import append_record as _append
+from .grade_files import error_text as _error_text
+from .grade_files import outbox as _outbox
 from .grade_pack import unpack
-from .grade_run import _append, _error_text, _outbox
 
 
 def _snapshot():
