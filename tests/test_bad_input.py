@@ -2861,9 +2861,9 @@ NEOX, LLAMA, QWEN2 = (
     importlib.import_module(f"rankcollapse.real.convert.{m}")
     for m in ("gpt_neox", "llama", "qwen2")
 )
-DEP, DFIT, DSTUDY, FAM, PAR, STU = (
+DEP, DFIT, DSTUDY, FAM, PAR, STU, DCACHE = (
     importlib.import_module(f"rankcollapse.real.{m}")
-    for m in ("depth", "depth_fit", "depth_study", "families", "parity", "study")
+    for m in ("depth", "depth_fit", "depth_study", "families", "parity", "study", "depth_cache")
 )
 
 # No row here builds a transformers model or imports transformers: each is refused first.
@@ -2974,6 +2974,26 @@ ROWS += [
         "layer_theorem_constants n_heads 0",
         lambda: DEP.layer_theorem_constants({}, 0, 4),
         Raises(ValueError, "n_heads", ">= 1"),
+    ),
+    (
+        "cached_run settings without a seed",
+        lambda: DCACHE.cached_run({"name": "gpt2"}, lambda: None),
+        Raises(ValueError, "settings", "'seed'"),
+    ),
+    (
+        "run_path settings a list",
+        lambda: DCACHE.run_path(["gpt2", 0]),
+        Raises(ValueError, "settings"),
+    ),
+    (
+        "initial_real_model hf not a model",
+        lambda: FAM.initial_real_model("not a model", "bert", "bert", 0),
+        Raises(TypeError, "hf", "bert"),
+    ),
+    (
+        "initial_real_model unknown family",
+        lambda: FAM.initial_real_model(None, "t5", "t5", 0),
+        Raises(ValueError, "family"),
     ),
     (
         "fit_curve start -1",

@@ -157,6 +157,9 @@ def test_bad_arguments_name_themselves(small_bert):
 def test_todays_decoders_are_built_narrowed_and_run_to_depth():
     """The Llama-style family keeps grouped-query attention when narrowed; its runs (and
     GPT-NeoX's parallel block) go to twice their depth with every variant, in the run's dtype."""
+    assert set(depth.WIDTH_KEYS) == set(rc.real.FAMILIES)  # every family can be narrowed
+    qwen2 = depth.build("qwen2", 1, width=32, heads=4, layers=2).network_config()
+    assert (qwen2.d_model, qwen2.n_heads, qwen2.n_kv_heads) == (32, 4, 2)
     llama = depth.build("llama", 1, width=32, heads=4, layers=2)
     cfg = llama.network_config()
     assert (cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.n_layers) == (32, 4, 2, 2)

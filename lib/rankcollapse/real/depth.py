@@ -85,6 +85,7 @@ WIDTH_KEYS = {
     "gpt2": ("n_embd", "n_head", "n_inner"),
     "llama": ("hidden_size", "num_attention_heads", "intermediate_size"),
     "gpt_neox": ("hidden_size", "num_attention_heads", "intermediate_size"),
+    "qwen2": ("hidden_size", "num_attention_heads", "intermediate_size"),
 }
 
 

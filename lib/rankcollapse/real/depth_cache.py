@@ -50,6 +50,8 @@ def depth_code_hash() -> str:
 def run_path(settings: dict) -> Path:
     """Where the run of ``settings`` (a JSON-able mapping of every argument that decides it) is
     cached."""
+    if not isinstance(settings, dict):
+        raise ValueError(f"settings must be a dict of the run's arguments, got {settings!r}")
     blob = json.dumps({"settings": settings, "code": depth_code_hash()}, sort_keys=True)
     key = hashlib.sha256(blob.encode()).hexdigest()[:20]
     return cache_dir("depth") / f"{settings.get('name', 'run')}-{key}.npz"
