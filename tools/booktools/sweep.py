@@ -52,6 +52,7 @@ FEWER_FULL_SEEDS = {
     "toy_tasks": (3, "it trains its networks at each seed: about 3 minutes a full-mode run"),
     "real_models": (3, "six transformers at each seed: about 2.5 minutes a full-mode run"),
     "at_depth": (3, "six transformers to 8 times their depth at published widths, per seed"),
+    "lower_bound": (3, "10,000 random networks per bound and an adversarial search: minutes a run"),
 }
 COMMAND = "python -m booktools.sweep --chapters {chapter}"
 KEEP_SWEEPS = 20  # invocations listed in the record
