@@ -28,7 +28,7 @@ linearly. So ``c_l`` of the rescaled network on ``X`` is :math:`c_l(X/k)/k^2` an
 theorem does not say", section 1.
 
 **Per layer, from the weights alone** (:func:`layer_theorem_constants`): the floor of the collapse
-constant and the constants :math:`\Omega` and :math:`k` of the book's lower bound with skips
+constant and the constants :math:`\\Omega` and :math:`k` of the book's lower bound with skips
 (chapter "Skip connections at depth", section 5).
 """
 
