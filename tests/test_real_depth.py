@@ -142,6 +142,38 @@ def test_every_layer_gets_its_own_constants(small_bert):
     assert len(set(run.constants["omega"][12:])) == 36  # every drawn layer is a new one
 
 
+def test_the_residual_and_the_mean_are_measured_apart_and_underflow_is_no_collapse():
+    """Each layer's residual ||res(X_l)|| and mean ||1 x_l^T|| (composite norms) beside the
+    relative residual, equal to the library's own on the same states; a stream whose tokens
+    shrink below UNDERFLOW stops there and says so (Llama's attention and MLP without skips,
+    narrowed: its tokens go to zero within a few layers at a relative residual near 1)."""
+    model = depth.build("llama", 33, width=64, heads=4, layers=12)
+    ids = depth.texts(model, 2, 8)
+    run = depth.depth_run(
+        model, ids, 0, factors=(1, 2), variants=("san+mlp", "san+skip"), float32=()
+    )
+    at = run.underflow["san+mlp"]
+    assert 1 <= at <= 24 and np.isnan(run.curves["san+mlp"][:, at:]).all()
+    assert np.nanmin(run.curves["san+mlp"][:, :at]) > 0.1  # not collapsed when it underflowed
+    net = model.network(torch.float64)
+    X = net.embed(ids)
+    native = depth._native_layers(net)
+    layers = list(depth.deeper_layers(native, 24, "draw", depth._extension_seed(0)))
+    base = net.config.replace(
+        n_layers=24, norm_dtype=None, softmax_dtype=None, position_dtype=None
+    )  # the run's arithmetic: float64 throughout
+    cfg, _ = rc.real.ablation.ablation_config(base, "san+skip", "clean")
+    with torch.no_grad():
+        attention = [{k: w[k] for k in ("W_Q", "W_K", "W_V", "W_O")} for w in layers]
+        hidden = rc.san.SAN.from_weights(cfg, attention)(X).hidden_states
+    R = [rc.residual.res(h) for h in hidden]
+    want_res = torch.stack([rc.residual.matrix_norm(r) for r in R], 1).numpy()
+    want_mean = torch.stack([rc.residual.matrix_norm(h - r) for h, r in zip(hidden, R)], 1).numpy()
+    np.testing.assert_allclose(run.residual_norms["san+skip"], want_res, rtol=1e-9)
+    np.testing.assert_allclose(run.mean_norms["san+skip"], want_mean, rtol=1e-9)
+    assert "san+skip" not in run.underflow
+
+
 def test_bad_arguments_name_themselves(small_bert):
     ids = depth.texts(small_bert, 2, 8)
     with pytest.raises(ValueError, match="variants"):

@@ -27,6 +27,10 @@ def _same(a, b):
     assert set(a.curves) == set(b.curves) and set(a.constants) == set(b.constants)
     for k in a.curves:
         np.testing.assert_array_equal(a.curves[k], b.curves[k])
+    for k in a.curves:
+        np.testing.assert_array_equal(a.residual_norms[k], b.residual_norms[k])
+        np.testing.assert_array_equal(a.mean_norms[k], b.mean_norms[k])
+    assert a.underflow == b.underflow
     for k in a.constants:
         np.testing.assert_array_equal(a.constants[k], b.constants[k])
     assert (a.name, a.seed, a.n_layers, a.factors, a.dtypes, a.causal) == (

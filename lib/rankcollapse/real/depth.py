@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from .._validate import check_choice, check_int, check_seed, derive_seed
-from ..residual import relative_residual
+from ..residual import matrix_norm, relative_residual, res
 from ..san import Block
 from .ablation import ablation_config
 from .condition.theorem import layer_theorem_constants
@@ -76,6 +76,8 @@ FACTORS = (1, 2, 4, 8)
 EXTENSIONS = ("draw", "repeat")
 #: below this a float64 relative residual is rounding error: a collapsing variant stops there
 FLOOR64 = 1e-14
+#: a state whose largest entry is below this has lost its scale (underflow), not its rank
+UNDERFLOW = 1e-200
 
 # per family, the transformers config keys of (width, heads, MLP width): for narrowed builds
 WIDTH_KEYS = {
@@ -227,6 +229,11 @@ class DepthRun:
     overflowed, as a gated MLP without its skip can make them), and
     ``{("scaled", f): array (b, f L0 + 1)}`` for each factor ``f > 1`` (at ``f = 1`` the
     scaled network is the full one).
+    ``residual_norms``, ``mean_norms``: the same shapes and keys, the composite norm of
+    ``res(X_l)`` (the relative residual's numerator) and of ``1 x_l^T``, the mean token
+    repeated (what the numerator leaves): a relative residual falls when the first shrinks or
+    when the second grows. ``underflow``: ``{key: layer}`` for a stream whose tokens shrank
+    below :data:`UNDERFLOW` (a loss of scale, not of rank: the stream stops there, NaN after).
     ``constants``: ``{"c_floor" | "omega" | "k": array (L_max,)}`` per layer (unscaled weights).
     ``dtypes``: the arithmetic of each variant. ``causal``, ``layernorm`` (its placement),
     ``d_model``, ``n_heads``: the model's.
@@ -245,6 +252,9 @@ class DepthRun:
     curves: dict = field(repr=False)
     constants: dict = field(repr=False)
     dtypes: dict = field(repr=False)
+    residual_norms: dict = field(default_factory=dict, repr=False)
+    mean_norms: dict = field(default_factory=dict, repr=False)
+    underflow: dict = field(default_factory=dict, repr=False)
 
 
 @torch.no_grad()
@@ -297,10 +307,10 @@ def depth_run(
             lam = math.sqrt(1 / f) if v == "scaled" else 1.0
             if lam != 1:
                 cfg = cfg.replace(branch_scale=lam)
-            r0 = relative_residual(X0).numpy()
             block = Block(cfg, None)  # its weights are set layer by layer (_apply)
-            states[key] = [X0.to(dt), cfg, lam, f * L0, [r0], block]
+            states[key] = [X0.to(dt), cfg, lam, f * L0, [_measure(X0[None])[0, :3]], block]
     constants = {"c_floor": [], "omega": [], "k": []}
+    underflow = {}
     seen = {}  # a native layer's constants, by its weights' storage (ALBERT's layers share one)
     H, d_qk = base.n_heads, base.d_qk
     layers = deeper_layers(native, L_max, extension, _extension_seed(seed))
@@ -331,22 +341,23 @@ def depth_run(
                 moved.append((key, st))
             if not moved:
                 continue
-            stacked = torch.stack([st[0].double() for _, st in moved])
-            finite = torch.isfinite(stacked).flatten(2).all(-1)  # (streams, b)
-            residuals = torch.full(finite.shape, math.nan, dtype=torch.float64)
-            residuals[finite] = relative_residual(stacked[finite])
-            for (key, st), r in zip(moved, residuals.numpy()):
-                st[4].append(r)
+            measured = _measure(torch.stack([st[0].double() for _, st in moved]))
+            for (key, st), m in zip(moved, measured):
+                st[4].append(m[:3])
+                r = m[0]
                 if not np.isfinite(r).all():
+                    if (m[3] > 0).any():  # some text's tokens went to ~0
+                        underflow[key] = l + 1
                     st[0] = None  # tokens that under- or overflowed (a gated MLP without skip)
                 elif st[1].dtype == torch.float64 and key in ("san", "san+mlp"):
                     if (r < FLOOR64).all():
                         st[0] = None  # at rounding error: the rest is noise
-    curves = {}
+    curves, residual_norms, mean_norms = {}, {}, {}
     for key, (_, _, _, total, rows, _) in states.items():
-        out = np.full((ids.shape[0], total + 1), np.nan)
-        out[:, : len(rows)] = np.stack(rows, axis=1)
-        curves[key] = out
+        for i, into in enumerate((curves, residual_norms, mean_norms)):
+            out = np.full((ids.shape[0], total + 1), np.nan)
+            out[:, : len(rows)] = np.stack([r[i] for r in rows], axis=1)
+            into[key] = out
     return DepthRun(
         model.name,
         model.family,
@@ -361,7 +372,30 @@ def depth_run(
         curves,
         {k: np.array(v) for k, v in constants.items()},
         {v: ("float32" if v in float32 else "float64") for v in variants},
+        residual_norms,
+        mean_norms,
+        underflow,
     )
+
+
+def _measure(stacked: torch.Tensor) -> np.ndarray:
+    """``(relative residual, ||res(X)||, ||1 x^T||, underflowed)`` of states ``(streams, b, n,
+    d)`` (float64), shaped ``(streams, 4, b)``: NaN for a text whose tokens are not finite, and
+    for one whose largest entry is below :data:`UNDERFLOW` (its scale lost: the ratio is then
+    rounding; ``underflowed`` 1 there, else 0)."""
+    S, b = stacked.shape[:2]
+    out = torch.full((S, 4, b), math.nan, dtype=torch.float64)
+    big = stacked.abs().flatten(2).amax(-1)  # (streams, b), NaN where not finite
+    ok = torch.isfinite(stacked).flatten(2).all(-1)
+    out[:, 0][ok] = relative_residual(stacked[ok])
+    fine = ok & (big >= UNDERFLOW)
+    out[:, 0][ok & ~fine] = math.nan
+    out[:, 3] = (ok & ~fine).double()
+    X = stacked[fine]
+    R = res(X)
+    out[:, 1][fine] = matrix_norm(R)
+    out[:, 2][fine] = matrix_norm(X - R)
+    return out.numpy()
 
 
 def _apply(block, weights, lam, X):

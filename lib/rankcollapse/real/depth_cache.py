@@ -59,8 +59,13 @@ def run_path(settings: dict) -> Path:
 
 def _save(run: DepthRun, path: Path) -> None:
     arrays = {}
-    for key, curve in run.curves.items():
-        arrays["curve:" + (f"{key[0]}@{key[1]}" if isinstance(key, tuple) else key)] = curve
+    for kind, curves in (
+        ("curve", run.curves),
+        ("resnorm", run.residual_norms),
+        ("meannorm", run.mean_norms),
+    ):
+        for key, curve in curves.items():
+            arrays[f"{kind}:" + (f"{key[0]}@{key[1]}" if isinstance(key, tuple) else key)] = curve
     for name, values in run.constants.items():
         arrays["const:" + name] = values
     meta = {
@@ -69,6 +74,9 @@ def _save(run: DepthRun, path: Path) -> None:
     }
     meta.update(d_model=run.d_model, n_heads=run.n_heads, factors=list(run.factors))
     meta["dtypes"] = run.dtypes
+    meta["underflow"] = [
+        [*(k if isinstance(k, tuple) else (k,)), v] for k, v in run.underflow.items()
+    ]
     arrays["meta"] = np.array(json.dumps(meta))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
@@ -80,19 +88,30 @@ def _save(run: DepthRun, path: Path) -> None:
 def _load(path: Path) -> DepthRun:
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
-        curves, constants = {}, {}
+        kinds = {"curve": {}, "resnorm": {}, "meannorm": {}}
+        constants = {}
         for name in z.files:
-            if name.startswith("curve:"):
-                key = name[len("curve:") :]
+            kind, _, key = name.partition(":")
+            if kind in kinds:
                 if "@" in key:
                     variant, factor = key.split("@")
                     key = (variant, int(factor))
-                curves[key] = z[name]
+                kinds[kind][key] = z[name]
             elif name.startswith("const:"):
                 constants[name[len("const:") :]] = z[name]
     factors = tuple(meta.pop("factors"))
     dtypes = meta.pop("dtypes")
-    return DepthRun(factors=factors, curves=curves, constants=constants, dtypes=dtypes, **meta)
+    underflow = {(k[0] if len(k) == 1 else tuple(k)): v for *k, v in meta.pop("underflow")}
+    return DepthRun(
+        factors=factors,
+        curves=kinds["curve"],
+        constants=constants,
+        dtypes=dtypes,
+        residual_norms=kinds["resnorm"],
+        mean_norms=kinds["meannorm"],
+        underflow=underflow,
+        **meta,
+    )
 
 
 def cached_run(settings: dict, compute) -> tuple[DepthRun, bool]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_int, check_seed, derive_seed
+from .._validate import check_choice, check_int, check_seed, derive_seed
 from .depth import FACTORS, VARIANTS, build, depth_run, texts
 from .depth_cache import cached_run
 from .depth_fit import fit_curve
@@ -91,6 +91,28 @@ class DepthStudy:
         if per_seed:
             return [fit_curve(g, floor=floor) for g in self.typical(name, variant, factor, True)]
         return fit_curve(self.typical(name, variant, factor), floor=floor)
+
+    def growth(self, name, variant, which: str, factor=None) -> float:
+        """How many times ``which`` (``"residual"``: ``||res(X_L)||``; ``"mean"``: ``||1 x_L^T||``,
+        the mean token repeated) grew from the input to the last layer of the network ``factor``
+        (default the largest) times as deep: the geometric mean over runs of each run's ratio
+        (NaN where a run stopped before). The relative residual is the first over ``||X_L||``: it
+        falls when the residual shrinks or when the mean grows."""
+        check_choice("which", which, ("residual", "mean"))
+        f = self.factors[-1] if factor is None else factor
+        key = _key(variant, f)
+        norms = [
+            (r.residual_norms if which == "residual" else r.mean_norms)[key]
+            for r in self.runs[name]
+        ]
+        c = np.concatenate(norms)[:, : f * self.n_layers(name) + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.exp(np.log(c[:, -1] / c[:, 0]).mean()))
+
+    def underflowed(self, name, variant) -> list:
+        """The layers at which a run's tokens of ``variant`` shrank to zero (underflow: a loss of
+        scale, not of rank), one per run that did."""
+        return [r.underflow[variant] for r in self.runs[name] if variant in r.underflow]
 
     def last(self, name, variant, factor: int) -> float:
         """The typical relative residual after the last layer of the network ``factor`` times as
