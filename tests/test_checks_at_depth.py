@@ -83,10 +83,18 @@ def test_gpt2_heads_reference_is_transformers_forward():
 
 
 def test_predict_pre_ln_is_checked_against_the_measurement():
-    want = at_depth.predicted_form()
-    assert want in ("flat", "power law", "geometric", "doubly exponential")
+    want = at_depth.predicted_change()
+    assert want in at_depth.CHANGES
+    assert [at_depth.change_class(r) for r in (3.0, 2.0, 0.5, 0.4, 1e-3, 1e-4)] == [
+        "over 2 times higher",
+        "within a factor 2",
+        "within a factor 2",
+        "2 to 1000 times lower",
+        "2 to 1000 times lower",
+        "over 1000 times lower",
+    ]
     assert _check("predict_pre_ln", want).passed
-    wrong = "doubly exponential" if want != "doubly exponential" else "flat"
+    wrong = "over 1000 times lower" if want != "over 1000 times lower" else "within a factor 2"
     assert _check("predict_pre_ln", wrong).status == "incorrect"
     assert _check("predict_pre_ln", None).status == "not attempted"
 

@@ -17,10 +17,28 @@ PREDICT_SETTING = dict(
 )
 
 
-def predicted_form():
-    """The fitted form of GPT-2's full block (pre-LN, causal) at 8 times its depth, in the
-    setting :data:`PREDICT_SETTING`: what the prediction is checked against."""
-    from rankcollapse.real import depth, depth_fit
+CHANGES = (
+    "within a factor 2",
+    "2 to 1000 times lower",
+    "over 1000 times lower",
+    "over 2 times higher",
+)
+
+
+def change_class(ratio: float) -> str:
+    """The choice of :data:`CHANGES` a ratio (deepest over own depth) falls in."""
+    if ratio > 2:
+        return CHANGES[3]
+    if ratio >= 0.5:
+        return CHANGES[0]
+    return CHANGES[1] if ratio >= 1e-3 else CHANGES[2]
+
+
+def predicted_change():
+    """How GPT-2's full block (pre-LN, causal) at 8 times its depth compares with its own depth,
+    in the setting :data:`PREDICT_SETTING`: the typical relative residual after layer 96 over
+    that after layer 12, as one of :data:`CHANGES` (what the prediction is checked against)."""
+    from rankcollapse.real import depth
 
     s = PREDICT_SETTING
     model = depth.build(s["name"], s["seed"], width=s["width"], heads=s["heads"])
@@ -30,29 +48,29 @@ def predicted_form():
     )
     curve = run.curves[s["variant"]]
     typical = torch.from_numpy(curve).log().mean(0).exp().numpy()
-    return depth_fit.fit_curve(typical).form
+    return change_class(float(typical[-1] / typical[run.n_layers]))
 
 
 register(
     Question(
         id="at_depth.predict_pre_ln",
         kind="predict",
-        answer=predicted_form,
-        choices=("flat", "power law", "geometric", "doubly exponential"),
+        answer=predicted_change,
+        choices=CHANGES,
         hint=(
             "A pre-LN layer adds its branches to the stream and normalises only what enters "
             "them: what does each layer add, compared with what the stream already holds?"
         ),
         mistakes=[
             (
-                "doubly exponential",
-                "That is pure attention's cascade; with skips the input's path carries it "
-                "through every layer.",
+                "over 1000 times lower",
+                "That is pure attention's fall; with skips the input's path carries the "
+                "stream through every layer.",
             ),
             (
-                "geometric",
-                "A geometric fall loses the same factor at every layer; here the stream grows "
-                "and each branch moves it less.",
+                "2 to 1000 times lower",
+                "Each layer does move the stream, but by little next to what it already "
+                "holds: count how much 84 more such layers can take away.",
             ),
         ],
     )
