@@ -2976,6 +2976,16 @@ ROWS += [
         Raises(ValueError, "n_heads", ">= 1"),
     ),
     (
+        "native_layers a string",
+        lambda: DEP.native_layers("bert"),
+        Raises(TypeError, "net", "Network"),
+    ),
+    (
+        "extension_seed -1",
+        lambda: DEP.extension_seed(-1),
+        Raises(ValueError, "seed"),
+    ),
+    (
         "cached_run settings without a seed",
         lambda: DCACHE.cached_run({"name": "gpt2"}, lambda: None),
         Raises(ValueError, "settings", "'seed'"),

@@ -40,7 +40,7 @@ def test_build_at_the_published_size_is_load():
 
 
 def test_deeper_layers_keep_the_native_ones_and_draw_from_their_distribution(small_bert):
-    native = depth._native_layers(small_bert.network(torch.float32))
+    native = depth.native_layers(small_bert.network(torch.float32))
     drawn = list(depth.deeper_layers(native, 36, "draw", 5))
     assert all(drawn[l] is native[l] for l in range(12))
     for k, t in native[0].items():
@@ -113,8 +113,8 @@ def test_flipped_and_scaled_are_the_same_weights_under_another_config(small_bert
     run = depth.depth_run(small_bert, ids, 0, factors=(1, 2), float32=())
     net = small_bert.network(torch.float64)
     X = net.embed(ids)
-    native = depth._native_layers(net)
-    layers = list(depth.deeper_layers(native, 24, "draw", depth._extension_seed(0)))
+    native = depth.native_layers(net)
+    layers = list(depth.deeper_layers(native, 24, "draw", depth.extension_seed(0)))
     cfg = net.config.replace(n_layers=24)
     flipped = rc.san.SAN.from_weights(cfg.replace(layernorm="pre"), layers)
     with torch.no_grad():
@@ -134,8 +134,8 @@ def test_every_layer_gets_its_own_constants(small_bert):
     layer is freed: at BERT's published width, 54 distinct constants for its 96 layers)."""
     ids = depth.texts(small_bert, 1, 6)
     run = depth.depth_run(small_bert, ids, 0, factors=(1, 4), variants=("full",), float32=())
-    native = depth._native_layers(small_bert.network(torch.float32))
-    layers = depth.deeper_layers(native, 48, "draw", depth._extension_seed(0))
+    native = depth.native_layers(small_bert.network(torch.float32))
+    layers = depth.deeper_layers(native, 48, "draw", depth.extension_seed(0))
     cfg = small_bert.network_config()
     want = [depth.layer_theorem_constants(w, cfg.n_heads, cfg.d_qk)["omega"] for w in layers]
     np.testing.assert_allclose(run.constants["omega"], want, rtol=1e-12)
@@ -157,8 +157,8 @@ def test_the_residual_and_the_mean_are_measured_apart_and_underflow_is_no_collap
     assert np.nanmin(run.curves["san+mlp"][:, :at]) > 0.1  # not collapsed when it underflowed
     net = model.network(torch.float64)
     X = net.embed(ids)
-    native = depth._native_layers(net)
-    layers = list(depth.deeper_layers(native, 24, "draw", depth._extension_seed(0)))
+    native = depth.native_layers(net)
+    layers = list(depth.deeper_layers(native, 24, "draw", depth.extension_seed(0)))
     base = net.config.replace(
         n_layers=24, norm_dtype=None, softmax_dtype=None, position_dtype=None
     )  # the run's arithmetic: float64 throughout

@@ -54,7 +54,7 @@ import torch
 from rankcollapse._validate import check_bool
 
 from . import tolerance
-from .advice import _short, calls_the_answer, difference
+from .advice import calls_the_answer, difference, short_input
 from .questions import Question
 from .registry import EXERCISES, QUESTIONS, RUBRICS, Exercise, Rubric, register
 
@@ -216,7 +216,7 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
             result = result or CheckResult(
                 ex.id,
                 "error",
-                f"On input {_short(case)} your function raised {type(err).__name__}: {err}",
+                f"On input {short_input(case)} your function raised {type(err).__name__}: {err}",
             )
             if ex.partial:
                 continue
@@ -238,7 +238,7 @@ def check(exercise_id: str, fn, *, quiet: bool = False) -> CheckResult:
         result = result or CheckResult(
             ex.id,
             "incorrect",
-            f"On input {_short(case)}.{difference(got, want)} Hint: {hint or ex.hint}",
+            f"On input {short_input(case)}.{difference(got, want)} Hint: {hint or ex.hint}",
         )
         if not ex.partial:
             break

@@ -57,7 +57,7 @@ def _close(a, b) -> bool:
         return False
 
 
-def _short(args) -> str:
+def short_input(args) -> str:
     parts = []
     for a in args:
         parts.append(f"tensor{tuple(a.shape)}" if isinstance(a, torch.Tensor) else repr(a))

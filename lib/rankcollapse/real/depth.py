@@ -39,11 +39,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_choice, check_int, check_seed, derive_seed
+from .._validate import check_choice, check_int, check_seed
 from ..residual import matrix_norm, relative_residual, res
 from ..san import Block
 from .ablation import ablation_config
 from .condition.theorem import layer_theorem_constants
+from .deeper import EXTENSIONS, deeper_layers, extension_seed, native_layers
 from .families import (
     FAMILIES,
     NATIVE,
@@ -73,7 +74,6 @@ __all__ = [
 
 VARIANTS = ("san", "san+mlp", "san+skip", "full", "flipped", "scaled")
 FACTORS = (1, 2, 4, 8)
-EXTENSIONS = ("draw", "repeat")
 #: below this a float64 relative residual is rounding error: a collapsing variant stops there
 FLOOR64 = 1e-14
 #: a state whose largest entry is below this has lost its scale (underflow), not its rank
@@ -142,47 +142,6 @@ def build(
     return initial_real_model(hf, family, own, seed, label=published, note=where)
 
 
-def _native_layers(net) -> list[dict]:
-    """The native layers' weights by the core's names (one dict per layer; shared layers repeat)."""
-    return [{k: v.detach() for k, v in block.weights().items()} for block in net.san.layers]
-
-
-def deeper_layers(native: list[dict], n_layers: int, extension: str, seed: int):
-    """Yield ``n_layers`` layers' weights: the ``native`` ones first, then further layers.
-
-    ``extension="draw"``: each further layer's tensors drawn from a normal of mean 0 and the
-    standard deviation of that tensor pooled over the native layers (constant tensors copied), by
-    a generator seeded with ``seed``; ``"repeat"``: the native layers again, in order.
-    """
-    n_layers = check_int("n_layers", n_layers)
-    check_choice("extension", extension, EXTENSIONS)
-    seed = check_seed("seed", seed)
-    if not native:
-        raise ValueError("native must hold at least one layer's weights")
-    L0 = len(native)
-    spread = {}
-    for k in native[0]:
-        pooled = torch.stack([layer[k] for layer in native]).double()
-        spread[k] = None if bool(pooled.min() == pooled.max()) else float(pooled.std())
-    gen = torch.Generator().manual_seed(seed)
-    for l in range(n_layers):
-        if l < L0 or extension == "repeat":
-            yield native[l % L0]
-            continue
-        drawn = {}
-        for k, t in native[0].items():
-            if spread[k] is None:
-                drawn[k] = t
-            else:  # float32 (transformers' draws) and contiguous: normal_ in a transposed
-                # view's layout is 3 times slower; the same entries whatever the natives' dtype
-                drawn[k] = (
-                    torch.empty(t.shape, dtype=torch.float32)
-                    .normal_(0.0, spread[k], generator=gen)
-                    .to(t.dtype)
-                )
-        yield drawn
-
-
 def _embed64(net, ids) -> torch.Tensor:
     """The first layer's input in float64 from ``net``'s (float32) embedding tables."""
     e = net.embedding
@@ -197,11 +156,6 @@ def _embed64(net, ids) -> torch.Tensor:
         ln=None if e.ln is None else (e.ln[0].double(), e.ln[1].double(), e.ln[2]),
         proj=None if e.proj is None else tuple(cast(t) for t in e.proj),
     )(ids)
-
-
-def _extension_seed(seed: int) -> int:
-    """The seed of the further layers' draws of a run of ``seed`` (apart from transformers')."""
-    return derive_seed(seed, 7919, stride=104729)
 
 
 def _flip(layernorm: str) -> str:
@@ -290,7 +244,7 @@ def depth_run(
     base = net.config.replace(final_layernorm=False, n_layers=1, shared=False)
     L0 = net.config.n_layers
     L_max = L0 * factors[-1]
-    native = _native_layers(net)
+    native = native_layers(net)
     X0 = _embed64(net, ids)
     states = {}  # key -> [X, cfg, lam, total depth, list of residual rows]
     for v in variants:
@@ -313,7 +267,7 @@ def depth_run(
     underflow = {}
     seen = {}  # a native layer's constants, by its weights' storage (ALBERT's layers share one)
     H, d_qk = base.n_heads, base.d_qk
-    layers = deeper_layers(native, L_max, extension, _extension_seed(seed))
+    layers = deeper_layers(native, L_max, extension, extension_seed(seed))
     with torch_threads():
         for l, w in enumerate(layers):
             # a drawn layer is new: its dict's id may be a freed one's, so only the native
