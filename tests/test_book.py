@@ -196,6 +196,10 @@ def test_table_renders_as_markdown_html_and_text():
         "<table>" in t._repr_html_() and '<td style="text-align:right">96</td>' in t._repr_html_()
     )
     assert repr(t).splitlines()[2].startswith("BERT ")
+    ranges = book.Table(["model", "Omega"], [["BERT", "0.445 to 0.555"], ["GPT-2", "0.12"]])
+    html = ranges._repr_html_()  # a range of numbers may wrap at its spaces, a number not
+    assert '<td style="text-align:right; white-space:normal">0.445 to 0.555</td>' in html
+    assert '<td style="text-align:right">0.12</td>' in html
     with pytest.raises(ValueError, match="3 cells"):
         book.Table(["a", "b", "c"], [[1, 2]])
     with pytest.raises(ValueError, match="align"):

@@ -41,10 +41,14 @@ class Table:
             f'<th style="text-align:{side[a]}">{_html(h)}</th>'
             for h, a in zip(self.header, self.align)
         )
+        # numbers do not wrap (_static/book.css); a range of numbers ("0.055 to 0.091") may, at
+        # its spaces, so that a table of ranges fits the text column
+        wrap = lambda c, a: "; white-space:normal" if a != "l" and " to " in c else ""  # noqa: E731
         body = "".join(
             "<tr>"
             + "".join(
-                f'<td style="text-align:{side[a]}">{_html(c)}</td>' for c, a in zip(row, self.align)
+                f'<td style="text-align:{side[a]}{wrap(c, a)}">{_html(c)}</td>'
+                for c, a in zip(row, self.align)
             )
             + "</tr>"
             for row in self.rows
